@@ -1,0 +1,74 @@
+"""Wire the server together and run it until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import structlog
+
+from .cluster import Node, load_or_create_cluster_id
+from .config import Config
+from .dispatch import Dispatcher
+from .handlers import api_versions, find_coordinator, metadata
+from .server import Server
+from .services import Services
+from .topics import TopicCatalog
+
+log = structlog.get_logger(__name__)
+
+HANDLER_MODULES = (api_versions, metadata, find_coordinator)
+
+
+def build_dispatcher(services: Services) -> Dispatcher:
+    dispatcher = Dispatcher()
+    for module in HANDLER_MODULES:
+        module.register(dispatcher, services)
+    dispatcher.verify()
+    return dispatcher
+
+
+class App:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id)
+        self.node = Node(config.node_id, cluster_id)
+        self.services = Services(config, self.node, TopicCatalog(cluster_id, config.offsets_topic_num_partitions))
+        self.dispatcher = build_dispatcher(self.services)
+        self.server: Server | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.server = Server(self.config, self.dispatcher, loop)
+        bound = await self.server.start()
+        advertised = self.config.advertised(bound)
+        self.node.advertise(advertised[0])
+        for listener in bound.values():
+            log.info("listening", listener=str(listener), host=listener.host, port=listener.port,
+                     advertised=",".join(map(str, advertised)), node_id=self.node.node_id,
+                     cluster_id=self.node.cluster_id)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+
+    async def run_until_signalled(self) -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        await stop.wait()
+        log.info("stopping", reason="signal")
+        await self.stop()
+        log.info("stopped")
+
+
+def run(config: Config) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    runner(App(config).run_until_signalled())

@@ -1,0 +1,221 @@
+"""Every setting in one typed place, with Kafka's property names.
+
+Sources, lowest to highest precedence: built-in defaults, a Java-style .properties
+file, environment variables (COORDINATOR_LOG_DIRS for log.dirs, ...), and
+`--override name=value` flags. A bad value stops start-up with one line naming the
+setting. Unknown names in a properties file are warned about and ignored (so a
+Kafka server.properties can be reused); unknown overrides are an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Mapping
+
+
+class ConfigError(ValueError):
+    """A setting has a bad value; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)$")
+
+
+def parse_listeners(value: str) -> tuple[Listener, ...]:
+    listeners = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _LISTENER.match(item)
+        if not match:
+            raise ValueError(f"{item!r} is not NAME://host:port")
+        name, host, port = match["name"].upper(), match["host"].strip("[]"), int(match["port"])
+        if name != "PLAINTEXT":
+            raise ValueError(f"only PLAINTEXT listeners are supported, not {name}")
+        if port > 65535:
+            raise ValueError(f"port {port} is out of range")
+        listeners.append(Listener(name, host, port))
+    if not listeners:
+        raise ValueError("at least one listener is required")
+    if len({listener.name for listener in listeners}) != len(listeners):
+        raise ValueError("each listener name may appear once")
+    return tuple(listeners)
+
+
+def _int(low: int, high: int = 2**63 - 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError(f"{text!r} is not true or false")
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip()
+        if value.upper() in choices:
+            return value.upper()
+        raise ValueError(f"{text!r} is not one of {', '.join(choices)}")
+
+    return parse
+
+
+def _str(text: str) -> str:
+    return text.strip()
+
+
+INT32_MAX = 2**31 - 1
+
+# property name -> (attribute, parser, default text, doc)
+SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
+    "node.id": ("node_id", _int(0, INT32_MAX), "1", "This node's id in Metadata and FindCoordinator."),
+    "listeners": ("listeners", parse_listeners, "PLAINTEXT://127.0.0.1:9092",
+                  "Where to accept connections; port 0 binds an ephemeral port."),
+    "advertised.listeners": ("advertised_listeners", _str, "",
+                             "What clients are told to connect to; empty means the bound listeners."),
+    "log.dirs": ("log_dirs", _str, "./data", "Directory for the offsets log, topics and meta.properties."),
+    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1, 100000), "50",
+                                     "Partitions of __consumer_offsets (fixes group placement)."),
+    "socket.request.max.bytes": ("socket_request_max_bytes", _int(1, INT32_MAX), "104857600",
+                                 "Largest request frame accepted; larger ones close the connection."),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _int(1), "600000",
+                                "Idle connections are closed after this long."),
+    "queued.max.requests": ("queued_max_requests", _int(1, INT32_MAX), "500",
+                            "Requests in flight per connection before reading pauses."),
+    "socket.send.buffer.high.bytes": ("socket_send_buffer_high_bytes", _int(1024, INT32_MAX), "4194304",
+                                      "Buffered response bytes per connection before reading pauses."),
+    "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
+}
+
+ENV_PREFIX = "COORDINATOR_"
+
+
+def env_name(prop: str) -> str:
+    return ENV_PREFIX + prop.upper().replace(".", "_").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Config:
+    node_id: int
+    listeners: tuple[Listener, ...]
+    advertised_listeners: str
+    log_dirs: str
+    offsets_topic_num_partitions: int
+    socket_request_max_bytes: int
+    connections_max_idle_ms: int
+    queued_max_requests: int
+    socket_send_buffer_high_bytes: int
+    log_level: str
+
+    @classmethod
+    def load(
+        cls,
+        properties_file: str | None = None,
+        overrides: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> "Config":
+        raw = {name: default for name, (_a, _p, default, _d) in SETTINGS.items()}
+        if properties_file:
+            for name, value in read_properties(properties_file).items():
+                if name in SETTINGS:
+                    raw[name] = value
+                elif warn:
+                    warn(f"The configuration '{name}' in {properties_file} is not known and is ignored")
+        environ = os.environ if environ is None else environ
+        known_env = {env_name(name): name for name in SETTINGS}
+        for key, value in environ.items():
+            if key in known_env:
+                raw[known_env[key]] = value
+        for name, value in (overrides or {}).items():
+            if name not in SETTINGS:
+                raise ConfigError(f"{name}: unknown setting")
+            raw[name] = value
+        values = {}
+        for name, (attr, parse, _default, _doc) in SETTINGS.items():
+            try:
+                values[attr] = parse(raw[name])
+            except ValueError as exc:
+                raise ConfigError(f"{name}: {exc}") from None
+        config = cls(**values)
+        config.advertised()  # validate advertised.listeners now, not at first use
+        return config
+
+    def advertised(self, bound: Mapping[str, Listener] | None = None) -> tuple[Listener, ...]:
+        """The listeners clients are told about; unset or wildcard parts come from what was bound."""
+        bound = bound or {listener.name: listener for listener in self.listeners}
+        if self.advertised_listeners:
+            try:
+                listeners = parse_listeners(self.advertised_listeners)
+            except ValueError as exc:
+                raise ConfigError(f"advertised.listeners: {exc}") from None
+        else:
+            listeners = tuple(bound.values())
+        result = []
+        for listener in listeners:
+            actual = bound.get(listener.name, listener)
+            host = listener.host
+            if host in ("", "0.0.0.0", "::"):
+                host = "localhost" if actual.host in ("", "0.0.0.0", "::") else actual.host
+            port = listener.port or actual.port
+            result.append(Listener(listener.name, host, port))
+        return tuple(result)
+
+    def as_properties(self) -> dict[str, str]:
+        """The effective settings under their Kafka names (for the start-up log line)."""
+        by_attr = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {}
+        for name, (attr, _p, _d, _doc) in SETTINGS.items():
+            value = by_attr[attr]
+            out[name] = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        return out
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java .properties file: `key=value` or `key: value`, # and ! comments, \\ continuations."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"properties file {path}: {exc.strerror}") from None
+    result: dict[str, str] = {}
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not logical and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        match = re.match(r"^((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", logical)
+        if match:
+            result[match[1].replace("\\", "")] = match[2]
+        else:
+            result[logical] = ""
+        logical = ""
+    return result

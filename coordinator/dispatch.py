@@ -1,0 +1,135 @@
+"""From a request frame to a response frame: header, version check, decode, handler, encode.
+
+Handlers are bound to rows of protocol.apis.API_TABLE by api key; `verify()` refuses a
+table row without a handler or a handler without a row. A handler gets the request
+context and the decoded kio request and returns the kio response, an awaitable of it
+(for delayed operations), or None (no response, as Produce with acks=0).
+
+Protocol violations (unknown api key, unsupported version of anything but
+ApiVersions, a header or body that does not parse) raise CloseConnection: Kafka closes
+such connections, and so do we, with a WARN line from the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import structlog
+
+from protocol.apis import API_TABLE, ApiKey, ApiSpec
+from protocol.codec import DecodeError, decode_request, encode_response
+from protocol.header import HeaderError, parse_request_header, peek_api
+
+log = structlog.get_logger(__name__)
+
+
+class CloseConnection(Exception):
+    """The peer broke the protocol; the reason goes into the WARN log line."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    client_port: int
+
+
+Handler = Callable[[RequestContext, Any], Any]
+
+
+@dataclass(slots=True)
+class Deferred:
+    """A response still being computed; `finish` encodes it once `future` is done."""
+
+    future: asyncio.Future
+    correlation_id: int
+    header_version: int
+    api_name: str
+
+
+class Dispatcher:
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+        self._unsupported_api_versions: Callable[[], Any] | None = None
+
+    def register(self, api_key: ApiKey, handler: Handler) -> None:
+        if int(api_key) in self._handlers:
+            raise ValueError(f"{api_key.name} has a handler already")
+        self._handlers[int(api_key)] = handler
+
+    def on_unsupported_api_versions(self, build: Callable[[], Any]) -> None:
+        """KIP-511: what a too-new ApiVersions request gets (a v0 response body)."""
+        self._unsupported_api_versions = build
+
+    def verify(self) -> None:
+        missing = sorted(set(API_TABLE) - set(self._handlers))
+        extra = sorted(set(self._handlers) - set(API_TABLE))
+        if missing or extra or self._unsupported_api_versions is None:
+            raise RuntimeError(f"api table and handlers disagree: missing={missing} extra={extra}")
+
+    def dispatch(self, frame: bytes, client_host: str, client_port: int) -> bytes | Deferred | None:
+        try:
+            api_key, api_version, correlation_id = peek_api(frame)
+        except HeaderError as exc:
+            raise CloseConnection(str(exc)) from None
+        spec = API_TABLE.get(api_key)
+        if spec is None:
+            raise CloseConnection(f"unknown api key {api_key}")
+        try:
+            header = parse_request_header(frame, spec.request_is_flexible(api_version))
+        except HeaderError as exc:
+            raise CloseConnection(f"{spec.name} v{api_version} header does not parse: {exc}") from None
+        if not spec.supports(api_version):
+            if api_key == ApiKey.API_VERSIONS and api_version > spec.max_version:
+                assert self._unsupported_api_versions is not None
+                return encode_response(correlation_id, 0, self._unsupported_api_versions())
+            raise CloseConnection(
+                f"unsupported {spec.name} version {api_version} "
+                f"(supported {spec.min_version}-{spec.max_version})"
+            )
+        try:
+            request = decode_request(spec, api_version, frame, header.body_offset)
+        except DecodeError as exc:
+            raise CloseConnection(str(exc)) from None
+        context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port)
+        try:
+            result = self._handlers[api_key](context, request)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception("handler failed", api=spec.name, version=api_version, client_id=header.client_id)
+            raise CloseConnection(f"internal error handling {spec.name}") from None
+        return self._respond(spec, api_version, correlation_id, result)
+
+    def _respond(self, spec: ApiSpec, version: int, correlation_id: int, result: Any) -> bytes | Deferred | None:
+        header_version = spec.response_header_versions[version]
+        if result is None:
+            return None
+        if inspect.isawaitable(result):
+            return Deferred(asyncio.ensure_future(result), correlation_id, header_version, spec.name)
+        return encode_response(correlation_id, header_version, result)
+
+    @staticmethod
+    def finish(deferred: Deferred) -> bytes | None:
+        """Encode a completed deferred response; raises CloseConnection if its handler failed."""
+        future = deferred.future
+        if future.cancelled():
+            raise CloseConnection(f"{deferred.api_name} was cancelled")
+        exc = future.exception()
+        if exc is not None:
+            if isinstance(exc, CloseConnection):
+                raise exc
+            log.error("handler failed", api=deferred.api_name, exc_info=exc)
+            raise CloseConnection(f"internal error handling {deferred.api_name}")
+        result = future.result()
+        if result is None:
+            return None
+        return encode_response(deferred.correlation_id, deferred.header_version, result)
+
+

@@ -1,0 +1,56 @@
+"""ApiVersions v0-v4, generated from the API table, with KIP-511's fallback.
+
+A request above our highest version gets a v0 response (header v0) with
+UNSUPPORTED_VERSION and the full list, so the client can retry at a version we know.
+v3+ requests carry client software name/version, which must match Kafka's pattern or
+the answer is INVALID_REQUEST (as ApiVersionsRequest.isValid).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+from ..dispatch import Dispatcher, RequestContext
+from ..services import Services
+
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+def _api_keys() -> list[dict]:
+    return [
+        {"api_key": spec.key, "min_version": spec.min_version, "max_version": spec.max_version}
+        for spec in sorted(API_TABLE.values(), key=lambda s: s.key)
+    ]
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    spec = API_TABLE[ApiKey.API_VERSIONS]
+    keys = _api_keys()
+    ok = {
+        version: build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE)
+        for version, cls in spec.responses.items()
+    }
+    invalid = {
+        version: build(cls, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=NO_THROTTLE)
+        for version, cls in spec.responses.items()
+    }
+    unsupported = build(spec.responses[0], error_code=ErrorCode.unsupported_version, api_keys=keys)
+
+    def handle(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        if version >= 3 and not (
+            _SOFTWARE.match(request.client_software_name) and _SOFTWARE.match(request.client_software_version)
+        ):
+            return invalid[version]
+        return ok[version]
+
+    dispatcher.register(ApiKey.API_VERSIONS, handle)
+    dispatcher.on_unsupported_api_versions(lambda: unsupported)

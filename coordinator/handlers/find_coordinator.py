@@ -1,0 +1,58 @@
+"""FindCoordinator v0-v6: every group is coordinated by this node.
+
+In the embedded single-process mode this node leads every __consumer_offsets
+partition, so a group key (whatever partition_for places it on) answers with this
+node. Transaction keys get COORDINATOR_NOT_AVAILABLE (no transaction coordinator),
+share keys INVALID_REQUEST (as Kafka without a share coordinator), unknown key types
+INVALID_REQUEST. An empty group id gets INVALID_GROUP_ID. v4+ batches keys, each with
+its own error; before v4 an error answers with Kafka's "no node" (-1, "", -1) and the
+error's default message.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+from ..dispatch import Dispatcher, RequestContext
+from ..errors import error_message
+from ..services import Services
+from .api_versions import NO_THROTTLE
+
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+BATCHED_FROM = 4
+
+
+def locate(key_type: int, key: str) -> ErrorCode:
+    if key_type == GROUP:
+        return ErrorCode.invalid_group_id if not key else ErrorCode.none
+    if key_type == TRANSACTION:
+        return ErrorCode.coordinator_not_available
+    return ErrorCode.invalid_request  # SHARE without a share coordinator, or an unknown type
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    node = services.node
+    responses = API_TABLE[ApiKey.FIND_COORDINATOR].responses
+
+    def endpoint(code: ErrorCode) -> dict:
+        if code is ErrorCode.none:
+            return {"node_id": node.node_id, "host": node.host, "port": node.port}
+        return {"node_id": -1, "host": "", "port": -1}
+
+    def handle(ctx: RequestContext, request) -> object:
+        cls = responses[ctx.api_version]
+        key_type = getattr(request, "key_type", GROUP)
+        if ctx.api_version >= BATCHED_FROM:
+            coordinators = []
+            for key in request.coordinator_keys:
+                code = locate(key_type, key)
+                coordinators.append({"key": key, "error_code": code, "error_message": None, **endpoint(code)})
+            return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
+        code = locate(key_type, request.key)
+        return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=error_message(code),
+                     **endpoint(code))
+
+    dispatcher.register(ApiKey.FIND_COORDINATOR, handle)

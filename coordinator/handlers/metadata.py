@@ -1,0 +1,111 @@
+"""Metadata v0-v12: this node as the only broker and the leader of every partition.
+
+Follows KafkaApis.handleTopicMetadataRequest: null topics (or, in v0, an empty list)
+mean all topics, internal ones included; v10/v11 requests naming a topic by id only,
+or any request before v12 carrying a topic id, are invalid and get INVALID_REQUEST for
+every requested topic (MetadataRequest.getErrorResponse); unknown topic ids get
+UNKNOWN_TOPIC_ID; unknown names UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
+when the name is not a legal topic name. Authorized-operation fields are filled only
+when asked for; with no authorizer every operation is allowed.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+from ..dispatch import Dispatcher, RequestContext
+from ..services import Services
+from ..topics import TopicInfo, topic_name_error
+from .api_versions import NO_THROTTLE
+
+NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
+ZERO_UUID = uuid.UUID(int=0)
+
+# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
+# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    node = services.node
+    catalog = services.topics
+    responses = API_TABLE[ApiKey.METADATA].responses
+
+    def partitions(topic: TopicInfo) -> list[dict]:
+        nodes = [node.node_id]
+        return [
+            {"error_code": ErrorCode.none, "partition_index": index, "leader_id": node.node_id,
+             "leader_epoch": 0, "replica_nodes": nodes, "isr_nodes": nodes, "offline_replicas": []}
+            for index in range(topic.partitions)
+        ]
+
+    def described(topic: TopicInfo, topic_ops: int) -> dict:
+        return {"error_code": ErrorCode.none, "name": topic.name, "topic_id": topic.topic_id,
+                "is_internal": topic.internal, "partitions": partitions(topic),
+                "topic_authorized_operations": topic_ops}
+
+    def missing(name: str | None, topic_id: uuid.UUID, code: ErrorCode, topic_ops: int) -> dict:
+        return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
+                "partitions": [], "topic_authorized_operations": topic_ops}
+
+    def handle(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        cls = responses[version]
+        requested = request.topics
+        all_topics = requested is None or (version == 0 and not requested)
+        topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
+            else NOT_REQUESTED
+        cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
+            else NOT_REQUESTED
+
+        def respond(topics: list[dict]) -> object:
+            return build(
+                cls, throttle_time=NO_THROTTLE, cluster_id=node.cluster_id, controller_id=node.node_id,
+                brokers=[{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
+                topics=topics, cluster_authorized_operations=cluster_ops,
+            )
+
+        if all_topics:
+            return respond([described(topic, topic_ops) for topic in catalog.all()])
+
+        topics: list[dict] = []
+        if version < 12 and any(
+            getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
+            for t in requested
+        ):
+            return respond([missing(t.name or "", getattr(t, "topic_id", None) or ZERO_UUID,
+                                    ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
+
+        seen: set[str] = set()
+        for item in requested:
+            topic_id = getattr(item, "topic_id", None) or ZERO_UUID
+            if topic_id != ZERO_UUID:
+                topic = catalog.by_id(topic_id)
+                if topic is None:
+                    topics.append(missing(None, topic_id, ErrorCode.unknown_topic_id, topic_ops))
+                    continue
+                name = topic.name
+            else:
+                name = item.name
+                if name is None:
+                    topics.append(missing("", ZERO_UUID, ErrorCode.invalid_request, topic_ops))
+                    continue
+            if name in seen:
+                continue
+            seen.add(name)
+            topic = catalog.get(name)
+            if topic is not None:
+                topics.append(described(topic, topic_ops))
+            elif topic_name_error(name):
+                topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
+            else:
+                topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
+        return respond(topics)
+
+    dispatcher.register(ApiKey.METADATA, handle)

@@ -1,0 +1,269 @@
+"""The network server: one asyncio.Protocol per socket (uvloop when installed).
+
+Responses leave a connection in the order its requests arrived, even when a later
+request is answered first: finished responses wait behind unfinished ones in a FIFO.
+Back-pressure: a connection stops reading while `queued.max.requests` responses are
+outstanding or while the transport holds more than `socket.send.buffer.high.bytes`
+unsent, and resumes when both drop. Idle connections close after
+connections.max.idle.ms (checked by one lazily re-armed timer per connection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import deque
+from typing import Any
+
+import structlog
+
+from protocol.framing import FrameError, cut_frames
+
+from .config import Config, Listener
+from .dispatch import CloseConnection, Deferred, Dispatcher
+
+log = structlog.get_logger(__name__)
+
+_connection_ids = itertools.count(1)
+
+
+class Connection(asyncio.Protocol):
+    __slots__ = (
+        "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
+        "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
+        "closing", "requests", "close_reason", "max_frame", "max_pending",
+    )
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.dispatcher = server.dispatcher
+        self.loop = server.loop
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.pending: deque[Any] = deque()  # bytes (ready) or Deferred, in request order
+        self.out: list[bytes] = []
+        self.peer_host = "?"
+        self.peer_port = 0
+        self.conn_id = next(_connection_ids)
+        self.last_active = 0.0
+        self.idle_timer: asyncio.TimerHandle | None = None
+        self.reading_paused = False
+        self.writing_paused = False
+        self.closing = False
+        self.requests = 0
+        self.close_reason = "peer closed"
+        self.max_frame = server.config.socket_request_max_bytes
+        self.max_pending = server.config.queued_max_requests
+
+    # --- asyncio.Protocol ------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.peer_host, self.peer_port = peer[0], peer[1]
+        high = self.server.config.socket_send_buffer_high_bytes
+        transport.set_write_buffer_limits(high=high, low=high // 4)
+        self.last_active = self.loop.time()
+        self.idle_timer = self.loop.call_at(self.last_active + self.server.idle_seconds, self._idle_check)
+        self.server.connections.add(self)
+        log.info("connection opened", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}")
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self.loop.time()
+        self.buffer += data
+        self._process()
+
+    def eof_received(self) -> bool | None:
+        self.close_reason = "peer closed"
+        return None  # let the transport close itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+        for item in self.pending:
+            if isinstance(item, Deferred):
+                item.future.remove_done_callback(self._deferred_done)
+        self.pending.clear()
+        self.server.connections.discard(self)
+        reason = f"{self.close_reason}: {exc}" if exc else self.close_reason
+        log.info("connection closed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
+                 requests=self.requests, reason=reason)
+        self.server.connection_gone()
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        self._update_reading()
+        self._process()
+
+    # --- request processing ---------------------------------------------
+
+    def _process(self) -> None:
+        if self.closing:
+            return
+        room = self.max_pending - len(self.pending)
+        if room <= 0 or self.writing_paused:
+            self._update_reading()
+            return
+        try:
+            frames = cut_frames(self.buffer, self.max_frame, room)
+        except FrameError as exc:
+            self._violation(str(exc))
+            return
+        dispatch = self.dispatcher.dispatch
+        pending = self.pending
+        out = self.out
+        for frame in frames:
+            self.requests += 1
+            try:
+                result = dispatch(frame, self.peer_host, self.peer_port)
+            except CloseConnection as exc:
+                self._violation(str(exc))
+                return
+            if result is None:
+                continue
+            if result.__class__ is bytes:
+                if pending:
+                    pending.append(result)
+                else:
+                    out.append(result)
+            else:
+                pending.append(result)
+                result.future.add_done_callback(self._deferred_done)
+        self._write_out()
+        self._update_reading()
+
+    def _deferred_done(self, _future: asyncio.Future) -> None:
+        pending = self.pending
+        out = self.out
+        while pending:
+            head = pending[0]
+            if head.__class__ is bytes:
+                out.append(pending.popleft())
+                continue
+            if not head.future.done():
+                break
+            pending.popleft()
+            try:
+                encoded = Dispatcher.finish(head)
+            except CloseConnection as exc:
+                self._write_out()
+                self._violation(str(exc))
+                return
+            if encoded is not None:
+                out.append(encoded)
+        self._write_out()
+        if self.closing:
+            self._maybe_finish_close()
+            return
+        if self.buffer:
+            self._process()
+        else:
+            self._update_reading()
+
+    def _write_out(self) -> None:
+        if self.out and self.transport is not None:
+            if len(self.out) == 1:
+                self.transport.write(self.out[0])
+            else:
+                self.transport.write(b"".join(self.out))
+            self.out.clear()
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.closing:
+            return
+        should_pause = self.writing_paused or len(self.pending) >= self.max_pending
+        if should_pause and not self.reading_paused:
+            self.transport.pause_reading()
+            self.reading_paused = True
+        elif not should_pause and self.reading_paused:
+            self.transport.resume_reading()
+            self.reading_paused = False
+
+    def _violation(self, reason: str) -> None:
+        log.warning("closing connection", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
+                    reason=reason)
+        self.close_reason = f"protocol violation: {reason}"
+        self.closing = True
+        self._write_out()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _idle_check(self) -> None:
+        idle = self.server.idle_seconds
+        deadline = self.last_active + idle
+        now = self.loop.time()
+        if now >= deadline and not self.pending:
+            self.close_reason = f"idle for more than {self.server.config.connections_max_idle_ms} ms"
+            self.closing = True
+            if self.transport is not None:
+                self.transport.close()
+            return
+        # Active since the timer was set (or busy): look again at the new deadline.
+        self.idle_timer = self.loop.call_at(deadline if now < deadline else now + idle, self._idle_check)
+
+    # --- graceful stop ---------------------------------------------------
+
+    def begin_close(self) -> None:
+        """Stop reading new requests; close once every outstanding response is written."""
+        if self.transport is None or self.closing:
+            return
+        self.closing = True
+        self.close_reason = "server stopping"
+        if not self.reading_paused:
+            self.transport.pause_reading()
+            self.reading_paused = True
+        self._maybe_finish_close()
+
+    def _maybe_finish_close(self) -> None:
+        if not self.pending and self.transport is not None:
+            self._write_out()
+            self.transport.close()
+
+
+class Server:
+    def __init__(self, config: Config, dispatcher: Dispatcher, loop: asyncio.AbstractEventLoop) -> None:
+        self.config = config
+        self.dispatcher = dispatcher
+        self.loop = loop
+        self.idle_seconds = config.connections_max_idle_ms / 1000.0
+        self.connections: set[Connection] = set()
+        self._servers: list[asyncio.AbstractServer] = []
+        self._all_closed: asyncio.Event = asyncio.Event()
+        self.bound: dict[str, Listener] = {}
+
+    async def start(self) -> dict[str, Listener]:
+        for listener in self.config.listeners:
+            server = await self.loop.create_server(
+                lambda: Connection(self), host=listener.host or None, port=listener.port,
+                reuse_address=True, backlog=1024,
+            )
+            self._servers.append(server)
+            sockname = server.sockets[0].getsockname()
+            bound = Listener(listener.name, listener.host or sockname[0], sockname[1])
+            self.bound[listener.name] = bound
+        return self.bound
+
+    def connection_gone(self) -> None:
+        if not self.connections:
+            self._all_closed.set()
+
+    async def stop(self, grace_seconds: float = 10.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to the grace period), close all."""
+        for server in self._servers:
+            server.close()
+        if self.connections:
+            self._all_closed.clear()
+            for connection in list(self.connections):
+                connection.begin_close()
+            try:
+                await asyncio.wait_for(self._all_closed.wait(), grace_seconds)
+            except asyncio.TimeoutError:
+                for connection in list(self.connections):
+                    if connection.transport is not None:
+                        connection.transport.abort()
+        for server in self._servers:
+            await server.wait_closed()

@@ -1,0 +1,107 @@
+"""The one table of APIs this server speaks.
+
+Each row names an API key and the version range we really handle; everything else
+(request/response classes per version, the first flexible version, the header
+versions) is derived from kio, which is generated from Kafka's own JSON schemas, so
+the table cannot disagree with the wire format. ApiVersions answers are generated
+from this table, and the dispatcher in coordinator/ refuses to start unless every row
+has exactly one handler (protocol/ may not import coordinator/, so the handler column
+is bound there by api key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from kio.index import load_entity_module
+from kio.schema.index import api_key_map
+from kio.static.constants import EntityType
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
+
+
+def _entity_class(module_name: str, version: int, entity_type: EntityType) -> type:
+    module = load_entity_module(module_name, version, entity_type)
+    for value in vars(module).values():
+        if isinstance(value, type) and getattr(value, "__type__", None) is entity_type:
+            return value
+    raise LookupError(f"kio has no {entity_type.name} class for {module_name} v{version}")
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    key: ApiKey
+    min_version: int
+    max_version: int
+    name: str = field(init=False)
+    flexible_from: int | None = field(init=False)  # first flexible version, None if none is
+    requests: dict[int, type] = field(init=False, repr=False)
+    responses: dict[int, type] = field(init=False, repr=False)
+    response_header_versions: dict[int, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        module_name = api_key_map[int(self.key)]
+        versions = range(self.min_version, self.max_version + 1)
+        requests = {v: _entity_class(module_name, v, EntityType.request) for v in versions}
+        responses = {v: _entity_class(module_name, v, EntityType.response) for v in versions}
+        flexible = [v for v in versions if requests[v].__flexible__]
+        object.__setattr__(self, "name", module_name)
+        object.__setattr__(self, "requests", requests)
+        object.__setattr__(self, "responses", responses)
+        object.__setattr__(self, "flexible_from", flexible[0] if flexible else None)
+        object.__setattr__(
+            self,
+            "response_header_versions",
+            {v: int(responses[v].__header_schema__.__version__) for v in versions},
+        )
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def request_is_flexible(self, version: int) -> bool:
+        """Whether a request of this version uses header v2 (also for versions above max)."""
+        return self.flexible_from is not None and version >= self.flexible_from
+
+
+# key, min version, max version. Add a row only together with its handler and tests.
+_ROWS: tuple[tuple[ApiKey, int, int], ...] = (
+    (ApiKey.METADATA, 0, 12),
+    (ApiKey.FIND_COORDINATOR, 0, 6),
+    (ApiKey.API_VERSIONS, 0, 4),
+)
+
+API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}
+
+
+def spec_for(api_key: int) -> ApiSpec | None:
+    return API_TABLE.get(api_key)
+
+
+def request_class(api_key: int, version: int) -> Any:
+    return API_TABLE[api_key].requests[version]
+
+
+def response_class(api_key: int, version: int) -> Any:
+    return API_TABLE[api_key].responses[version]

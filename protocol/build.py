@@ -1,0 +1,49 @@
+"""Build a kio message of any version from one set of keyword values.
+
+Handlers describe a response once, as keywords (nested structs as dicts, arrays as
+lists of dicts); `build` keeps only the fields that exist in the requested version's
+class and recurses into that version's nested classes. It is for responses whose shape
+changes across many versions (Metadata, FindCoordinator, ...); hot paths construct
+their kio objects directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from functools import cache
+from typing import Any
+
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+
+
+@cache
+def _shape(cls: type) -> dict[str, tuple[type | None, bool]]:
+    shape: dict[str, tuple[type | None, bool]] = {}
+    for field in fields(cls):
+        kind = classify_field(field)
+        nested = kind.type_ if isinstance(kind, (EntityField, EntityTupleField)) else None
+        shape[field.name] = (nested, isinstance(kind, EntityTupleField))
+    return shape
+
+
+def build(cls: type, **values: Any) -> Any:
+    shape = _shape(cls)
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        entry = shape.get(name)
+        if entry is None:
+            continue  # not in this version
+        nested, is_array = entry
+        if nested is not None and value is not None:
+            if is_array:
+                value = tuple(item if isinstance(item, nested) else build(nested, **item) for item in value)
+            elif not isinstance(value, nested):
+                value = build(nested, **value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def has_field(cls: type, name: str) -> bool:
+    return name in _shape(cls)

@@ -1,0 +1,112 @@
+"""Request header v1/v2 parsing and response header v0/v1 writing, by hand.
+
+Kafka picks the request header version from the API's flexible versions: v2 (with
+tagged fields) from an API's first flexible version on, v1 before it. The header's
+client_id is a legacy (int16-length) nullable string even in v2. Response header v1
+adds an empty tagged-field section; ApiVersions always answers with header v0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from struct import Struct
+
+_KEY_VERSION_CORRELATION = Struct(">hhi")
+_INT16 = Struct(">h")
+_INT32 = Struct(">i")
+
+
+class HeaderError(Exception):
+    """The request header does not parse."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int  # where the request body starts in the frame
+
+
+def peek_api(frame: bytes) -> tuple[int, int, int]:
+    """Return (api_key, api_version, correlation_id) from the first 8 bytes."""
+    if len(frame) < 8:
+        raise HeaderError(f"frame of {len(frame)} bytes is shorter than a request header")
+    return _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
+
+
+def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint (at most 5 bytes, as Kafka's readUnsignedVarint)."""
+    value = 0
+    shift = 0
+    end = len(data)
+    while True:
+        if pos >= end:
+            raise HeaderError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise HeaderError("varint longer than 5 bytes")
+
+
+def skip_tagged_fields(data: bytes, pos: int) -> int:
+    count, pos = read_uvarint(data, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(data, pos)
+        size, pos = read_uvarint(data, pos)
+        pos += size
+        if pos > len(data):
+            raise HeaderError("tagged field runs past the end of the frame")
+    return pos
+
+
+def parse_request_header(frame: bytes, flexible: bool) -> RequestHeader:
+    """Parse header v1 (flexible=False) or v2 (flexible=True)."""
+    api_key, api_version, correlation_id = peek_api(frame)
+    if len(frame) < 10:
+        raise HeaderError("frame ends before the client id")
+    (length,) = _INT16.unpack_from(frame, 8)
+    pos = 10
+    if length == -1:
+        client_id = None
+    elif length < 0:
+        raise HeaderError(f"negative client id length {length}")
+    else:
+        end = pos + length
+        if end > len(frame):
+            raise HeaderError("client id runs past the end of the frame")
+        try:
+            client_id = frame[pos:end].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HeaderError("client id is not valid UTF-8") from exc
+        pos = end
+    if flexible:
+        pos = skip_tagged_fields(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def response_header(correlation_id: int, version: int) -> bytes:
+    """Response header v0 (correlation id) or v1 (plus empty tagged fields)."""
+    if version == 0:
+        return _INT32.pack(correlation_id)
+    return _INT32.pack(correlation_id) + b"\x00"
+
+
+def encode_request_header(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, flexible: bool
+) -> bytes:
+    """Request header v1/v2, for the project's own test and benchmark clients."""
+    out = bytearray(_KEY_VERSION_CORRELATION.pack(api_key, api_version, correlation_id))
+    if client_id is None:
+        out += _INT16.pack(-1)
+    else:
+        raw = client_id.encode("utf-8")
+        out += _INT16.pack(len(raw)) + raw
+    if flexible:
+        out += b"\x00"
+    return bytes(out)

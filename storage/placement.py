@@ -1,0 +1,29 @@
+"""Which __consumer_offsets partition holds a group: exactly Kafka's placement.
+
+Kafka: Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions, where
+String.hashCode runs s[0]*31^(n-1) + ... over UTF-16 code units with int32 overflow
+and Utils.abs(Integer.MIN_VALUE) is 0 (not MIN_VALUE, as Math.abs would give).
+"""
+
+from __future__ import annotations
+
+OFFSETS_TOPIC = "__consumer_offsets"
+DEFAULT_OFFSETS_PARTITIONS = 50
+
+
+def java_string_hash(value: str) -> int:
+    """Java's String.hashCode as a signed int32."""
+    h = 0
+    units = value.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def kafka_abs(value: int) -> int:
+    """org.apache.kafka.common.utils.Utils.abs: MIN_VALUE maps to 0."""
+    return 0 if value == -0x80000000 else abs(value)
+
+
+def partition_for(group_id: str, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:
+    return kafka_abs(java_string_hash(group_id)) % num_partitions
