@@ -1,0 +1,32 @@
+"""Shared fixtures: `server` starts the real server process on an ephemeral port."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.server_process import ServerProcess, start_server
+
+
+@pytest.fixture
+def server(tmp_path) -> ServerProcess:
+    """A fresh server on defaults (ephemeral port, data in tmp_path); stopped with SIGTERM after."""
+    process = start_server(str(tmp_path / "data"))
+    yield process
+    code = process.stop()
+    assert code == 0, f"server exited with {code}; log tail: {process.lines[-10:]}"
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    """Start servers with custom overrides: server_factory(overrides={...})."""
+    started: list[ServerProcess] = []
+
+    def make(**kwargs) -> ServerProcess:
+        kwargs.setdefault("log_dir", str(tmp_path / f"data{len(started)}"))
+        process = start_server(**kwargs)
+        started.append(process)
+        return process
+
+    yield make
+    for process in started:
+        process.kill()
