@@ -1,0 +1,403 @@
+"""A segmented, append-only log for one partition, in Kafka's directory layout.
+
+``<dir>/<topic>-<partition>/<20-digit base offset>.log`` (+ ``.index``, ``.timeindex``).
+
+Appends are synchronous bookkeeping (offsets and file positions are assigned at
+once) plus a future that resolves when the bytes are durable. All appends made in
+one event-loop turn are written with one write and covered by one fsync, run in a
+worker thread (see ``flush.py``); appends arriving while that fsync runs form the
+next group. Readers see data up to the high watermark (= durable end).
+
+Flush policies:
+
+* ``fsync`` (default, for the offsets log): every flush is fsync'ed before its
+  futures resolve. An acknowledged append survives a machine crash.
+* ``none``: the flush writes to the OS (surviving a process crash) and resolves; an
+  fsync runs at most every ``flush_interval_ms`` (and on roll and close).
+
+After a write/fsync failure the log fails every waiting future with StorageError
+and refuses further appends until reopened (recovery then cuts what was not
+durable). Segments are fsync'ed with their indexes when rolled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from enum import Enum
+from typing import Iterable, NamedTuple
+
+import structlog
+
+from .batch import assign_offsets, build_batch, scan_for_append
+from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
+from .flush import FlushJob, default_executor, run_job
+from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
+from .segment import Segment
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_SEGMENT_BYTES = 1 << 30
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+
+
+class FlushPolicy(str, Enum):
+    FSYNC = "fsync"
+    NONE = "none"
+
+
+class AppendResult(NamedTuple):
+    """Offsets assigned to an append; ``await result`` waits until it is durable.
+
+    A NamedTuple rather than a frozen dataclass: it is created once per append on the
+    OffsetCommit hot path, and tuple construction is several times cheaper.
+    """
+
+    base_offset: int
+    last_offset: int
+    durable: asyncio.Future
+
+    def __await__(self):
+        return self.durable.__await__()
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    timestamp: int
+    offset: int
+
+
+def partition_dir(root: str, topic: str, partition: int) -> str:
+    return os.path.join(root, f"{topic}-{partition}")
+
+
+class PartitionLog:
+    """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
+
+    def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
+                 flush_policy: FlushPolicy, flush_interval_ms: int, index_interval_bytes: int,
+                 fsync, executor) -> None:
+        self.path = path
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.segment_bytes = segment_bytes
+        self.flush_policy = FlushPolicy(flush_policy)
+        self._interval_s = flush_interval_ms / 1000.0
+        self._index_interval = index_interval_bytes
+        self._fsync = fsync
+        self._executor = executor or default_executor()
+        self._leo = self._hw = segments[-1].next_offset
+        self._pending: list[list] = []  # [segment, position, [buffers]]
+        self._pending_futures: list[asyncio.Future] = []
+        self._rolled: list[Segment] = []
+        self._dir_dirty = False
+        self._flush_handle: asyncio.Handle | None = None
+        self._inflight: asyncio.Future | None = None
+        self._failed: StorageError | None = None
+        self._closed = False
+        self._last_sync = time.monotonic()
+        self._unsynced = False
+        self._sync_timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, path: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+             flush_policy: FlushPolicy | str = FlushPolicy.FSYNC, flush_interval_ms: int = 1000,
+             index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, fsync=os.fsync,
+             executor=None) -> "PartitionLog":
+        """Open (creating if needed) and recover the partition directory ``path``.
+
+        ``fsync`` and ``executor`` are injectable for tests and benchmarks.
+        """
+        segments = open_segments(path, index_interval_bytes, fsync)
+        return cls(path, segments, segment_bytes=segment_bytes, flush_policy=flush_policy,
+                   flush_interval_ms=flush_interval_ms, index_interval_bytes=index_interval_bytes,
+                   fsync=fsync, executor=executor)
+
+    # --------------------------------------------------------------- properties
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """Next offset to be assigned (includes appends not yet durable)."""
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        """End of the durable data: offsets below it are readable and acknowledged."""
+        return self._hw
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    # ------------------------------------------------------------------ appends
+    def append(self, data: bytes | bytearray | memoryview, *,
+               partition_leader_epoch: int | None = None) -> AppendResult:
+        """Append one or more v2 batches, assigning offsets from the log end offset.
+
+        The batches are checked (length, magic, CRC) before anything changes: bad
+        input raises a RecordError and leaves the log untouched. Must be called on
+        the event loop thread.
+        """
+        self._check_writable()
+        loop = asyncio.get_running_loop()
+        buf = bytearray(data)
+        metas = scan_for_append(buf, self.segment_bytes)
+        first = self._leo
+        mv = memoryview(buf)
+        for position, size, delta, max_ts in metas:
+            base = self._leo
+            assign_offsets(buf, base, position=position, partition_leader_epoch=partition_leader_epoch)
+            last = base + delta
+            seg = self._segments[-1]
+            if not seg.fits(size, last, self.segment_bytes):
+                seg = self._roll(base)
+            seg_pos = seg.size
+            seg.track(seg_pos, size, last, max_ts)
+            chunk = mv[position:position + size]
+            tail = self._pending[-1] if self._pending else None
+            if tail is not None and tail[0] is seg:
+                tail[2].append(chunk)
+            else:
+                self._pending.append([seg, seg_pos, [chunk]])
+            self._leo = last + 1
+        fut = loop.create_future()
+        self._pending_futures.append(fut)
+        if self._flush_handle is None and self._inflight is None:
+            self._flush_handle = loop.call_soon(self._start_flush)
+        return AppendResult(first, self._leo - 1, fut)
+
+    def append_records(self, records: Iterable, **batch_args) -> AppendResult:
+        """Encode ``records`` (see ``build_batch``) as one batch and append it."""
+        return self.append(build_batch(records, **batch_args))
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.path} is closed")
+        if self._failed is not None:
+            raise StorageError(f"log {self.path} failed earlier and must be reopened: {self._failed}")
+
+    def _roll(self, base_offset: int) -> Segment:
+        old = self._segments[-1]
+        old.finalize_time_index()
+        self._rolled.append(old)
+        seg = Segment(self.path, base_offset, self._index_interval)
+        seg.open_files(active=True)
+        self._segments.append(seg)
+        self._bases.append(base_offset)
+        self._dir_dirty = True
+        log.info("storage.segment.rolled", dir=self.path, base_offset=base_offset,
+                 previous_size=old.size)
+        return seg
+
+    # ---------------------------------------------------------------- flushing
+    def _start_flush(self) -> None:
+        self._flush_handle = None
+        if self._inflight is not None or self._closed and not self._pending_futures:
+            return
+        if not self._pending_futures and not self._sync_due():
+            return
+        job = self._make_job()
+        self._inflight = asyncio.get_running_loop().run_in_executor(
+            self._executor, run_job, job, self._fsync)
+        self._inflight.add_done_callback(lambda f: self._on_flushed(job, f))
+
+    def _sync_due(self) -> bool:
+        return self._unsynced and time.monotonic() - self._last_sync >= self._interval_s
+
+    def _make_job(self) -> FlushJob:
+        job = FlushJob(end_offset=self._leo, futures=self._pending_futures)
+        touched: list[Segment] = []
+        for seg, position, buffers in self._pending:
+            job.writes.append((seg.fd, position, buffers))
+            if seg not in touched:
+                touched.append(seg)
+        for seg in self._rolled:
+            if seg not in touched:
+                touched.append(seg)
+        active = self._segments[-1]
+        for seg in touched + ([active] if active not in touched else []):
+            job.index_writes.extend(seg.take_index_writes())
+            job.ends.append((seg, seg.size))
+        sync_active = self.flush_policy is FlushPolicy.FSYNC or self._sync_due() or self._closed
+        for seg in touched:
+            if seg is not active or sync_active:
+                job.fsync_fds.append(seg.fd)
+        if active not in touched and sync_active and self._unsynced:
+            job.fsync_fds.append(active.fd)
+        job.synced = sync_active
+        for seg in self._rolled:
+            job.finalize_fds += [seg.index_fd, seg.time_index_fd]
+            seg.index_fd = seg.time_index_fd = -1  # the job owns (and closes) them now
+        if self._dir_dirty:
+            job.sync_dir = self.path
+        self._pending, self._pending_futures, self._rolled, self._dir_dirty = [], [], [], False
+        return job
+
+    def _on_flushed(self, job: FlushJob, done: asyncio.Future) -> None:
+        self._inflight = None
+        exc = done.exception() if not done.cancelled() else asyncio.CancelledError()
+        if exc is not None:
+            err = StorageError(f"flush of {self.path} failed: {exc!r}")
+            err.__cause__ = exc
+            log.error("storage.flush.failed", dir=self.path, error=repr(exc))
+            self._failed = err
+            for fut in job.futures + self._pending_futures:
+                if not fut.done():
+                    fut.set_exception(err)
+            self._pending, self._pending_futures = [], []
+            return
+        for seg, end in job.ends:
+            seg.written_size = seg.durable_size = max(seg.durable_size, end)
+        self._hw = max(self._hw, job.end_offset)
+        if job.synced:
+            self._last_sync, self._unsynced = time.monotonic(), False
+        elif job.writes:
+            self._unsynced = True
+            self._arm_sync_timer()
+        for fut in job.futures:
+            if not fut.done():
+                fut.set_result(None)
+        if self._pending_futures:
+            self._start_flush()
+
+    def _arm_sync_timer(self) -> None:
+        if self._sync_timer is None and not self._closed:
+            loop = asyncio.get_running_loop()
+            self._sync_timer = loop.call_later(self._interval_s, self._on_sync_timer)
+
+    def _on_sync_timer(self) -> None:
+        self._sync_timer = None
+        if self._unsynced and self._flush_handle is None and self._inflight is None:
+            self._start_flush()
+        elif self._unsynced:
+            self._arm_sync_timer()
+
+    async def flush(self) -> None:
+        """Wait until everything appended so far is durable (or failed)."""
+        while True:
+            if self._pending_futures:
+                await asyncio.wait([self._pending_futures[-1]])
+            elif self._inflight is not None:
+                await asyncio.wait([self._inflight])
+            else:
+                return
+
+    # -------------------------------------------------------------------- reads
+    def read(self, start_offset: int, max_bytes: int = 1 << 20) -> bytes:
+        """Whole batches from the one containing ``start_offset``, below the high
+        watermark: at most ``max_bytes`` unless the first batch alone is larger."""
+        if start_offset < self.log_start_offset or start_offset > self._leo:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} outside [{self.log_start_offset}, {self._leo}]")
+        if start_offset >= self._hw:
+            return b""
+        i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+        for seg in self._segments[i:]:
+            pos = seg.find_position(start_offset, seg.durable_size)
+            if pos is not None:
+                return seg.read(pos, max_bytes, seg.durable_size)
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """First record with timestamp >= ``timestamp`` (ListOffsets by time)."""
+        for seg in self._segments:
+            if seg.max_timestamp >= timestamp:
+                found = seg.find_timestamp(timestamp, seg.durable_size)
+                if found is not None:
+                    return TimestampOffset(*found)
+        return None
+
+    def max_timestamp_offset(self) -> TimestampOffset | None:
+        """The record with the largest timestamp (the first such one), if any."""
+        best = None
+        for seg in self._segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        found = best.record_with_timestamp(best.max_timestamp, best.offset_of_max_timestamp,
+                                           best.durable_size)
+        return TimestampOffset(*found) if found else None
+
+    # ------------------------------------------------- truncation and shutdown
+    async def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is >= ``offset`` (whole batches, as
+        Kafka does): the new log end offset is the end of the last kept batch, or
+        ``offset`` itself if nothing is kept."""
+        self._check_writable()
+        await self.flush()
+        if offset >= self._leo:
+            return
+        keep = [s for s in self._segments if s.base_offset < offset] or []
+        drop = self._segments[len(keep):]
+        for seg in drop:
+            seg.close()
+            unlink_segment(seg)
+        if not keep:
+            seg = Segment(self.path, max(offset, 0), self._index_interval)
+            seg.open_files(active=True)
+            self._segments = [seg]
+        else:
+            seg = keep[-1]
+            pos = seg.find_position(offset, seg.size)
+            seg.close()
+            if pos is not None:
+                os.truncate(seg.log_path, pos)
+            keep[-1] = open_segment(self.path, seg.base_offset, self._index_interval,
+                                    last=True, fsync=self._fsync)[0]
+            self._segments = keep
+        self._bases = [s.base_offset for s in self._segments]
+        self._leo = self._segments[-1].next_offset
+        self._hw = min(self._hw, self._leo)
+        fsync_dir(self.path, self._fsync)
+        log.info("storage.log.truncated", dir=self.path, offset=offset, log_end_offset=self._leo)
+
+    async def close(self) -> None:
+        """Flush, write the final time-index entry, fsync everything, close files."""
+        if self._closed:
+            return
+        await self.flush()
+        self._close_files()
+
+    def close_sync(self) -> None:
+        """Close without an event loop; only when nothing is pending (e.g. read-only use)."""
+        if self._pending_futures or self._inflight is not None:
+            raise StorageError(f"log {self.path} has writes in flight; use `await close()`")
+        self._close_files()
+
+    def _close_files(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
+        try:
+            if self._failed is None:
+                active = self._segments[-1]
+                active.finalize_time_index()
+                for fd, position, data in active.take_index_writes():
+                    os.pwrite(fd, data, position)
+                for fd in (active.fd, active.index_fd, active.time_index_fd):
+                    if fd >= 0:
+                        self._fsync(fd)
+        finally:
+            for seg in self._segments:
+                seg.close()
+
+    async def delete(self) -> None:
+        """Close and remove the whole partition directory."""
+        if not self._closed:
+            await self.flush()
+            self._closed = True
+            for seg in self._segments:
+                seg.close()
+        shutil.rmtree(self.path, ignore_errors=True)
