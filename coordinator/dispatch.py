@@ -81,10 +81,6 @@ class Dispatcher:
         spec = API_TABLE.get(api_key)
         if spec is None:
             raise CloseConnection(f"unknown api key {api_key}")
-        try:
-            header = parse_request_header(frame, spec.request_is_flexible(api_version))
-        except HeaderError as exc:
-            raise CloseConnection(f"{spec.name} v{api_version} header does not parse: {exc}") from None
         if not spec.supports(api_version):
             if api_key == ApiKey.API_VERSIONS and api_version > spec.max_version:
                 assert self._unsupported_api_versions is not None
@@ -93,6 +89,10 @@ class Dispatcher:
                 f"unsupported {spec.name} version {api_version} "
                 f"(supported {spec.min_version}-{spec.max_version})"
             )
+        try:
+            header = parse_request_header(frame, spec.request_is_flexible(api_version))
+        except HeaderError as exc:
+            raise CloseConnection(f"{spec.name} v{api_version} header does not parse: {exc}") from None
         try:
             request = decode_request(spec, api_version, frame, header.body_offset)
         except DecodeError as exc:

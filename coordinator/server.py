@@ -102,38 +102,39 @@ class Connection(asyncio.Protocol):
     # --- request processing ---------------------------------------------
 
     def _process(self) -> None:
-        if self.closing:
-            return
-        room = self.max_pending - len(self.pending)
-        if room <= 0 or self.writing_paused:
-            self._update_reading()
-            return
-        try:
-            frames = cut_frames(self.buffer, self.max_frame, room)
-        except FrameError as exc:
-            self._violation(str(exc))
-            return
+        """Answer every complete frame in the buffer, as far as back-pressure allows."""
         dispatch = self.dispatcher.dispatch
         pending = self.pending
         out = self.out
-        for frame in frames:
-            self.requests += 1
+        while not self.closing and not self.writing_paused:
+            room = self.max_pending - len(pending)
+            if room <= 0:
+                break
             try:
-                result = dispatch(frame, self.peer_host, self.peer_port)
-            except CloseConnection as exc:
+                frames = cut_frames(self.buffer, self.max_frame, room)
+            except FrameError as exc:
                 self._violation(str(exc))
                 return
-            if result is None:
-                continue
-            if result.__class__ is bytes:
-                if pending:
-                    pending.append(result)
+            if not frames:
+                break
+            for frame in frames:
+                self.requests += 1
+                try:
+                    result = dispatch(frame, self.peer_host, self.peer_port)
+                except CloseConnection as exc:
+                    self._violation(str(exc))
+                    return
+                if result is None:
+                    continue
+                if result.__class__ is bytes:
+                    if pending:
+                        pending.append(result)
+                    else:
+                        out.append(result)
                 else:
-                    out.append(result)
-            else:
-                pending.append(result)
-                result.future.add_done_callback(self._deferred_done)
-        self._write_out()
+                    pending.append(result)
+                    result.future.add_done_callback(self._deferred_done)
+            self._write_out()  # may call pause_writing(), which ends the loop
         self._update_reading()
 
     def _deferred_done(self, _future: asyncio.Future) -> None:

@@ -20,6 +20,10 @@ def req(api: str, version: int, **fields):
 
     from protocol.build import build
 
+    if api == "metadata":
+        for flag in ("allow_auto_topic_creation", "include_cluster_authorized_operations",
+                     "include_topic_authorized_operations"):
+            fields.setdefault(flag, False)
     module = load_entity_module(api, version, EntityType.request)
     cls = next(v for v in vars(module).values() if isinstance(v, type) and getattr(v, "__type__", None) is EntityType.request)
     return build(cls, **fields)
