@@ -30,7 +30,7 @@ class CloseConnection(Exception):
     """The peer broke the protocol; the reason goes into the WARN log line."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: frozen dataclasses cost ~1 µs more per request to build
 class RequestContext:
     api_key: int
     api_version: int

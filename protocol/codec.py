@@ -14,6 +14,16 @@ _INT32 = Struct(">i")
 _SIZE_AND_CORRELATION = Struct(">ii")
 
 
+class Encoded(bytes):
+    """A response body encoded ahead of time (for constant answers such as ApiVersions)."""
+
+    @classmethod
+    def of(cls, entity: Any) -> "Encoded":
+        out = bytearray()
+        writer_for(type(entity))(entity, out)
+        return cls(out)
+
+
 class DecodeError(Exception):
     """A request body that kio cannot parse for its declared version."""
 
@@ -38,7 +48,10 @@ def encode_response(correlation_id: int, header_version: int, entity: Any) -> by
     out = bytearray(8)
     if header_version:
         out.append(0)  # header v1: empty tagged fields
-    writer_for(type(entity))(entity, out)
+    if entity.__class__ is Encoded:
+        out += entity
+    else:
+        writer_for(type(entity))(entity, out)
     _SIZE_AND_CORRELATION.pack_into(out, 0, len(out) - 4, correlation_id)
     return bytes(out)
 

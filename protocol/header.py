@@ -20,7 +20,7 @@ class HeaderError(Exception):
     """The request header does not parse."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # built once per request: not frozen, which would cost more to construct
 class RequestHeader:
     api_key: int
     api_version: int

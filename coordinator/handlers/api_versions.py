@@ -16,6 +16,7 @@ from kio.static.primitive import i32Timedelta
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.codec import Encoded
 
 from ..dispatch import Dispatcher, RequestContext
 from ..services import Services
@@ -34,8 +35,8 @@ def _api_keys() -> list[dict]:
 def register(dispatcher: Dispatcher, services: Services) -> None:
     spec = API_TABLE[ApiKey.API_VERSIONS]
     keys = _api_keys()
-    ok = {
-        version: build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE)
+    ok = {  # constant answers, encoded once
+        version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE))
         for version, cls in spec.responses.items()
     }
     invalid = {
