@@ -1,0 +1,334 @@
+"""__consumer_offsets record keys and values, byte-compatible with Kafka.
+
+A record key is an int16 version followed by a struct: versions 0 and 1 are an
+OffsetCommitKey (group, topic, partition), version 2 a GroupMetadataKey (group). A
+value is an int16 version followed by the value struct for that key; a null value is a
+tombstone. The field tables below mirror Kafka's JSON schemas
+(group-coordinator/src/main/resources/common/message/*.json): a field exists from
+`since` to `until` inclusive, and versions >= `flexible_from` use compact lengths and
+tagged-field sections. We read every version and write what Kafka writes:
+OffsetCommitKey v1, OffsetCommitValue v3 (v1 when an expire timestamp is set),
+GroupMetadataKey v2, GroupMetadataValue v3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields as dataclass_fields
+from struct import Struct, error as StructError
+from typing import Any
+
+from .errors import InvalidRecordError
+
+_I16, _I32, _I64 = Struct(">h"), Struct(">i"), Struct(">q")
+_FIXED = {"int16": _I16, "int32": _I32, "int64": _I64}
+
+
+class UnknownRecordType(InvalidRecordError):
+    """A key version this coordinator does not know (e.g. KIP-848 consumer-group records)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitValue:
+    offset: int
+    metadata: str
+    commit_timestamp: int
+    leader_epoch: int = -1
+    expire_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+    group_instance_id: str | None = None
+    rebalance_timeout: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    members: tuple[MemberMetadata, ...] = field(default=())
+    current_state_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    type: str  # int16/int32/int64/string/nullable_string/bytes/[]Struct
+    since: int
+    until: int = 32767
+    nested: "Schema | None" = None
+
+
+@dataclass(frozen=True)
+class Schema:
+    cls: type
+    versions: range
+    flexible_from: int
+    fields: tuple[Field, ...]
+
+    def present(self, version: int) -> list[Field]:
+        return [f for f in self.fields if f.since <= version <= f.until]
+
+
+MEMBER = Schema(MemberMetadata, range(0, 5), 4, (
+    Field("member_id", "string", 0),
+    Field("group_instance_id", "nullable_string", 3),
+    Field("client_id", "string", 0),
+    Field("client_host", "string", 0),
+    Field("rebalance_timeout", "int32", 1),
+    Field("session_timeout", "int32", 0),
+    Field("subscription", "bytes", 0),
+    Field("assignment", "bytes", 0),
+))
+GROUP_METADATA_VALUE = Schema(GroupMetadataValue, range(0, 5), 4, (
+    Field("protocol_type", "string", 0),
+    Field("generation", "int32", 0),
+    Field("protocol", "nullable_string", 0),
+    Field("leader", "nullable_string", 0),
+    Field("current_state_timestamp", "int64", 2),
+    Field("members", "[]", 0, nested=MEMBER),
+))
+OFFSET_COMMIT_VALUE = Schema(OffsetCommitValue, range(0, 5), 4, (
+    Field("offset", "int64", 0),
+    Field("leader_epoch", "int32", 3),
+    Field("metadata", "string", 0),
+    Field("commit_timestamp", "int64", 0),
+    Field("expire_timestamp", "int64", 1, 1),
+))
+OFFSET_COMMIT_KEY = Schema(OffsetCommitKey, range(0, 2), 99, (
+    Field("group", "string", 0), Field("topic", "string", 0), Field("partition", "int32", 0),
+))
+GROUP_METADATA_KEY = Schema(GroupMetadataKey, range(2, 3), 99, (Field("group", "string", 2),))
+
+
+# --- primitive readers/writers --------------------------------------------------
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise InvalidRecordError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise InvalidRecordError("varint too long")
+
+
+def _write(out: bytearray, spec: Field, value: Any, flexible: bool) -> None:
+    kind = spec.type
+    if kind in _FIXED:
+        out += _FIXED[kind].pack(value)
+    elif kind in ("string", "nullable_string", "bytes"):
+        if value is None:
+            if kind != "nullable_string":
+                raise ValueError(f"{spec.name} may not be null")
+            out += b"\x00" if flexible else b"\xff\xff"
+            return
+        raw = value.encode() if isinstance(value, str) else bytes(value)
+        if flexible:
+            out += _uvarint(len(raw) + 1)
+        elif kind == "bytes":
+            out += _I32.pack(len(raw))
+        else:
+            if len(raw) > 32767:
+                raise ValueError(f"{spec.name} is longer than 32767 bytes")
+            out += _I16.pack(len(raw))
+        out += raw
+    else:
+        raise AssertionError(f"unexpected field type {kind}")
+
+
+def _write_struct(out: bytearray, schema: Schema, value: Any, version: int) -> None:
+    flexible = version >= schema.flexible_from
+    for spec in schema.present(version):
+        item = getattr(value, spec.name)
+        if spec.type == "[]":
+            out += _uvarint(len(item) + 1) if flexible else _I32.pack(len(item))
+            for element in item:
+                _write_struct(out, spec.nested, element, version)
+        else:
+            _write(out, spec, item, flexible)
+    if flexible:
+        out.append(0)  # no tagged fields
+
+
+def _read_struct(buf: bytes, pos: int, schema: Schema, version: int) -> tuple[Any, int]:
+    flexible = version >= schema.flexible_from
+    values: dict[str, Any] = {}
+    try:
+        for spec in schema.present(version):
+            kind = spec.type
+            if kind in _FIXED:
+                fixed = _FIXED[kind]
+                (values[spec.name],) = fixed.unpack_from(buf, pos)
+                pos += fixed.size
+                continue
+            if kind == "[]":
+                if flexible:
+                    count, pos = _read_uvarint(buf, pos)
+                    count -= 1
+                else:
+                    (count,) = _I32.unpack_from(buf, pos)
+                    pos += 4
+                if count < 0:
+                    raise InvalidRecordError(f"{spec.name}: null array")
+                items = []
+                for _ in range(count):
+                    item, pos = _read_struct(buf, pos, spec.nested, version)
+                    items.append(item)
+                values[spec.name] = tuple(items)
+                continue
+            if flexible:
+                length, pos = _read_uvarint(buf, pos)
+                length -= 1
+            elif kind == "bytes":
+                (length,) = _I32.unpack_from(buf, pos)
+                pos += 4
+            else:
+                (length,) = _I16.unpack_from(buf, pos)
+                pos += 2
+            if length < 0:
+                if kind != "nullable_string":
+                    raise InvalidRecordError(f"{spec.name} is null")
+                values[spec.name] = None
+                continue
+            end = pos + length
+            if end > len(buf):
+                raise InvalidRecordError(f"{spec.name} runs past the end of the record")
+            raw = bytes(buf[pos:end])
+            values[spec.name] = raw if kind == "bytes" else raw.decode("utf-8")
+            pos = end
+        if flexible:
+            tags, pos = _read_uvarint(buf, pos)
+            for _ in range(tags):
+                _tag, pos = _read_uvarint(buf, pos)
+                size, pos = _read_uvarint(buf, pos)
+                pos += size
+    except (IndexError, ValueError, StructError) as exc:  # UnicodeDecodeError is a ValueError
+        if isinstance(exc, InvalidRecordError):
+            raise
+        raise InvalidRecordError(f"{schema.cls.__name__} v{version} does not parse: {exc}") from None
+    if pos > len(buf):
+        raise InvalidRecordError(f"{schema.cls.__name__} v{version} runs past the end of the record")
+    return schema.cls(**values), pos
+
+
+# --- public API -------------------------------------------------------------
+
+Key = OffsetCommitKey | GroupMetadataKey
+Value = OffsetCommitValue | GroupMetadataValue
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+GROUP_METADATA_VALUE_VERSION = 3
+
+
+def encode_key(key: Key, version: int | None = None) -> bytes:
+    if isinstance(key, OffsetCommitKey):
+        schema, version = OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION if version is None else version
+    else:
+        schema, version = GROUP_METADATA_KEY, GROUP_METADATA_KEY_VERSION if version is None else version
+    if version not in schema.versions:
+        raise ValueError(f"{schema.cls.__name__} has no version {version}")
+    out = bytearray(_I16.pack(version))
+    _write_struct(out, schema, key, version)
+    return bytes(out)
+
+
+def value_version(value: Value) -> int:
+    """The version Kafka writes for this value."""
+    if isinstance(value, OffsetCommitValue):
+        return 1 if value.expire_timestamp != -1 else 3
+    return GROUP_METADATA_VALUE_VERSION
+
+
+def encode_value(value: Value | None, version: int | None = None) -> bytes | None:
+    if value is None:
+        return None  # tombstone
+    schema = OFFSET_COMMIT_VALUE if isinstance(value, OffsetCommitValue) else GROUP_METADATA_VALUE
+    version = value_version(value) if version is None else version
+    if version not in schema.versions:
+        raise ValueError(f"{schema.cls.__name__} has no version {version}")
+    out = bytearray(_I16.pack(version))
+    _write_struct(out, schema, value, version)
+    return bytes(out)
+
+
+def _split_version(data: bytes, what: str) -> int:
+    if len(data) < 2:
+        raise InvalidRecordError(f"{what} is shorter than its version")
+    return _I16.unpack_from(data, 0)[0]
+
+
+def decode_key(data: bytes) -> tuple[int, Key]:
+    """(key version, key). Raises UnknownRecordType for record types other than 0-2."""
+    version = _split_version(data, "record key")
+    if version in OFFSET_COMMIT_KEY.versions:
+        schema = OFFSET_COMMIT_KEY
+    elif version in GROUP_METADATA_KEY.versions:
+        schema = GROUP_METADATA_KEY
+    else:
+        raise UnknownRecordType(f"unknown record key version {version}")
+    key, end = _read_struct(data, 2, schema, version)
+    if end != len(data):
+        raise InvalidRecordError(f"record key v{version} has {len(data) - end} trailing bytes")
+    return version, key
+
+
+def decode_value(key: Key, data: bytes | None) -> tuple[int, Value] | None:
+    """(value version, value) for `key`, or None for a tombstone. Unknown fields in
+    newer flexible versions are skipped as tagged fields; unknown versions are refused."""
+    if data is None:
+        return None
+    version = _split_version(data, "record value")
+    schema = OFFSET_COMMIT_VALUE if isinstance(key, OffsetCommitKey) else GROUP_METADATA_VALUE
+    if version not in schema.versions:
+        raise InvalidRecordError(f"unknown {schema.cls.__name__} version {version}")
+    value, _end = _read_struct(data, 2, schema, version)
+    return version, value
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """Snake-case field dict (bytes as hex), for dump-log --json and tests."""
+    out: dict[str, Any] = {}
+    for f in dataclass_fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, bytes):
+            value = value.hex()
+        elif isinstance(value, tuple):
+            value = [as_dict(v) for v in value]
+        out[f.name] = value
+    return out
