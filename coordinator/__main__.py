@@ -1,4 +1,8 @@
-"""`python -m coordinator serve [FILE.properties] [--override name=value ...]` (as kafka-server-start)."""
+"""Command line.
+
+    python -m coordinator serve [FILE.properties] [--override name=value ...]   (as kafka-server-start)
+    python -m coordinator dump-log PATH... [--json]   (decode __consumer_offsets segments)
+"""
 
 from __future__ import annotations
 
@@ -18,11 +22,30 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("properties", nargs="?", help="a Kafka-style .properties file")
     serve.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
                        help="set a property; beats the file and the environment")
+    dump = commands.add_parser(
+        "dump-log", help="decode __consumer_offsets segments or partition directories, one line per record")
+    dump.add_argument("paths", nargs="+", metavar="PATH", help="a .log segment or a __consumer_offsets-N directory")
+    dump.add_argument("--json", action="store_true", help="one JSON object per record")
     return parser
+
+
+def dump_log(paths: list[str], as_json: bool) -> int:
+    from storage.dump import DumpError, dump
+
+    try:
+        dump(paths, as_json, sys.stdout)
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+    except (DumpError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "dump-log":
+        return dump_log(args.paths, args.json)
     from .log_setup import configure_logging
 
     overrides: dict[str, str] = {}

@@ -13,7 +13,7 @@ GroupMetadataKey v2, GroupMetadataValue v3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields as dataclass_fields
+from dataclasses import dataclass, field
 from struct import Struct, error as StructError
 from typing import Any
 
@@ -321,14 +321,20 @@ def decode_value(key: Key, data: bytes | None) -> tuple[int, Value] | None:
     return version, value
 
 
-def as_dict(obj: Any) -> dict[str, Any]:
-    """Snake-case field dict (bytes as hex), for dump-log --json and tests."""
+def value_fields(value: Value, version: int) -> dict[str, Any]:
+    """The fields present in `version` of the value's schema, in schema order, snake_case,
+    bytes as hex (for dump-log --json)."""
+    schema = OFFSET_COMMIT_VALUE if isinstance(value, OffsetCommitValue) else GROUP_METADATA_VALUE
+    return _fields(schema, value, version)
+
+
+def _fields(schema: Schema, obj: Any, version: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in dataclass_fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, bytes):
-            value = value.hex()
-        elif isinstance(value, tuple):
-            value = [as_dict(v) for v in value]
-        out[f.name] = value
+    for spec in schema.present(version):
+        item = getattr(obj, spec.name)
+        if spec.type == "[]":
+            item = [_fields(spec.nested, element, version) for element in item]
+        elif isinstance(item, bytes):
+            item = item.hex()
+        out[spec.name] = item
     return out

@@ -1,0 +1,105 @@
+"""Decode __consumer_offsets segments to one line per record (Kafka's OffsetsMessageFormatter job).
+
+Reads our segments or ones copied from a Kafka broker (the format is the same). A path
+may be a `.log` segment or a partition directory (all its segments, in offset order).
+Control batches (transaction markers) carry no offsets records and are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterator
+
+from .batch import decode_records, ensure_valid, iter_batches
+from .errors import RecordError
+from .records import OffsetCommitKey, UnknownRecordType, decode_key, decode_value, value_fields
+
+
+class DumpError(Exception):
+    """A segment that cannot be read to its end; names the file and position."""
+
+
+def segment_files(path: str) -> list[str]:
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if n.endswith(".log"))
+        return [os.path.join(path, n) for n in names]
+    return [path]
+
+
+def iter_log_records(path: str) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record, verifying each batch's CRC."""
+    for segment in segment_files(path):
+        with open(segment, "rb") as handle:
+            data = handle.read()
+        position = 0
+        try:
+            for batch in iter_batches(data):
+                position = batch.position
+                ensure_valid(batch)
+                if not batch.is_control:
+                    for record in decode_records(batch):
+                        yield record.offset, record.key, record.value
+                position += batch.size
+        except RecordError as exc:
+            raise DumpError(f"{segment}: bad batch at position {position}: {exc}") from None
+        if position != len(data):
+            raise DumpError(f"{segment}: {len(data) - position} bytes of a partial batch at position {position}")
+
+
+def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One record as the JSON object dump-log --json prints."""
+    if key is None:
+        return {"offset": offset, "type": "unknown", "error": "record has no key"}
+    try:
+        key_version, parsed = decode_key(key)
+    except UnknownRecordType:
+        return {"offset": offset, "type": "unknown", "key_version": int.from_bytes(key[:2], "big", signed=True)}
+    out: dict[str, Any] = {"offset": offset, "key_version": key_version, "group": parsed.group}
+    if isinstance(parsed, OffsetCommitKey):
+        out["type"] = "offset_commit"
+        out["topic"], out["partition"] = parsed.topic, parsed.partition
+    else:
+        out["type"] = "group_metadata"
+    decoded = decode_value(parsed, value)
+    if decoded is None:
+        out["value"] = None
+    else:
+        version, parsed_value = decoded
+        out["value"] = {"version": version, **value_fields(parsed_value, version)}
+    return {k: out[k] for k in ("offset", "type", "key_version", "group", "topic", "partition", "value") if k in out}
+
+
+def text_line(record: dict[str, Any]) -> str:
+    """A readable one-line form of `describe`'s output."""
+    head = f"offset={record['offset']} {record['type']}"
+    if "group" in record:
+        head += f" group={record['group']!r}"
+    if record["type"] == "offset_commit":
+        head += f" topic={record['topic']!r} partition={record['partition']}"
+    if record["type"] == "unknown":
+        return head + f" key_version={record.get('key_version')}"
+    value = record["value"]
+    if value is None:
+        return head + " :: tombstone"
+    parts = []
+    for name, item in value.items():
+        if name == "members":
+            members = ", ".join(
+                "{" + " ".join(f"{k}={v!r}" for k, v in member.items()) + "}" for member in item)
+            parts.append(f"members=[{members}]")
+        else:
+            parts.append(f"{name}={item!r}")
+    return head + " :: " + " ".join(parts)
+
+
+def dump(paths: list[str], as_json: bool, out) -> int:
+    """Write one line per record to `out`; returns the number of records."""
+    count = 0
+    for path in paths:
+        for offset, key, value in iter_log_records(path):
+            record = describe(offset, key, value)
+            out.write((json.dumps(record) if as_json else text_line(record)) + "\n")
+            count += 1
+    return count
+
