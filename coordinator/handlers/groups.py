@@ -1,0 +1,241 @@
+"""JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-5,
+ListGroups v0-5, DeleteGroups v0-2: kio messages <-> the classic group domain.
+
+The domain (membership.py, group_admin.py) knows nothing of versions; this module maps
+requests to its parameters and its results to each version's response, following the
+version quirks of Kafka's request/response classes (JoinGroupResponse's protocol name
+"" before v7 and null from v7, LeaveGroupResponse's single error before v3, v0's
+rebalance timeout = session timeout, ...). JoinGroup and SyncGroup answers are delayed
+operations: the handler returns an awaitable when the domain has not answered at once.
+
+Heartbeat is the hot path: its kio responses are built once per (version, error) and
+reused (they are immutable), and it bypasses protocol/build.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any, Callable
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+from ..dispatch import Dispatcher, RequestContext
+from ..errors import write_error_code
+from ..group import JoinResult, SyncResult, dedupe_protocols
+from ..group_admin import delete_groups, describe_groups, list_groups
+from ..membership import JoinParams, LeaveResult, LeavingMember, SyncParams
+from ..services import Services
+from .api_versions import NO_THROTTLE
+
+log = structlog.get_logger("coordinator.groups")
+
+_ONE_MS = datetime.timedelta(milliseconds=1)
+NOT_REQUESTED = -(2**31)  # authorized operations not asked for
+# AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+BATCHED_LEAVE_FROM = 3
+NULLABLE_JOIN_PROTOCOL_NAME_FROM = 7
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return value // _ONE_MS
+
+
+class _Reply:
+    """Receives a domain answer; before the handler returns it is kept, after it a future gets it."""
+
+    __slots__ = ("result", "future")
+
+    def __init__(self) -> None:
+        self.result: Any = None
+        self.future: asyncio.Future | None = None
+
+    def __call__(self, result: Any) -> None:
+        if self.future is None:
+            if self.result is None:
+                self.result = result
+        elif not self.future.done():
+            self.future.set_result(result)
+
+    def respond(self, convert: Callable[[Any], Any]) -> Any:
+        if self.result is not None:
+            return convert(self.result)
+        self.future = asyncio.get_running_loop().create_future()
+        return _converted(self.future, convert)
+
+
+async def _converted(future: asyncio.Future, convert: Callable[[Any], Any]) -> Any:
+    return convert(await future)
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    groups = services.groups
+    assert groups is not None
+    responses = {key: API_TABLE[key].responses for key in (
+        ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+        ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS)}
+
+    # --- JoinGroup ---------------------------------------------------------------------
+
+    def join_response(version: int, r: JoinResult) -> Any:
+        name = r.protocol_name
+        if version < NULLABLE_JOIN_PROTOCOL_NAME_FROM and name is None:
+            name = ""
+        elif version >= NULLABLE_JOIN_PROTOCOL_NAME_FROM and name == "":
+            name = None
+        return build(
+            responses[ApiKey.JOIN_GROUP][version], throttle_time=NO_THROTTLE, error_code=r.error,
+            generation_id=r.generation_id, protocol_type=r.protocol_type, protocol_name=name, leader=r.leader,
+            skip_assignment=r.skip_assignment, member_id=r.member_id,
+            members=[{"member_id": mid, "group_instance_id": iid, "metadata": md} for mid, iid, md in r.members])
+
+    def handle_join(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        session_ms = _ms(request.session_timeout)
+        params = JoinParams(
+            group_id=request.group_id, member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=session_ms if version == 0 else _ms(request.rebalance_timeout),
+            protocol_type=request.protocol_type,
+            protocols=dedupe_protocols(tuple((p.name, p.metadata) for p in request.protocols)),
+            reason=getattr(request, "reason", None), client_id=ctx.client_id or "",
+            client_host="/" + ctx.client_host, api_version=version)
+        if params.reason:
+            log.info("join reason", group=params.group_id, member=params.member_id, reason=params.reason)
+        reply = _Reply()
+        try:
+            groups.shard_for(params.group_id).membership.join(params, reply)
+        except Exception:
+            log.exception("JoinGroup failed", group=params.group_id)
+            reply(JoinResult(ErrorCode.unknown_server_error, params.member_id))
+        return reply.respond(lambda r: join_response(version, r))
+
+    # --- SyncGroup ---------------------------------------------------------------------
+
+    def sync_response(version: int, r: SyncResult) -> Any:
+        return build(responses[ApiKey.SYNC_GROUP][version], throttle_time=NO_THROTTLE, error_code=r.error,
+                     protocol_type=r.protocol_type, protocol_name=r.protocol_name, assignment=r.assignment)
+
+    def handle_sync(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        params = SyncParams(
+            group_id=request.group_id, member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None), generation_id=request.generation_id,
+            protocol_type=getattr(request, "protocol_type", None),
+            protocol_name=getattr(request, "protocol_name", None),
+            assignments=tuple((a.member_id, a.assignment) for a in request.assignments), api_version=version)
+        reply = _Reply()
+        try:
+            groups.shard_for(params.group_id).membership.sync(params, reply)
+        except Exception:
+            log.exception("SyncGroup failed", group=params.group_id)
+            reply(SyncResult(ErrorCode.unknown_server_error))
+        return reply.respond(lambda r: sync_response(version, r))
+
+    # --- Heartbeat (hot path) ------------------------------------------------------------
+
+    heartbeat_classes = responses[ApiKey.HEARTBEAT]
+    heartbeat_answers: dict[tuple[int, ErrorCode], Any] = {}
+
+    def heartbeat_answer(version: int, code: ErrorCode) -> Any:
+        answer = heartbeat_answers.get((version, code))
+        if answer is None:
+            answer = heartbeat_answers[(version, code)] = build(
+                heartbeat_classes[version], throttle_time=NO_THROTTLE, error_code=code)
+        return answer
+
+    for version in heartbeat_classes:
+        for code in (ErrorCode.none, ErrorCode.rebalance_in_progress, ErrorCode.unknown_member_id,
+                     ErrorCode.illegal_generation, ErrorCode.fenced_instance_id):
+            heartbeat_answer(version, code)
+    shard_for = groups.shard_for
+
+    def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+        group_id = request.group_id
+        try:
+            code = shard_for(group_id).membership.heartbeat(
+                group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id)
+        except Exception:
+            log.exception("Heartbeat failed", group=group_id)
+            code = ErrorCode.unknown_server_error
+        return heartbeat_answer(ctx.api_version, code)
+
+    # --- LeaveGroup ----------------------------------------------------------------------
+
+    def leave_response(version: int, result: LeaveResult) -> Any:
+        cls = responses[ApiKey.LEAVE_GROUP][version]
+        if version < BATCHED_LEAVE_FROM:
+            code = result.error
+            if code is ErrorCode.none:
+                code = next((c for _m, _i, c in result.members if c is not ErrorCode.none), ErrorCode.none)
+            return build(cls, throttle_time=NO_THROTTLE, error_code=code)
+        return build(cls, throttle_time=NO_THROTTLE, error_code=result.error, members=[
+            {"member_id": mid, "group_instance_id": iid, "error_code": code} for mid, iid, code in result.members])
+
+    async def leave_after_write(version: int, result: LeaveResult, write: Any) -> Any:
+        try:
+            await write
+        except Exception as exc:
+            return leave_response(version, LeaveResult(write_error_code(exc), ()))
+        return leave_response(version, result)
+
+    def handle_leave(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        if version < BATCHED_LEAVE_FROM:
+            leaving = [LeavingMember(request.member_id)]
+        else:
+            leaving = [LeavingMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
+                       for m in request.members]
+        try:
+            result, write = groups.shard_for(request.group_id).membership.leave(request.group_id, leaving)
+        except Exception:
+            log.exception("LeaveGroup failed", group=request.group_id)
+            return leave_response(version, LeaveResult(ErrorCode.unknown_server_error, ()))
+        if write is None or (write.done and write.error is None):
+            return leave_response(version, result)
+        return leave_after_write(version, result, write)
+
+    # --- DescribeGroups / ListGroups / DeleteGroups ------------------------------------------
+
+    def handle_describe(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        with_ops = getattr(request, "include_authorized_operations", False)
+        described = []
+        for g in describe_groups(groups, list(request.groups)):
+            described.append({
+                "error_code": g.error, "group_id": g.group_id, "group_state": g.state,
+                "protocol_type": g.protocol_type, "protocol_data": g.protocol_data,
+                "authorized_operations": GROUP_OPERATIONS if with_ops and g.error is ErrorCode.none
+                else NOT_REQUESTED,
+                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "member_metadata": m.metadata, "member_assignment": m.assignment}
+                            for m in g.members]})
+        return build(responses[ApiKey.DESCRIBE_GROUPS][version], throttle_time=NO_THROTTLE, groups=described)
+
+    def handle_list(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        listed = list_groups(groups, tuple(getattr(request, "states_filter", ())),
+                             tuple(getattr(request, "types_filter", ())))
+        return build(responses[ApiKey.LIST_GROUPS][version], throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                     groups=[{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
+                              "group_type": g.group_type} for g in listed])
+
+    async def handle_delete(ctx: RequestContext, request: Any) -> Any:
+        results = await delete_groups(groups, list(request.groups_names))
+        return build(responses[ApiKey.DELETE_GROUPS][ctx.api_version], throttle_time=NO_THROTTLE,
+                     results=[{"group_id": gid, "error_code": code} for gid, code in results])
+
+    dispatcher.register(ApiKey.JOIN_GROUP, handle_join)
+    dispatcher.register(ApiKey.SYNC_GROUP, handle_sync)
+    dispatcher.register(ApiKey.HEARTBEAT, handle_heartbeat)
+    dispatcher.register(ApiKey.LEAVE_GROUP, handle_leave)
+    dispatcher.register(ApiKey.DESCRIBE_GROUPS, handle_describe)
+    dispatcher.register(ApiKey.LIST_GROUPS, handle_list)
+    dispatcher.register(ApiKey.DELETE_GROUPS, handle_delete)

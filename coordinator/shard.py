@@ -1,0 +1,214 @@
+"""Shards: one per __consumer_offsets partition, owning its groups, timers and writes.
+
+A group lives in shard `partition_for(group_id, offsets.topic.num.partitions)`. All
+shards run on one event loop; each has its own `KeyedTimers` (over the shared scheduler)
+so that timers of one shard never see another's keys, and its own `write`.
+
+`Shard.write(records)` is the durability seam: it hands the records to a `RecordLog`
+and returns a `PendingWrite`, which both the domain (synchronous callbacks, run the
+moment the log completes it) and handlers (`await`) can wait on. Whatever depends on
+the records being durable -- the Stable transition and every SyncGroup answer, a
+LeaveGroup or DeleteGroups answer -- waits for it. `MemoryLog` keeps the records in
+memory and completes each write on the next loop turn (or when a test says so); the
+durable log of the next issue implements the same `append`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol
+
+import structlog
+
+from storage.placement import partition_for
+
+from .group import ClassicGroup
+from .records import Record
+from .timers import KeyedTimers, Scheduler
+
+log = structlog.get_logger(__name__)
+
+WriteCallback = Callable[[BaseException | None], None]
+
+
+class PendingWrite:
+    """The completion of one append: awaitable, and with callbacks run synchronously."""
+
+    __slots__ = ("records", "done", "error", "_callbacks", "_future")
+
+    def __init__(self, records: list[Record]) -> None:
+        self.records = records
+        self.done = False
+        self.error: BaseException | None = None
+        self._callbacks: list[WriteCallback] = []
+        self._future: asyncio.Future | None = None
+
+    def add_callback(self, callback: WriteCallback) -> None:
+        if self.done:
+            callback(self.error)
+        else:
+            self._callbacks.append(callback)
+
+    def resolve(self, error: BaseException | None = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.error = error
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback(error)
+            except Exception:  # one failing reaction must not starve the others
+                log.exception("write callback failed")
+        future = self._future
+        if future is not None and not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if not self.done:
+            if self._future is None:
+                self._future = asyncio.get_running_loop().create_future()
+            yield from self._future.__await__()
+        if self.error is not None:
+            raise self.error
+
+
+class RecordLog(Protocol):
+    def append(self, partition: int, pending: PendingWrite) -> None:
+        """Make `pending.records` durable, then call `pending.resolve(error_or_None)`."""
+
+
+class MemoryLog:
+    """Keeps every record (tests assert on them); completes writes on the next loop turn.
+
+    With `auto=False` writes stay pending until `complete()` or `fail()`, so tests can
+    hold a write open and race other requests against it without an event loop.
+    """
+
+    def __init__(self, auto: bool = True) -> None:
+        self.auto = auto
+        self.records: dict[int, list[Record]] = {}
+        self.pending: list[PendingWrite] = []
+
+    def append(self, partition: int, pending: PendingWrite) -> None:
+        self.records.setdefault(partition, []).extend(pending.records)
+        if self.auto:
+            asyncio.get_running_loop().call_soon(pending.resolve)
+        else:
+            self.pending.append(pending)
+
+    def all_records(self) -> list[Record]:
+        return [record for records in self.records.values() for record in records]
+
+    def complete(self) -> None:
+        pending, self.pending = self.pending, []
+        for write in pending:
+            write.resolve()
+
+    def fail(self, error: BaseException) -> None:
+        pending, self.pending = self.pending, []
+        for write in pending:
+            write.resolve(error)
+
+
+class ShardState(Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+class Shard:
+    """The groups of one offsets partition, their timers and their writes."""
+
+    def __init__(self, partition: int, coordinator: "GroupCoordinator") -> None:
+        from .membership import Membership  # membership imports shard types
+
+        self.partition = partition
+        self.coordinator = coordinator
+        self.settings = coordinator.settings
+        self.scheduler = coordinator.scheduler
+        self.record_log = coordinator.record_log
+        self.state = ShardState.ACTIVE  # loading arrives with the durable log
+        self.groups: dict[str, ClassicGroup] = {}
+        self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed)
+        self.membership = Membership(self)
+
+    def write(self, records: list[Record]) -> PendingWrite:
+        pending = PendingWrite(records)
+        self.record_log.append(self.partition, pending)
+        return pending
+
+    def _timer_failed(self, key: Any, exc: BaseException) -> None:
+        log.error("group timer failed", partition=self.partition, key=str(key), exc_info=exc)
+
+
+class GroupSettings:
+    """The group.* settings the coordinator reads, in one small object (tests build it directly)."""
+
+    __slots__ = ("min_session_timeout_ms", "max_session_timeout_ms", "initial_rebalance_delay_ms",
+                 "max_size", "new_member_join_timeout_ms", "offsets_partitions")
+
+    def __init__(self, min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1800000,
+                 initial_rebalance_delay_ms: int = 3000, max_size: int = 2**31 - 1,
+                 new_member_join_timeout_ms: int = 5 * 60 * 1000, offsets_partitions: int = 50) -> None:
+        self.min_session_timeout_ms = min_session_timeout_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
+        self.max_size = max_size
+        self.new_member_join_timeout_ms = new_member_join_timeout_ms
+        self.offsets_partitions = offsets_partitions
+
+    @classmethod
+    def from_config(cls, config: Any) -> "GroupSettings":
+        return cls(config.group_min_session_timeout_ms, config.group_max_session_timeout_ms,
+                   config.group_initial_rebalance_delay_ms, config.group_max_size,
+                   offsets_partitions=config.offsets_topic_num_partitions)
+
+
+_SHARD_CACHE_LIMIT = 100_000
+
+
+class GroupCoordinator:
+    """All shards of this node; routes a group id to its shard."""
+
+    def __init__(self, settings: GroupSettings, scheduler: Scheduler | None = None,
+                 record_log: RecordLog | None = None) -> None:
+        self.settings = settings
+        self._scheduler = scheduler
+        self.record_log: RecordLog = record_log if record_log is not None else MemoryLog()
+        self.shards: dict[int, Shard] = {}
+        self._shard_by_group: dict[str, Shard] = {}
+
+    @property
+    def scheduler(self) -> Scheduler:
+        if self._scheduler is None:  # the server's loop, known only once it runs
+            from .timers import LoopScheduler
+
+            self._scheduler = LoopScheduler(asyncio.get_running_loop())
+        return self._scheduler
+
+    def shard_for(self, group_id: str) -> Shard:
+        """The shard owning `group_id` (the hash is cached: heartbeats route per request)."""
+        shard = self._shard_by_group.get(group_id)
+        if shard is None:
+            partition = partition_for(group_id, self.settings.offsets_partitions)
+            shard = self.shards.get(partition)
+            if shard is None:
+                shard = self.shards[partition] = Shard(partition, self)
+            if len(self._shard_by_group) >= _SHARD_CACHE_LIMIT:
+                self._shard_by_group.clear()
+            self._shard_by_group[group_id] = shard
+        return shard
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        return self.shard_for(group_id).groups.get(group_id)
+
+    def all_shards(self) -> Iterator[Shard]:
+        return iter(list(self.shards.values()))
+
+    def all_groups(self) -> Iterable[ClassicGroup]:
+        for shard in self.all_shards():
+            yield from list(shard.groups.values())
