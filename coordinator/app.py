@@ -10,14 +10,16 @@ import structlog
 from .cluster import Node, load_or_create_cluster_id
 from .config import Config
 from .dispatch import Dispatcher
-from .handlers import api_versions, find_coordinator, metadata
+from .handlers import api_versions, find_coordinator, groups, metadata
+from .handlers import fetch, init_producer_id, list_offsets, produce, topics_admin
 from .server import Server
 from .services import Services
 from .topics import TopicCatalog
 
 log = structlog.get_logger(__name__)
 
-HANDLER_MODULES = (api_versions, metadata, find_coordinator)
+HANDLER_MODULES = (api_versions, metadata, find_coordinator, groups,
+                   produce, fetch, list_offsets, topics_admin, init_producer_id)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:
@@ -33,12 +35,14 @@ class App:
         self.config = config
         cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id)
         self.node = Node(config.node_id, cluster_id)
-        self.services = Services(config, self.node, TopicCatalog(cluster_id, config.offsets_topic_num_partitions))
+        self.services = Services(config, self.node, TopicCatalog(cluster_id, config.offsets_topic_num_partitions,
+                                                                  log_dir=config.log_dirs))
         self.dispatcher = build_dispatcher(self.services)
         self.server: Server | None = None
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        await self.services.data.start()  # topic logs open (and recover) before the first request
         self.server = Server(self.config, self.dispatcher, loop)
         bound = await self.server.start()
         advertised = self.config.advertised(bound)
@@ -51,6 +55,7 @@ class App:
     async def stop(self) -> None:
         if self.server is not None:
             await self.server.stop()
+        await self.services.data.stop()  # flush and close the topic logs
 
     async def run_until_signalled(self) -> None:
         loop = asyncio.get_running_loop()

@@ -108,6 +108,28 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                             "Requests in flight per connection before reading pauses."),
     "socket.send.buffer.high.bytes": ("socket_send_buffer_high_bytes", _int(1024, INT32_MAX), "4194304",
                                       "Buffered response bytes per connection before reading pauses."),
+    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0, INT32_MAX), "6000",
+                                     "Smallest session timeout a JoinGroup may ask for."),
+    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0, INT32_MAX), "1800000",
+                                     "Largest session timeout a JoinGroup may ask for."),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0, INT32_MAX), "3000",
+                                         "How long the first rebalance of an empty group waits for more members."),
+    "group.max.size": ("group_max_size", _int(1, INT32_MAX), "2147483647",
+                       "Most members a classic group may have."),
+    "auto.create.topics.enable": ("auto_create_topics_enable", _bool, "true",
+                                  "Create unknown topics on Metadata (when the client allows) and on Produce."),
+    "num.partitions": ("num_partitions", _int(1, 1000), "1", "Partitions of a topic created with -1 or automatically."),
+    "default.replication.factor": ("default_replication_factor", _int(1, 1), "1",
+                                   "Replication factor of new topics; one node, so only 1."),
+    "log.segment.bytes": ("log_segment_bytes", _int(14, INT32_MAX), "1073741824",
+                          "Topic segment size before a roll (topic config segment.bytes overrides)."),
+    "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
+                          "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
+    "log.flush.policy": ("log_flush_policy", _choice("FSYNC", "NONE"), "fsync",
+                         "Topic logs: fsync = acks=-1 answers after fsync; none = after the OS write, "
+                         "fsync every log.flush.interval.ms."),
+    "log.flush.interval.ms": ("log_flush_interval_ms", _int(1, INT32_MAX), "1000",
+                              "With log.flush.policy=none: the longest time between fsyncs of a topic log."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
 }
 
@@ -129,6 +151,17 @@ class Config:
     connections_max_idle_ms: int
     queued_max_requests: int
     socket_send_buffer_high_bytes: int
+    group_min_session_timeout_ms: int
+    group_max_session_timeout_ms: int
+    group_initial_rebalance_delay_ms: int
+    group_max_size: int
+    auto_create_topics_enable: bool
+    num_partitions: int
+    default_replication_factor: int
+    log_segment_bytes: int
+    message_max_bytes: int
+    log_flush_policy: str
+    log_flush_interval_ms: int
     log_level: str
 
     @classmethod
@@ -162,6 +195,9 @@ class Config:
             except ValueError as exc:
                 raise ConfigError(f"{name}: {exc}") from None
         config = cls(**values)
+        if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
+            raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
+                              f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
         config.advertised()  # validate advertised.listeners now, not at first use
         return config
 

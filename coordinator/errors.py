@@ -41,10 +41,156 @@ class UnknownTopicOrPartition(KafkaError):
     code = ErrorCode.unknown_topic_or_partition
 
 
+class CoordinatorLoadInProgress(KafkaError):
+    code = ErrorCode.coordinator_load_in_progress
+
+
+class NotCoordinator(KafkaError):
+    code = ErrorCode.not_coordinator
+
+
+# --- classic group membership (GroupMetadataManager / ClassicGroup) -------------
+
+class UnknownMemberId(KafkaError):
+    code = ErrorCode.unknown_member_id
+
+
+class FencedInstanceId(KafkaError):
+    code = ErrorCode.fenced_instance_id
+
+
+class IllegalGeneration(KafkaError):
+    code = ErrorCode.illegal_generation
+
+
+class RebalanceInProgress(KafkaError):
+    code = ErrorCode.rebalance_in_progress
+
+
+class InconsistentGroupProtocol(KafkaError):
+    code = ErrorCode.inconsistent_group_protocol
+
+
+class InvalidSessionTimeout(KafkaError):
+    code = ErrorCode.invalid_session_timeout
+
+
+class GroupMaxSizeReached(KafkaError):
+    code = ErrorCode.group_max_size_reached
+
+
+class GroupIdNotFound(KafkaError):
+    code = ErrorCode.group_id_not_found
+
+
+class NonEmptyGroup(KafkaError):
+    code = ErrorCode.non_empty_group
+
+
+# --- embedded data plane (topics, Produce, Fetch, ListOffsets) -----------------
+# Record-level failures raised by storage/ (CorruptRecordError, InvalidRecordError,
+# UnsupportedCompressionError, RecordTooLargeError, StorageError, OffsetOutOfRangeError)
+# carry their Kafka code and are mapped by `error_code_for` below.
+
+class CorruptMessage(KafkaError):
+    code = ErrorCode.corrupt_message
+
+
+class InvalidRecord(KafkaError):
+    code = ErrorCode.invalid_record
+
+
+class UnsupportedCompressionType(KafkaError):
+    code = ErrorCode.unsupported_compression_type
+
+
+class MessageTooLarge(KafkaError):
+    code = ErrorCode.message_too_large
+
+
+class RecordListTooLarge(KafkaError):
+    code = ErrorCode.record_list_too_large
+
+
+class OutOfOrderSequence(KafkaError):
+    code = ErrorCode.out_of_order_sequence_number
+
+
+class InvalidProducerEpoch(KafkaError):
+    code = ErrorCode.invalid_producer_epoch
+
+
+class InvalidTxnState(KafkaError):
+    code = ErrorCode.invalid_txn_state
+
+
+class TopicAlreadyExists(KafkaError):
+    code = ErrorCode.topic_already_exists
+
+
+class InvalidPartitions(KafkaError):
+    code = ErrorCode.invalid_partitions
+
+
+class InvalidReplicationFactor(KafkaError):
+    code = ErrorCode.invalid_replication_factor
+
+
+class InvalidReplicaAssignment(KafkaError):
+    code = ErrorCode.invalid_replica_assignment
+
+
+class InvalidConfig(KafkaError):
+    code = ErrorCode.invalid_config
+
+
+class UnknownTopicId(KafkaError):
+    code = ErrorCode.unknown_topic_id
+
+
+class TopicDeletionDisabled(KafkaError):
+    code = ErrorCode.topic_deletion_disabled
+
+
+class UnknownLeaderEpoch(KafkaError):
+    code = ErrorCode.unknown_leader_epoch
+
+
+class FencedLeaderEpoch(KafkaError):
+    code = ErrorCode.fenced_leader_epoch
+
+
 def error_code_for(exc: BaseException) -> ErrorCode:
     if isinstance(exc, KafkaError):
         return exc.code
+    storage_code = getattr(exc, "kafka_error_code", None)  # storage/errors.py carries Kafka's code
+    if isinstance(storage_code, int):
+        try:
+            return ErrorCode(storage_code)
+        except ValueError:
+            pass
     return ErrorCode.unknown_server_error
+
+
+# Kafka: GroupMetadataManager.appendGroupMetadataErrorToResponseError (and the same remap in
+# CoordinatorOperationExceptionHelper): a failed append of coordinator records is answered
+# with a coordinator error the client knows how to retry.
+_WRITE_ERROR_REMAP = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
+}
+
+
+def write_error_code(exc: BaseException) -> ErrorCode:
+    """The wire error for a failed write of group records (Kafka's remap of append errors)."""
+    code = error_code_for(exc)
+    return _WRITE_ERROR_REMAP.get(code, code)
 
 
 # Kafka's default messages (Errors.java), for the few places the wire carries them.

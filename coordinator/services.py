@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from .cluster import Node
 from .config import Config
+from .data_plane import DataPlane, DataPlaneSettings
+from .shard import GroupCoordinator, GroupSettings
 from .topics import TopicCatalog
 
 
@@ -14,3 +16,11 @@ class Services:
     config: Config
     node: Node
     topics: TopicCatalog
+    groups: GroupCoordinator | None = None  # built from config when not given
+    data: DataPlane | None = None  # the embedded data plane (topic logs); built from config when not given
+
+    def __post_init__(self) -> None:
+        if self.groups is None:
+            self.groups = GroupCoordinator(GroupSettings.from_config(self.config))
+        if self.data is None:
+            self.data = DataPlane(DataPlaneSettings.from_config(self.config), self.topics)

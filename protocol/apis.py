@@ -89,7 +89,20 @@ class ApiSpec:
 _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.METADATA, 0, 12),
     (ApiKey.FIND_COORDINATOR, 0, 6),
+    (ApiKey.JOIN_GROUP, 0, 9),
+    (ApiKey.HEARTBEAT, 0, 4),
+    (ApiKey.LEAVE_GROUP, 0, 5),
+    (ApiKey.SYNC_GROUP, 0, 5),
+    (ApiKey.DESCRIBE_GROUPS, 0, 5),
+    (ApiKey.LIST_GROUPS, 0, 5),
     (ApiKey.API_VERSIONS, 0, 4),
+    (ApiKey.DELETE_GROUPS, 0, 2),
+    (ApiKey.PRODUCE, 3, 11),
+    (ApiKey.FETCH, 4, 16),
+    (ApiKey.LIST_OFFSETS, 1, 9),
+    (ApiKey.CREATE_TOPICS, 2, 7),
+    (ApiKey.DELETE_TOPICS, 1, 6),
+    (ApiKey.INIT_PRODUCER_ID, 0, 5),
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}

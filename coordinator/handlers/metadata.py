@@ -5,8 +5,11 @@ mean all topics, internal ones included; v10/v11 requests naming a topic by id o
 or any request before v12 carrying a topic id, are invalid and get INVALID_REQUEST for
 every requested topic (MetadataRequest.getErrorResponse); unknown topic ids get
 UNKNOWN_TOPIC_ID; unknown names UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
-when the name is not a legal topic name. Authorized-operation fields are filled only
-when asked for; with no authorizer every operation is allowed.
+when the name is not a legal topic name. An unknown, legal name is created when the
+request allows it (v4+ allow_auto_topic_creation; always before v4) and
+auto.create.topics.enable is set, and answered LEADER_NOT_AVAILABLE, as Kafka does.
+Authorized-operation fields are filled only when asked for; with no authorizer every
+operation is allowed.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                                     ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
 
         seen: set[str] = set()
+        allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
         for item in requested:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
             if topic_id != ZERO_UUID:
@@ -104,6 +108,10 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 topics.append(described(topic, topic_ops))
             elif topic_name_error(name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
+            elif allow_auto_create and services.data.auto_create(name) is not None:
+                # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
+                # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it.
+                topics.append(missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops))
             else:
                 topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
         return respond(topics)

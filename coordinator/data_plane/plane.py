@@ -1,0 +1,312 @@
+"""Topic logs and the operations on them: create, delete, append, plus shared state.
+
+One PartitionLog per partition under `<log.dirs>/<topic>-<partition>/` (Kafka's
+layout), opened at start (with the producer state rebuilt from it) and closed, i.e.
+flushed, at stop. Topic metadata is the TopicCatalog (persisted separately).
+
+Durability: every topic log uses `log.flush.policy`. `fsync` (default): a group
+flush is fsync'ed before its appends are acknowledged to acks=-1 producers or become
+readable; `none`: written to the OS first (survives kill -9), fsync'ed every
+`log.flush.interval.ms`. acks=1 is answered once the offsets are assigned, without
+waiting for the write (Kafka's acks=1: the leader has it). acks=0 gets no answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from storage.log import PartitionLog, partition_dir
+
+from ..errors import (
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    InvalidRequest,
+    InvalidTopic,
+    KafkaError,
+    TopicAlreadyExists,
+    TopicDeletionDisabled,
+    UnknownTopicOrPartition,
+)
+from ..topics import TopicCatalog, TopicInfo, topic_name_error
+from . import topic_configs
+from .producer_ids import ProducerIdAllocator
+from .producer_state import ProducerStateTable
+from .purgatory import FetchPurgatory
+from .topic_configs import EffectiveConfig
+from .validation import check_batch, stamp_log_append_time
+
+log = structlog.get_logger(__name__)
+
+MAX_PARTITIONS_PER_TOPIC = 1000  # each partition holds 3 open files; Kafka has no such cap
+LEADER_EPOCH = 0  # what Metadata reports; stamped into every batch
+
+
+@dataclass(frozen=True)
+class DataPlaneSettings:
+    log_dir: str
+    node_id: int = 1
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    segment_bytes: int = 1 << 30
+    message_max_bytes: int = 1048588
+    flush_policy: str = "fsync"
+    flush_interval_ms: int = 1000
+
+    @classmethod
+    def from_config(cls, config: Any) -> "DataPlaneSettings":
+        return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
+                   config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
+                   config.log_flush_policy.lower(), config.log_flush_interval_ms)
+
+
+class Partition:
+    __slots__ = ("topic", "index", "key", "log", "producers", "config")
+
+    def __init__(self, topic: str, index: int, log_: PartitionLog, config: EffectiveConfig) -> None:
+        self.topic, self.index, self.key = topic, index, (topic, index)
+        self.log = log_
+        self.producers = ProducerStateTable()
+        self.config = config
+
+
+class Appended(NamedTuple):
+    """What Produce answers for one partition; `durable` is awaited for acks=-1 (None: already)."""
+
+    base_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    durable: Any
+
+
+class DataPlane:
+    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.purgatory = FetchPurgatory()
+        self.producer_ids = ProducerIdAllocator(settings.log_dir)
+        self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes)
+        self._started = False
+
+    # ------------------------------------------------------------ life cycle
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._remove_deleted_dirs()
+        for topic in self.catalog.all():
+            if not topic.internal:
+                self._open_topic(topic, fresh=False)
+        log.info("data_plane.started", topics=sum(1 for t in self.catalog.all() if not t.internal),
+                 partitions=len(self.partitions), flush_policy=self.settings.flush_policy)
+
+    async def stop(self) -> None:
+        partitions, self.partitions = list(self.partitions.values()), {}
+        results = await asyncio.gather(*(p.log.close() for p in partitions), return_exceptions=True)
+        for part, result in zip(partitions, results):
+            if isinstance(result, BaseException):
+                log.error("data_plane.close_failed", topic=part.topic, partition=part.index, error=repr(result))
+        self._started = False
+
+    def _remove_deleted_dirs(self) -> None:
+        root = self.settings.log_dir
+        if not os.path.isdir(root):
+            return
+        for name in os.listdir(root):
+            if name.endswith("-delete"):
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+    def _open_topic(self, topic: TopicInfo, fresh: bool) -> list[Partition]:
+        config = EffectiveConfig.resolve(topic.config_map(), self.base_configs)
+        opened: list[Partition] = []
+        try:
+            for index in range(topic.partitions):
+                path = partition_dir(self.settings.log_dir, topic.name, index)
+                if fresh and os.path.exists(path):  # left over from a delete cut short by a crash
+                    shutil.rmtree(path)
+                log_ = PartitionLog.open(path, segment_bytes=config.segment_bytes,
+                                         flush_policy=self.settings.flush_policy,
+                                         flush_interval_ms=self.settings.flush_interval_ms)
+                part = Partition(topic.name, index, log_, config)
+                opened.append(part)
+                if not fresh:
+                    batches = part.producers.rebuild(log_)
+                    if batches:
+                        log.info("data_plane.producer_state.rebuilt", topic=topic.name, partition=index,
+                                 producers=len(part.producers.entries), batches=batches)
+        except BaseException:
+            for part in opened:
+                part.log.close_sync()
+            raise
+        for part in opened:
+            self.partitions[part.key] = part
+        return opened
+
+    # ---------------------------------------------------------------- topics
+    def partition(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                     assignments: list[tuple[int, list[int]]] | None = None,
+                     configs: dict[str, str | None] | None = None, validate_only: bool = False
+                     ) -> tuple[TopicInfo | None, int, dict[str, str]]:
+        """Create (or with validate_only just check) a topic, following Kafka's checks and codes.
+
+        Returns (the topic or None when validate_only, partition count, config overrides).
+        """
+        if not self._started:
+            raise KafkaError("the data plane is not started", ErrorCode.unknown_server_error)
+        reason = topic_name_error(name)
+        if reason:
+            raise InvalidTopic(f"Topic name {name!r} is illegal: {reason}")
+        if self.catalog.get(name) is not None:
+            raise TopicAlreadyExists(f"Topic '{name}' already exists.")
+        other = self.catalog.colliding(name)
+        if other is not None:
+            raise InvalidTopic(f"Topic '{name}' collides with existing topic: {other.name}")
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise InvalidRequest("A manual partition assignment was specified, but numPartitions or "
+                                     "replicationFactor was not set to -1.")
+            indexes = sorted(index for index, _ in assignments)
+            if indexes != list(range(len(assignments))):
+                raise InvalidReplicaAssignment("Partitions should be a consecutive 0-based integer sequence")
+            for index, brokers in assignments:
+                if any(b != self.settings.node_id for b in brokers):
+                    raise InvalidReplicaAssignment(f"The manual partition assignment includes broker(s) "
+                                                   f"{brokers} that are not registered.")
+                if len(brokers) != 1:
+                    raise InvalidReplicationFactor(f"Unable to replicate partition {index} {len(brokers)} time(s): "
+                                                   "only 1 broker is registered.")
+            num_partitions, replication_factor = len(assignments), 1
+        if num_partitions == -1:
+            num_partitions = self.settings.num_partitions
+        if num_partitions <= 0:
+            raise InvalidPartitions("Number of partitions was set to an invalid non-positive value.")
+        if num_partitions > MAX_PARTITIONS_PER_TOPIC:
+            raise InvalidPartitions(f"Number of partitions {num_partitions} is above this server's limit of "
+                                    f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
+        if replication_factor == -1:
+            replication_factor = self.settings.default_replication_factor
+        if replication_factor <= 0:
+            raise InvalidReplicationFactor("Replication factor must be larger than 0, or -1 to use the default value.")
+        if replication_factor != 1:
+            raise InvalidReplicationFactor(
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+                f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
+        overrides = topic_configs.validate(configs or {})
+        if validate_only:
+            return None, num_partitions, overrides
+        probe = TopicInfo(name, uuid.UUID(int=0), num_partitions, configs=tuple(sorted(overrides.items())))
+        opened = self._open_topic(probe, fresh=True)
+        try:
+            topic = self.catalog.add(name, num_partitions, overrides)
+        except BaseException:
+            for part in opened:
+                self.partitions.pop(part.key, None)
+                part.log.close_sync()
+            raise
+        log.info("data_plane.topic.created", topic=name, topic_id=str(topic.topic_id), partitions=num_partitions,
+                 configs=overrides)
+        return topic, num_partitions, overrides
+
+    def auto_create(self, name: str) -> TopicInfo | None:
+        """Create `name` with the defaults if auto.create.topics.enable allows; None if not created."""
+        if not self.settings.auto_create_topics or not self._started:
+            return None  # before start() (in-process tests of other handlers) no logs exist
+        try:
+            topic, _, _ = self.create_topic(name)
+        except (KafkaError, OSError) as exc:
+            log.info("data_plane.topic.auto_create_failed", topic=name, error=str(exc))
+            return None
+        return topic
+
+    def detach_topic(self, topic: TopicInfo) -> list[Partition]:
+        """Forget the topic, durably and at once (no await: two deletes cannot interleave).
+
+        Its partitions stop taking requests; `remove_partitions` then closes and removes them.
+        """
+        if topic.internal:
+            raise TopicDeletionDisabled(f"Topic {topic.name} is a kafka internal topic and is not allowed to be "
+                                        "marked for deletion.")
+        self.catalog.remove(topic.name)
+        parts = [self.partitions.pop((topic.name, i)) for i in range(topic.partitions)
+                 if (topic.name, i) in self.partitions]
+        for part in parts:
+            self.purgatory.wake(part.key)
+            # Renamed now, before any await: a topic re-created under this name at once
+            # (say by auto-creation) gets fresh directories that the removal cannot touch.
+            try:
+                os.rename(part.log.path, self._doomed_path(part, topic))
+            except OSError as exc:
+                log.warning("data_plane.topic.rename_failed", topic=topic.name, partition=part.index, error=repr(exc))
+        log.info("data_plane.topic.deleted", topic=topic.name, topic_id=str(topic.topic_id))
+        return parts
+
+    @staticmethod
+    def _doomed_path(part: Partition, topic: TopicInfo) -> str:
+        return f"{part.log.path}.{topic.topic_id.hex}-delete"
+
+    async def remove_partitions(self, topic: TopicInfo, parts: list[Partition]) -> None:
+        """Close (flush) each detached log and remove its renamed directory.
+
+        A crash before this leaves `*-delete` directories, removed at the next start; a
+        crash before the rename leaves an orphan directory, wiped if a topic of that
+        name is created again.
+        """
+        for part in parts:
+            try:
+                await part.log.close()
+            except Exception as exc:  # a failed log still gets removed
+                log.warning("data_plane.topic.close_failed", topic=topic.name, partition=part.index, error=repr(exc))
+            doomed = self._doomed_path(part, topic)
+            shutil.rmtree(doomed if os.path.exists(doomed) else part.log.path, ignore_errors=True)
+
+    # ---------------------------------------------------------------- append
+    def append(self, part: Partition, data: bytes | None, produce_version: int) -> Appended:
+        """Validate one producer batch and append it (or recognise a retried duplicate).
+
+        Raises a KafkaError (or a storage error carrying its Kafka code) and appends
+        nothing when the batch is rejected.
+        """
+        config = part.config
+        info = check_batch(data, produce_version=produce_version, max_message_bytes=config.max_message_bytes,
+                           segment_bytes=config.segment_bytes)
+        log_ = part.log
+        pid = info.producer_id
+        if pid >= 0:
+            last_seq = info.last_sequence
+            duplicate = part.producers.check(pid, info.producer_epoch, info.base_sequence, last_seq)
+            if duplicate is not None:
+                durable = None if log_.high_watermark > duplicate.last_offset else \
+                    asyncio.ensure_future(log_.flush())
+                return Appended(duplicate.first_offset, -1, log_.log_start_offset, durable)
+        append_time = -1
+        if config.log_append_time:
+            append_time = int(time.time() * 1000)
+            data = bytearray(data)  # type: ignore[arg-type]
+            stamp_log_append_time(data, append_time)
+        result = log_.append(data, partition_leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]
+        if pid >= 0:
+            part.producers.record(pid, info.producer_epoch, info.base_sequence, last_seq, result.base_offset,
+                                  result.last_offset, append_time if append_time >= 0 else info.max_timestamp)
+        on_append, key, size = self.purgatory.on_append, part.key, info.size
+
+        def readable(future: asyncio.Future) -> None:
+            if not future.cancelled():
+                future.exception()  # retrieved: acks=1 appends have nobody awaiting them
+            on_append(key, size)
+
+        result.durable.add_done_callback(readable)
+        return Appended(result.base_offset, append_time, log_.log_start_offset, result.durable)

@@ -1,0 +1,104 @@
+"""The topic-level configs CreateTopics accepts, with Kafka's names, defaults and checks.
+
+Kafka answers an unknown topic config name, or a value that does not parse, with
+INVALID_CONFIG (LogConfig.validate). We accept the subset below; what each one does
+here is stated next to it: segment.bytes, max.message.bytes and
+message.timestamp.type are enforced; cleanup.policy and retention.* are stored and
+reported but not enforced (no retention or compaction runs on topic logs yet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from ..errors import InvalidConfig
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _int(low: int, high: int) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise ValueError(f"value {value} is outside [{low}, {high}]")
+        return str(value)
+
+    return check
+
+
+def _cleanup_policy(text: str) -> str:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        raise ValueError(f"{text!r} is not a list of delete, compact")
+    return ",".join(parts)
+
+
+def _timestamp_type(text: str) -> str:
+    if text.strip() not in ("CreateTime", "LogAppendTime"):
+        raise ValueError(f"{text!r} is not CreateTime or LogAppendTime")
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    check: Callable[[str], str]
+    enforced: bool
+
+
+# name -> spec. Defaults come from the broker settings (see `defaults`).
+TOPIC_CONFIGS: dict[str, ConfigSpec] = {
+    "cleanup.policy": ConfigSpec(_cleanup_policy, enforced=False),
+    "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=False),
+    "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=False),
+    "segment.bytes": ConfigSpec(_int(14, INT32_MAX), enforced=True),
+    "max.message.bytes": ConfigSpec(_int(0, INT32_MAX), enforced=True),
+    "message.timestamp.type": ConfigSpec(_timestamp_type, enforced=True),
+}
+
+
+def defaults(segment_bytes: int, message_max_bytes: int) -> dict[str, str]:
+    """Each supported config's value when a topic does not set it (Kafka's defaults)."""
+    return {
+        "cleanup.policy": "delete",
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+        "segment.bytes": str(segment_bytes),
+        "max.message.bytes": str(message_max_bytes),
+        "message.timestamp.type": "CreateTime",
+    }
+
+
+def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Normalized topic overrides, or InvalidConfig naming the first bad entry."""
+    out: dict[str, str] = {}
+    for name, value in configs.items():
+        spec = TOPIC_CONFIGS.get(name)
+        if spec is None:
+            raise InvalidConfig(f"Unknown topic config name: {name}")
+        if value is None:
+            raise InvalidConfig(f"Null value not supported for topic configs: {name}")
+        try:
+            out[name] = spec.check(value)
+        except ValueError as exc:
+            raise InvalidConfig(f"Invalid value {value} for configuration {name}: {exc}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class EffectiveConfig:
+    """The enforced values of one topic, resolved once when its logs open."""
+
+    segment_bytes: int
+    max_message_bytes: int
+    log_append_time: bool
+
+    @classmethod
+    def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> "EffectiveConfig":
+        merged = {**base, **overrides}
+        return cls(int(merged["segment.bytes"]), int(merged["max.message.bytes"]),
+                   merged["message.timestamp.type"] == "LogAppendTime")

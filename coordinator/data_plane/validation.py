@@ -1,0 +1,151 @@
+"""Checks on one producer batch, on its bytes, before anything is appended.
+
+Follows Kafka's order and codes (ProduceRequest.validateRecords,
+ByteBufferLogInputStream.nextBatch, UnifiedLog.analyzeAndValidateRecords,
+LogValidator.validateBatch):
+
+* no complete batch -> INVALID_RECORD ("at least one record batch");
+* a length below the header size, a magic above 2, a bad CRC -> CORRUPT_MESSAGE;
+* magic 0/1, more than one batch, a control batch from a client, a record count that
+  disagrees with lastOffsetDelta or with the records present, a negative record
+  length, an idempotent batch without a sequence -> INVALID_RECORD;
+* batch > max.message.bytes -> MESSAGE_TOO_LARGE; > segment.bytes -> RECORD_LIST_TOO_LARGE;
+* an unknown codec, or zstd before Produce v7 -> UNSUPPORTED_COMPRESSION_TYPE.
+
+The header is one struct unpack and the CRC one C call. The record walk only hops
+over varint lengths (decompressing first, in C, when the batch is compressed), so the
+Python work per record is one varint read: it proves the count and the lengths
+without building Record objects.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from storage.batch import ATTRIBUTES_OFFSET, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC
+from storage.compression import NONE, ZSTD, decompress
+from storage.varint import read_varint
+
+from ..errors import (
+    CorruptMessage,
+    InvalidRecord,
+    MessageTooLarge,
+    RecordListTooLarge,
+    UnsupportedCompressionType,
+)
+
+_LENGTH_MAGIC = struct.Struct(">8xi4xb")
+_MAX_TS = struct.Struct(">q")
+_ATTRS = struct.Struct(">h")
+_CRC = struct.Struct(">I")
+MAX_TIMESTAMP_OFFSET = 35
+CRC_OFFSET = 17
+
+
+class BatchInfo(NamedTuple):
+    size: int
+    attributes: int
+    last_offset_delta: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & 0x10)
+
+    @property
+    def last_sequence(self) -> int:
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at Integer.MAX_VALUE."""
+    if sequence > 0x7FFFFFFF - increment:
+        return increment - (0x7FFFFFFF - sequence) - 1
+    return sequence + increment
+
+
+def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: int,
+                segment_bytes: int) -> BatchInfo:
+    """The header of the single valid batch in `data`, or the KafkaError Kafka would raise."""
+    if not data or len(data) < LOG_OVERHEAD:
+        raise InvalidRecord(f"Produce requests with version {produce_version} must have at least one record batch")
+    total = len(data)
+    if total < MAGIC_END:
+        length = struct.unpack_from(">i", data, 8)[0]
+        if length + LOG_OVERHEAD < HEADER_SIZE:
+            raise CorruptMessage(f"Record size {length + LOG_OVERHEAD} is less than the minimum record overhead")
+        raise InvalidRecord(f"Produce requests with version {produce_version} must have at least one record batch")
+    length, magic = _LENGTH_MAGIC.unpack_from(data, 0)
+    size = length + LOG_OVERHEAD
+    if size < HEADER_SIZE:
+        raise CorruptMessage(f"Record size {size} is less than the minimum record overhead ({HEADER_SIZE})")
+    if magic < 0 or magic > MAGIC:
+        raise CorruptMessage(f"Invalid magic found in record: {magic}")
+    if size > total:
+        raise InvalidRecord(f"Produce requests with version {produce_version} must have at least one record batch")
+    if magic != MAGIC:
+        raise InvalidRecord(f"Produce requests with version {produce_version} are only allowed to contain "
+                            "record batches with magic version 2")
+    if size != total:
+        raise InvalidRecord(f"Produce requests with version {produce_version} are only allowed to contain "
+                            "exactly one record batch per partition")
+    (_, _, _, _, crc, attributes, delta, _, max_ts, pid, epoch, base_seq, count) = HEADER.unpack_from(data, 0)
+    codec = attributes & 0x07
+    if codec == ZSTD and produce_version < 7:
+        raise UnsupportedCompressionType(f"Produce requests with version {produce_version} are not allowed "
+                                         "to use ZStandard compression")
+    if size > max_message_bytes:
+        raise MessageTooLarge(f"The record batch size {size} bytes exceeds the maximum {max_message_bytes}")
+    if crc32c(memoryview(data)[ATTRIBUTES_OFFSET:]) != crc:
+        raise CorruptMessage("Record batch is corrupt (CRC mismatch)")
+    if codec > ZSTD:
+        raise UnsupportedCompressionType(f"Unknown compression type id {codec}")
+    if attributes & CONTROL_MASK:
+        raise InvalidRecord("Clients are not allowed to write control records")
+    if count <= 0 or delta < 0 or delta + 1 != count:
+        raise InvalidRecord(f"Batch has {count} records but lastOffsetDelta {delta}")
+    if pid >= 0 and base_seq < 0:
+        raise InvalidRecord(f"Invalid sequence number {base_seq} in a batch of producer {pid}")
+    _walk_records(data, codec, count)
+    if size > segment_bytes:
+        raise RecordListTooLarge(f"The batch of {size} bytes is larger than the segment size {segment_bytes}")
+    return BatchInfo(size, attributes, delta, max_ts, pid, epoch, base_seq, count)
+
+
+MAGIC_END = 17  # bytes needed to read the magic byte
+
+
+def _walk_records(data: bytes, codec: int, count: int) -> None:
+    body = memoryview(data)[HEADER_SIZE:]
+    if codec != NONE:
+        try:
+            body = decompress(codec, body)
+        except Exception as exc:  # cramjam / zlib raise many types for garbage
+            raise CorruptMessage(f"compressed records do not decompress: {exc}") from None
+    pos, end, rv = 0, len(body), read_varint
+    try:
+        for _ in range(count):
+            size, pos = rv(body, pos)
+            if size <= 0 or pos + size > end:
+                raise InvalidRecord(f"Invalid record size {size}")
+            pos += size
+    except IndexError:
+        raise InvalidRecord(f"Batch declares {count} records; the data ends early") from None
+    if pos != end:
+        raise InvalidRecord(f"{end - pos} bytes left after the {count} declared records")
+
+
+def stamp_log_append_time(buf: bytearray, now_ms: int) -> None:
+    """Kafka's setMaxTimestamp(LOG_APPEND_TIME, now) in place: attributes bit 3, maxTimestamp,
+    then the CRC again (both fields are inside it)."""
+    attributes = _ATTRS.unpack_from(buf, ATTRIBUTES_OFFSET)[0] | 0x08
+    _ATTRS.pack_into(buf, ATTRIBUTES_OFFSET, attributes)
+    _MAX_TS.pack_into(buf, MAX_TIMESTAMP_OFFSET, now_ms)
+    _CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))

@@ -1,0 +1,94 @@
+"""ListOffsets v1-v9 (kio has no v0): offsets by special timestamp or by time.
+
+Follows KafkaApis.handleListOffsetRequest and UnifiedLog.fetchOffsetByTimestamp:
+
+* -2 EARLIEST and -4 EARLIEST_LOCAL (no tiered storage, so the same) -> the log start
+  offset; -1 LATEST -> the high watermark (also for read_committed: no transactions,
+  so the last stable offset equals it); -3 MAX_TIMESTAMP (v7+) -> the first record
+  with the largest timestamp; -5 LATEST_TIERED -> offset -1 (no remote storage);
+  a timestamp >= 0 -> the first record at or after it below the high watermark, or
+  offset -1 / timestamp -1 when there is none. Special timestamps answer timestamp -1;
+* leader_epoch (v4+) is this node's epoch 0 for a found offset, -1 otherwise;
+  current_leader_epoch above 0 -> UNKNOWN_LEADER_EPOCH, below (other than -1) ->
+  FENCED_LEADER_EPOCH;
+* a partition named twice -> INVALID_REQUEST for it; unknown topic or partition ->
+  UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+from storage.errors import RecordError, StorageError
+
+from ..dispatch import Dispatcher, RequestContext
+from ..errors import error_code_for
+from ..services import Services
+from .api_versions import NO_THROTTLE
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+LEADER_EPOCH = 0
+
+
+def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> dict:
+    return {"partition_index": index, "error_code": code, "timestamp": timestamp, "offset": offset,
+            "leader_epoch": epoch}
+
+
+def lookup(lg, timestamp: int, version: int) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for one partition log."""
+    hw = lg.high_watermark
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, lg.log_start_offset, LEADER_EPOCH
+    if timestamp == LATEST:
+        return -1, hw, LEADER_EPOCH
+    if timestamp == LATEST_TIERED:
+        return -1, -1, -1
+    if timestamp == MAX_TIMESTAMP and version >= 7:
+        found = lg.max_timestamp_offset()
+    else:
+        found = lg.offset_for_timestamp(timestamp)
+    if found is None or found.offset >= hw:
+        return -1, -1, -1
+    return found.timestamp, found.offset, LEADER_EPOCH
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    data = services.data
+    assert data is not None
+    responses = API_TABLE[ApiKey.LIST_OFFSETS].responses
+
+    def handle(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for lp in topic.partitions:
+                index = lp.partition_index
+                if counts[(topic.name, index)] > 1:
+                    parts.append(_answer(index, ErrorCode.invalid_request))
+                    continue
+                part = data.partition(topic.name, index)
+                if part is None:
+                    parts.append(_answer(index, ErrorCode.unknown_topic_or_partition))
+                    continue
+                epoch = getattr(lp, "current_leader_epoch", -1)
+                if epoch != -1 and epoch != LEADER_EPOCH:
+                    parts.append(_answer(index, ErrorCode.unknown_leader_epoch if epoch > LEADER_EPOCH
+                                         else ErrorCode.fenced_leader_epoch))
+                    continue
+                try:
+                    ts, offset, leader_epoch = lookup(part.log, lp.timestamp, version)
+                except (RecordError, StorageError) as exc:
+                    parts.append(_answer(index, error_code_for(exc)))
+                    continue
+                parts.append(_answer(index, ErrorCode.none, ts, offset, leader_epoch))
+            topics.append({"name": topic.name, "partitions": parts})
+        return build(responses[version], throttle_time=NO_THROTTLE, topics=topics)
+
+    dispatcher.register(ApiKey.LIST_OFFSETS, handle)

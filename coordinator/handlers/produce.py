@@ -1,0 +1,127 @@
+"""Produce v3-v11: validate each partition's batch on its bytes, assign offsets, append.
+
+Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
+
+* acks outside {-1, 0, 1} -> INVALID_REQUIRED_ACKS for every partition;
+* transactional batches in a request without a transactional id ->
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's answer). This
+  server has no transaction coordinator (InitProducerId refuses transactional ids),
+  so transactional batches that do carry an id get INVALID_TXN_STATE per partition;
+* an unknown topic is created first when auto.create.topics.enable (Kafka itself only
+  auto-creates on Metadata; clients always ask Metadata before producing, so this only
+  matters to hand-written clients); otherwise, or for an unknown partition,
+  UNKNOWN_TOPIC_OR_PARTITION; the internal topic -> INVALID_TOPIC_EXCEPTION;
+* every rejected batch leaves its log untouched; other partitions are unaffected;
+* acks=0: no response; if any partition failed the connection is closed, as Kafka
+  does so that the producer refreshes its metadata;
+* acks=1: answered once offsets are assigned; acks=-1: once the appends are durable
+  under log.flush.policy (a failed flush -> KAFKA_STORAGE_ERROR for that partition).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+from storage.errors import RecordError, StorageError
+
+from ..dispatch import CloseConnection, Dispatcher, RequestContext
+from ..errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
+from ..services import Services
+from .api_versions import NO_THROTTLE
+
+_TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
+_UTC = datetime.timezone.utc
+
+
+def _is_transactional(records: bytes | None) -> bool:
+    return records is not None and len(records) > _TRANSACTIONAL_BYTE and bool(records[_TRANSACTIONAL_BYTE] & 0x10)
+
+
+def _append_time(ms: int) -> datetime.datetime | None:
+    return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=_UTC)
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    data = services.data
+    assert data is not None
+    responses = API_TABLE[ApiKey.PRODUCE].responses
+
+    def failed(index: int, code: ErrorCode, message: str | None = None) -> dict:
+        return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": None,
+                "log_start_offset": -1, "record_errors": [], "error_message": message}
+
+    def respond(version: int, topics: list[tuple[str, list[dict]]]) -> object:
+        return build(responses[version], throttle_time=NO_THROTTLE, responses=[
+            {"name": name, "partition_responses": parts} for name, parts in topics])
+
+    def handle(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        acks = request.acks
+        whole_request_error = None
+        if acks not in (-1, 0, 1):
+            whole_request_error = ErrorCode.invalid_required_acks
+        elif request.transactional_id is None and any(
+                _is_transactional(p.records) for t in request.topic_data for p in t.partition_data):
+            whole_request_error = ErrorCode.transactional_id_authorization_failed
+        if whole_request_error is not None:
+            if acks == 0:
+                raise CloseConnection(f"produce with acks=0 failed: {whole_request_error.name}")
+            return respond(version, [(t.name, [failed(p.index, whole_request_error) for p in t.partition_data])
+                                     for t in request.topic_data])
+
+        topics: list[tuple[str, list[dict]]] = []
+        waiting: list[tuple[dict, asyncio.Future]] = []
+        any_error = False
+        for topic in request.topic_data:
+            name = topic.name
+            parts: list[dict] = []
+            for pd in topic.partition_data:
+                part = data.partition(name, pd.index)
+                try:
+                    if part is None:
+                        known = data.catalog.get(name)
+                        if known is None and data.auto_create(name) is not None:
+                            part = data.partition(name, pd.index)
+                        elif known is not None and known.internal:
+                            raise InvalidTopic(f"Cannot append to internal topic {name}")
+                        if part is None:
+                            raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")
+                    if _is_transactional(pd.records):
+                        raise InvalidTxnState("This server has no transaction coordinator; "
+                                              "transactional produce is not supported.")
+                    appended = data.append(part, pd.records, version)
+                except (KafkaError, RecordError, StorageError) as exc:
+                    any_error = True
+                    parts.append(failed(pd.index, error_code_for(exc), str(exc)))
+                    continue
+                entry = {"index": pd.index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
+                         "log_append_time": _append_time(appended.log_append_time),
+                         "log_start_offset": appended.log_start_offset, "record_errors": [],
+                         "error_message": None}
+                parts.append(entry)
+                if acks == -1 and appended.durable is not None:
+                    waiting.append((entry, appended.durable))
+            topics.append((name, parts))
+
+        if acks == 0:
+            if any_error:
+                raise CloseConnection("produce with acks=0 failed on at least one partition")
+            return None
+        if not waiting:
+            return respond(version, topics)
+
+        async def when_durable() -> object:
+            results = await asyncio.gather(*(fut for _, fut in waiting), return_exceptions=True)
+            for (entry, _), result in zip(waiting, results):
+                if isinstance(result, BaseException):
+                    entry.update(failed(entry["index"], error_code_for(result), str(result)))
+            return respond(version, topics)
+
+        return when_durable()
+
+    dispatcher.register(ApiKey.PRODUCE, handle)

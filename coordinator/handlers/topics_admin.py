@@ -1,0 +1,134 @@
+"""CreateTopics v2-v7 and DeleteTopics v1-v6 (kio has nothing older; Kafka 4 dropped those).
+
+CreateTopics follows ControllerApis.createTopics / ReplicationControlManager: names
+given twice -> INVALID_REQUEST "Duplicate topic name."; then per topic the checks of
+DataPlane.create_topic (illegal name, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
+INVALID_REPLICATION_FACTOR (one node: only 1), INVALID_REPLICA_ASSIGNMENT,
+INVALID_CONFIG). validate_only runs every check and creates nothing. v5+ results
+carry num_partitions, replication_factor and every supported config with its
+source; errors carry -1 and no configs.
+
+DeleteTopics follows ControllerApis.deleteTopics: duplicates -> INVALID_REQUEST; an
+unknown name -> UNKNOWN_TOPIC_OR_PARTITION, an unknown id (v6) -> UNKNOWN_TOPIC_ID.
+Kafka lets a client delete `__consumer_offsets`; here the group coordinator owns it,
+so it is refused with TOPIC_DELETION_DISABLED and the message of Kafka's own
+kafka-topics tool ("... is a kafka internal topic and is not allowed to be marked
+for deletion.").
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+from ..dispatch import Dispatcher, RequestContext
+from ..errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
+from ..services import Services
+from ..topics import TopicInfo
+from .api_versions import NO_THROTTLE
+
+ZERO_UUID = uuid.UUID(int=0)
+TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    data = services.data
+    assert data is not None
+    create_responses = API_TABLE[ApiKey.CREATE_TOPICS].responses
+    delete_responses = API_TABLE[ApiKey.DELETE_TOPICS].responses
+
+    def config_list(overrides: dict[str, str]) -> list[dict]:
+        merged = {**data.base_configs, **overrides}
+        return [{"name": name, "value": value, "read_only": False, "is_sensitive": False,
+                 "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
+                for name, value in sorted(merged.items())]
+
+    def create(ctx: RequestContext, request) -> object:
+        counts = Counter(t.name for t in request.topics)
+        results = []
+        for name in [n for n, c in counts.items() if c > 1]:
+            results.append({"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.invalid_request,
+                            "error_message": "Duplicate topic name.", "num_partitions": -1,
+                            "replication_factor": -1, "configs": None})
+        for topic in request.topics:
+            if counts[topic.name] > 1:
+                continue
+            try:
+                info, partitions, overrides = data.create_topic(
+                    topic.name, topic.num_partitions, topic.replication_factor,
+                    [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
+                    {c.name: c.value for c in topic.configs}, request.validate_only)
+            except KafkaError as exc:
+                results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": exc.code,
+                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
+                                "configs": None})
+                continue
+            except OSError as exc:  # the disk refused the new partition directories
+                results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": error_code_for(exc),
+                                "error_message": f"Cannot create the topic's logs: {exc}",
+                                "num_partitions": -1, "replication_factor": -1, "configs": None})
+                continue
+            results.append({"name": topic.name, "topic_id": info.topic_id if info else ZERO_UUID,
+                            "error_code": ErrorCode.none, "error_message": None, "num_partitions": partitions,
+                            "replication_factor": 1, "configs": config_list(overrides)})
+        return build(create_responses[ctx.api_version], throttle_time=NO_THROTTLE, topics=results)
+
+    def delete(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        if version >= 6:
+            wanted = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+        else:
+            wanted = [(name, ZERO_UUID) for name in request.topic_names]
+        results: list[dict] = []
+        detached: list[tuple[TopicInfo, list]] = []
+        names = Counter(n for n, i in wanted if n is not None)
+        ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
+
+        def answer(name, topic_id, code, message=None) -> None:
+            results.append({"name": name, "topic_id": topic_id, "error_code": code, "error_message": message})
+
+        for name in [n for n, c in names.items() if c > 1]:
+            answer(name, ZERO_UUID, ErrorCode.invalid_request, "Duplicate topic name.")
+        for topic_id in [i for i, c in ids.items() if c > 1]:
+            answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
+        for name, topic_id in wanted:
+            if (name is not None and names[name] > 1) or (name is None and ids[topic_id] > 1):
+                continue
+            if name is not None and topic_id != ZERO_UUID:
+                answer(name, topic_id, ErrorCode.invalid_request, "You may not specify both topic name and topic id.")
+                continue
+            if name is None and topic_id == ZERO_UUID:
+                answer(None, ZERO_UUID, ErrorCode.invalid_request, "Neither topic name nor id were specified.")
+                continue
+            try:
+                if name is not None:
+                    topic = data.catalog.get(name)
+                    if topic is None:
+                        raise UnknownTopicOrPartition("This server does not host this topic-partition.")
+                else:
+                    topic = data.catalog.by_id(topic_id)
+                    if topic is None:
+                        raise UnknownTopicId("This server does not host this topic ID.")
+                detached.append((topic, data.detach_topic(topic)))
+            except KafkaError as exc:
+                answer(name, topic_id, exc.code, str(exc))
+                continue
+            answer(topic.name, topic.topic_id if version >= 6 else ZERO_UUID, ErrorCode.none)
+        cls = delete_responses[version]
+        if not detached:
+            return build(cls, throttle_time=NO_THROTTLE, responses=results)
+
+        async def after_removal() -> object:
+            for topic, parts in detached:
+                await data.remove_partitions(topic, parts)
+            return build(cls, throttle_time=NO_THROTTLE, responses=results)
+
+        return after_removal()
+
+    dispatcher.register(ApiKey.CREATE_TOPICS, create)
+    dispatcher.register(ApiKey.DELETE_TOPICS, delete)
