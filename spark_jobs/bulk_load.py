@@ -1,0 +1,210 @@
+"""Bulk load: __consumer_offsets logs (+ an optional offsets export) -> per-partition snapshots.
+
+    python -m spark_jobs.bulk_load --master local[*] --input LOGDIR... [--export FILE]
+        --output DIR [--offsets-partitions 50] [--skip-corrupt]
+
+Stages: (1) scan every segment in parallel with the project's codecs (one task per
+file); (2) check the scan (corrupt batches fail the job here, before anything is
+written); (3) keep the latest record per key (DataFrame aggregation), drop
+tombstoned keys, merge the export (a key the logs mention at all, even as a
+tombstone, ignores the export: the log is the newer truth); (4) one task per target
+partition builds and writes its snapshot into a hidden temp directory; (5) the
+driver publishes all snapshots (renames) only after every task succeeded.
+
+Groups are placed with partition_for(group, --offsets-partitions). When every record
+read already lives in its target partition (same layout), a snapshot covers the
+next offset after the last record of that partition's log; otherwise (another
+partition count, or export-only input) snapshots cover no log offset
+(``covers_log_offset`` = None): the server must not replay a log over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+import time
+
+from .common import (JobError, Progress, find_partition_dirs, parse_conf, print_summary,
+                     segment_paths, spark_session, worker_error)
+from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_segment, segment_specs, ship_code
+
+FINAL_COLUMNS = ["kind", "group", "topic", "partition", "value", "offset", "leader_epoch", "metadata",
+                 "commit_timestamp", "expire_timestamp", "target"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m spark_jobs.bulk_load", description=__doc__.split("\n")[0])
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    p.add_argument("--input", nargs="*", action="extend", default=[],
+                   help="__consumer_offsets-N directories, or log.dirs roots holding them")
+    p.add_argument("--export", nargs="*", action="extend", default=[],
+                   help="offsets export(s): .csv (header), .json/.jsonl (JSON lines), .parquet")
+    p.add_argument("--export-format", choices=["csv", "json", "parquet"])
+    p.add_argument("--output", required=True, help="snapshot root (the server's snapshot dir)")
+    p.add_argument("--offsets-partitions", type=int, default=50, help="offsets.topic.num.partitions of the target")
+    p.add_argument("--skip-corrupt", action="store_true",
+                   help="skip corrupt batches (reported) instead of failing the job")
+    p.add_argument("--shuffle-partitions", type=int, default=None)
+    p.add_argument("--conf", action="append", help="extra Spark setting key=value")
+    args = p.parse_args(argv)
+    if not args.input and not args.export:
+        p.error("give at least one --input or --export")
+    if args.offsets_partitions < 1:
+        p.error("--offsets-partitions must be >= 1")
+    return args
+
+
+def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources):
+    """Task: build one target partition's snapshot into a temp dir (not published)."""
+    import pyarrow as pa
+
+    from storage.records import GroupMetadataKey, OffsetCommitKey, decode_value
+    from storage.snapshot import MANIFEST, OFFSETS_SCHEMA, groups_table, prepare_snapshot
+
+    groups = []
+    cols = {name: [] for name in OFFSETS_SCHEMA.names}
+    for _, r in rows:
+        if r.kind == KIND_GROUP:
+            groups.append((r.group, decode_value(GroupMetadataKey(r.group), r.value)[1]))
+            continue
+        if r.value is not None:
+            v = decode_value(OffsetCommitKey(r.group, r.topic, r.partition), r.value)[1]
+            fields = (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+        else:  # from the export
+            fields = (r.offset, r.leader_epoch, r.metadata, r.commit_timestamp, r.expire_timestamp)
+        for name, item in zip(("group", "topic", "partition", "offset", "leader_epoch", "metadata",
+                               "commit_timestamp", "expire_timestamp"), (r.group, r.topic, r.partition) + fields):
+            cols[name].append(item)
+    offsets = pa.Table.from_pydict(cols, schema=OFFSETS_SCHEMA)
+    tmp = prepare_snapshot(output, index, groups_table(groups), offsets, covers.get(index),
+                           offsets_partitions=partitions, created_at_ms=job_ms, source=sources)
+    with open(os.path.join(tmp, MANIFEST)) as f:
+        manifest = json.load(f)
+    yield (index, tmp, manifest["groups"], manifest["offsets"], manifest["simple_groups"])
+
+
+def run(argv, spark=None, out=None) -> dict:
+    """Run the job; returns the summary. Raises JobError on bad input."""
+    args = parse_args(argv)
+    progress = Progress("bulk_load", out)
+    job_ms = int(time.time() * 1000)
+    own = spark is None
+    if own:
+        spark = spark_session(args.master, "kgc-bulk-load", args.shuffle_partitions, parse_conf(args.conf))
+    output = os.path.abspath(args.output)
+    try:
+        return _run(spark, args, progress, job_ms, output)
+    except BaseException as exc:
+        for tmp in glob.glob(os.path.join(output, "__consumer_offsets-*", f".tmp-snapshot-{job_ms:013d}-*")):
+            shutil.rmtree(tmp, ignore_errors=True)
+        line = worker_error(exc)
+        if line and not isinstance(exc, JobError):
+            raise JobError(f"corrupt input, nothing written: {line}") from None
+        raise
+    finally:
+        if own:
+            spark.stop()
+
+
+def _run(spark, args, progress, job_ms, output) -> dict:
+    from pyspark.sql import functions as F
+    from pyspark import StorageLevel
+
+    n = args.offsets_partitions
+    ship_code(spark)
+    parts = find_partition_dirs(args.input)
+    specs = segment_specs(parts, segment_paths)
+    bytes_in = sum(os.path.getsize(s[2]) for s in specs)
+    progress.log(f"{len(parts)} partition dir(s), {len(specs)} segment file(s), {bytes_in} bytes; "
+                 f"{len(args.export)} export(s); target offsets partitions: {n}")
+    summary = {"partition_dirs": len(parts), "segments": len(specs), "bytes_before": bytes_in}
+
+    with progress.stage(1, 5, f"scan {len(specs)} segment(s)"):
+        skip = args.skip_corrupt
+        rdd = spark.sparkContext.parallelize(specs, max(1, len(specs))).flatMap(
+            lambda s: scan_segment(s, n, False, skip))
+        scanned = spark.createDataFrame(rdd, ROW_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        seg_rows = scanned.filter(F.col("kind") == KIND_SUMMARY).collect() if specs else []
+    with progress.stage(2, 5, "check the scan"):
+        next_offset: dict[int, int] = {}
+        skipped = []
+        for r in seg_rows:
+            if r.active:
+                next_offset[r.src_partition] = r.offset
+            if r.note:
+                skipped.append(r.note)
+                progress.log(f"  note: {r.note}")
+        misplaced = sum(r.misplaced for r in seg_rows)
+        same_layout = misplaced == 0 and all(p.partition < n for p in parts)
+        covers = {p: off for p, off in next_offset.items()} if same_layout else {}
+        if not same_layout and parts:
+            progress.log(f"  {misplaced} record(s) belong to another partition with {n} partitions: "
+                         "layout differs, snapshots will cover no log offsets")
+        summary.update(records_read=sum(r.n_records for r in seg_rows), same_layout=same_layout,
+                       covers_log_offsets=covers, skipped=skipped)
+    with progress.stage(3, 5, "latest record per key"):
+        records = scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP))
+        key = ["kind", "group", "topic", "partition"]
+        per_source = (records.groupBy("src_partition", *key)
+                      .agg(F.max(F.struct("offset", "timestamp", "value", "target")).alias("w"))
+                      .select("src_partition", *key, "w.*"))
+        latest = (per_source.groupBy(*key)
+                  .agg(F.max(F.struct("timestamp", "src_partition", "offset", "value", "target")).alias("w"))
+                  .select(*key, "w.value", "w.target"))
+        final = latest.filter(F.col("value").isNotNull()).select(
+            "kind", "group", "topic", "partition", "value", F.lit(None).cast("long").alias("offset"),
+            F.lit(None).cast("int").alias("leader_epoch"), F.lit(None).cast("string").alias("metadata"),
+            F.lit(None).cast("long").alias("commit_timestamp"),
+            F.lit(None).cast("long").alias("expire_timestamp"), "target")
+        if args.export:
+            from .exports import read_exports
+
+            exported = read_exports(spark, args.export, args.export_format, n)
+            log_keys = latest.filter(F.col("kind") == KIND_OFFSET).select("group", "topic", "partition")
+            extra = exported.join(log_keys, ["group", "topic", "partition"], "left_anti")
+            final = final.unionByName(extra.select(
+                F.lit(KIND_OFFSET).cast("byte").alias("kind"), "group", "topic", "partition",
+                F.lit(None).cast("binary").alias("value"), "offset", "leader_epoch", "metadata",
+                "commit_timestamp", "expire_timestamp", "target"))
+    with progress.stage(4, 5, f"write {n} snapshot(s) (temp directories)"):
+        sources = {"inputs": [p.path for p in parts], "exports": list(args.export), "job_ms": job_ms}
+        write = _partition_writer(output, covers, n, job_ms, sources)
+        results = (final.rdd.map(lambda r: (r.target, r)).partitionBy(n, lambda k: k)
+                   .mapPartitionsWithIndex(write).collect())
+        scanned.unpersist()
+    with progress.stage(5, 5, "publish"):
+        from storage.snapshot import publish_snapshot
+
+        published = [publish_snapshot(r[1]) for r in sorted(results)]
+    bytes_after = sum(os.path.getsize(os.path.join(d, f)) for d in published for f in os.listdir(d))
+    summary.update(groups=sum(r[2] for r in results), simple_groups=sum(r[4] for r in results),
+                   offsets=sum(r[3] for r in results),
+                   keys_kept=sum(r[2] + r[3] for r in results), tombstones_written=0,
+                   snapshots=len(published), bytes_after=bytes_after, output=output,
+                   wall_time_s=round(progress.elapsed, 2))
+    print_summary(progress, summary)
+    return summary
+
+
+def _partition_writer(output, covers, n, job_ms, sources):
+    def write(index, rows):
+        return _write_partition(index, rows, output=output, covers=covers, partitions=n,
+                                job_ms=job_ms, sources=sources)
+    return write
+
+
+def main(argv=None) -> int:
+    try:
+        run(sys.argv[1:] if argv is None else argv)
+    except JobError as exc:
+        print(f"bulk_load failed: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

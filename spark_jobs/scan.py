@@ -1,0 +1,162 @@
+"""The task side: walk one segment file with the project's own codecs, yield rows.
+
+One Spark task per segment file (``sc.parallelize`` over paths): the task opens the
+file by path, checks every batch (length, magic, CRC-32C via storage.batch), decodes
+records (storage.batch.decode_records) and keys (storage.records.decode_key), and
+yields, in ``ROW_SCHEMA`` order, the segment's *last* record of each key (a map-side
+combine: within a segment file order is offset order, so an earlier record of a key
+can never be the latest; this cuts the rows crossing into the JVM by the number of
+repeated commits), then one summary row for the segment. The key is the raw key
+bytes when ``with_keys`` (compaction, like Kafka, works on raw keys), else the
+decoded key. Values stay encoded: the jobs keep only the latest record per key and
+decode just those (storage.records.decode_value), which saves decoding every
+superseded commit. This is storage.dump.iter_log_records' walk, with batch
+timestamps and transactional flags kept and an optional skip-corrupt mode.
+"""
+
+from __future__ import annotations
+
+import os
+
+from storage.batch import decode_records, ensure_valid, iter_batches
+from storage.errors import RecordError
+from storage.placement import partition_for
+from storage.records import OffsetCommitKey, UnknownRecordType, decode_key
+
+KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_SUMMARY = 0, 1, 2, 9
+
+ROW_SCHEMA = (
+    "src_partition int, segment_base long, active boolean, kind byte, offset long, timestamp long, "
+    "key binary, group string, topic string, partition int, value binary, target int, "
+    "transactional boolean, n_records long, n_batches long, n_bytes long, misplaced long, "
+    "note string"
+)
+
+
+class CorruptSegment(Exception):
+    """A batch that fails its checks; the message names the file and position."""
+
+
+def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corrupt: bool):
+    """Rows of one segment. ``spec`` = (source partition, base offset, path, is_last).
+
+    A partial batch at the end of the *last* segment is the server's in-flight
+    append (or a torn write recovery would cut): it ends the data, with a note. A
+    bad batch anywhere else raises CorruptSegment, or with ``skip_corrupt`` is
+    skipped (a CRC failure: just that batch; an unreadable length: the rest of the
+    file) and described in the summary row's note.
+    """
+    src, base, path, is_last = spec
+    with open(path, "rb") as f:
+        data = f.read()
+    placed: dict[str, int] = {}
+    latest: dict = {}  # map-side combine: only a segment's last record per key leaves the task
+    notes: list[str] = []
+    n_records = n_batches = misplaced = 0
+    next_offset = base
+    position = 0
+    batches = iter_batches(data)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except RecordError as exc:
+            msg = f"{path}: bad batch at position {position}: {exc}"
+            if not skip_corrupt:
+                raise CorruptSegment(msg) from None
+            notes.append(f"skipped {len(data) - position} bytes (rest of file): {msg}")
+            position = len(data)
+            break
+        position = batch.position
+        try:
+            ensure_valid(batch)
+            records = decode_records(batch)
+        except RecordError as exc:
+            msg = f"{path}: bad batch at position {position}: {exc}"
+            if not skip_corrupt:
+                raise CorruptSegment(msg) from None
+            notes.append(f"skipped batch of {batch.size} bytes: {msg}")
+            position += batch.size
+            continue
+        position += batch.size
+        n_batches += 1
+        next_offset = batch.next_offset
+        if batch.is_control:
+            continue
+        txn = batch.is_transactional
+        for r in records:
+            n_records += 1
+            if r.key is None:
+                continue
+            try:
+                _, key = decode_key(r.key)
+            except UnknownRecordType:
+                latest[r.key] = (src, base, is_last, KIND_OTHER, r.offset, r.timestamp,
+                                 r.key if with_keys else None, None, None, None, r.value, None, txn,
+                                 None, None, None, None, None)
+                continue
+            except RecordError as exc:
+                msg = f"{path}: bad record key at offset {r.offset} (batch at position {batch.position}): {exc}"
+                if not skip_corrupt:
+                    raise CorruptSegment(msg) from None
+                notes.append(f"skipped record: {msg}")
+                continue
+            group = key.group
+            target = placed.get(group)
+            if target is None:
+                target = placed[group] = partition_for(group, target_partitions)
+            if target != src:
+                misplaced += 1
+            if type(key) is OffsetCommitKey:
+                row = (src, base, is_last, KIND_OFFSET, r.offset, r.timestamp, r.key if with_keys else None,
+                       group, key.topic, key.partition, r.value, target, txn, None, None, None, None, None)
+            else:
+                row = (src, base, is_last, KIND_GROUP, r.offset, r.timestamp, r.key if with_keys else None,
+                       group, None, None, r.value, target, txn, None, None, None, None, None)
+            latest[r.key if with_keys else key] = row
+    yield from latest.values()
+    if position != len(data):
+        msg = f"{path}: {len(data) - position} bytes of a partial batch at position {position}"
+        if is_last:
+            notes.append(f"ignored the last segment's partial tail (a write in progress?): {msg}")
+        elif not skip_corrupt:
+            raise CorruptSegment(msg)
+        else:
+            notes.append(f"skipped: {msg}")
+    yield (src, base, is_last, KIND_SUMMARY, next_offset, None, None, None, None, None, None, None, None,
+           n_records, n_batches, len(data), misplaced, "\n".join(notes) or None)
+
+
+def segment_specs(partitions, segment_lister) -> list[tuple]:
+    """Every (partition, base, path, is_last) of the inputs, largest files first so
+    the long tasks start early."""
+    specs = []
+    for part in partitions:
+        segs = segment_lister(part.path)
+        for i, (base, path, size) in enumerate(segs):
+            specs.append((size, (part.partition, base, path, i == len(segs) - 1)))
+    specs.sort(key=lambda s: -s[0])
+    return [spec for _, spec in specs]
+
+
+def ship_code(spark) -> None:
+    """On a real cluster, send the storage and spark_jobs packages to the executors
+    (local masters import them from this checkout / virtualenv directly)."""
+    master = spark.sparkContext.master
+    if master.startswith("local"):
+        return
+    import tempfile
+    import zipfile
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    fd, zpath = tempfile.mkstemp(suffix=".zip", prefix="kgc-spark-")
+    os.close(fd)
+    with zipfile.ZipFile(zpath, "w") as z:
+        for pkg in ("storage", "spark_jobs"):
+            for dirpath, _, files in os.walk(os.path.join(root, pkg)):
+                for name in files:
+                    if name.endswith(".py"):
+                        full = os.path.join(dirpath, name)
+                        z.write(full, os.path.relpath(full, root))
+    spark.sparkContext.addPyFile(zpath)

@@ -1,0 +1,108 @@
+"""KIP-211 offset expiry decided from a group's replayed state (pure, no I/O).
+
+Mirrors Kafka's new group coordinator for classic groups loaded from the log:
+
+* GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue): a loaded group
+  is EMPTY when its record has no members, else STABLE; an empty protocol type means
+  "none". A group with offsets but no metadata record is a "simple" group: an EMPTY
+  classic group without protocol type, generation 0 (OffsetMetadataManager.replay ->
+  getOrMaybeCreateClassicGroup).
+* ClassicGroup.offsetExpirationCondition: with a protocol type, an EMPTY group
+  expires offsets measured from its current_state_timestamp (else each offset's
+  commit timestamp); a STABLE "consumer" group whose subscribed topics are known
+  expires offsets (of topics it no longer subscribes to) from their commit
+  timestamp; any other group expires nothing. Without a protocol type (simple group)
+  offsets expire from their commit timestamp.
+* ClassicGroup.isSubscribedToTopic / computeSubscribedTopics: the union of the
+  members' ConsumerProtocolSubscription topics (parsed with the v0 prefix); unknown
+  (unparseable, or not a consumer group) means "subscribed" for consumer groups and
+  "not subscribed" otherwise.
+* OffsetExpirationConditionImpl.isOffsetExpired: an explicit v1 expire_timestamp wins
+  (now >= expire_timestamp), else now - base >= offsets.retention.ms.
+* OffsetMetadataManager.cleanupExpiredOffsets + GroupMetadataManager.maybeDeleteGroup:
+  when every offset expired (or the group has none) and the group is EMPTY, the
+  group itself is deleted (a GroupMetadataKey tombstone).
+
+Not modelled: pending transactional offsets (Kafka keeps those from expiring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .consumer_protocol import SubscriptionError, subscribed_topics
+from .records import GroupMetadataValue, OffsetCommitValue
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+DEFAULT_OFFSETS_RETENTION_MINUTES = 10080
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiryDecision:
+    expired: tuple[tuple[str, int, str], ...]  # (topic, partition, reason)
+    delete_group: bool
+
+
+def group_state(value: GroupMetadataValue | None) -> str:
+    """"Empty" or "Stable": the state Kafka gives a group loaded from the log."""
+    return "Stable" if value is not None and value.members else "Empty"
+
+
+def subscribed(value: GroupMetadataValue | None) -> set[str] | None:
+    """computeSubscribedTopics: the topics, or None when Kafka would not know them."""
+    if value is None or value.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    if not value.members:
+        return set()
+    if value.protocol is None:
+        return None
+    topics: set[str] = set()
+    try:
+        for member in value.members:
+            topics.update(subscribed_topics(member.subscription))
+    except SubscriptionError:
+        return None
+    return topics
+
+
+def expire_group(value: GroupMetadataValue | None,
+                 offsets: Iterable[tuple[str, int, OffsetCommitValue]],
+                 now_ms: int, retention_ms: int) -> ExpiryDecision:
+    """Which of a group's live offsets expire at ``now_ms``, and whether the group goes.
+
+    ``value`` is the group's latest GroupMetadataValue, or None for a group that
+    exists only through its offsets.
+    """
+    protocol_type = value.protocol_type if value is not None and value.protocol_type else None
+    state = group_state(value)
+    topics = subscribed(value)
+    uses_consumer = protocol_type == CONSUMER_PROTOCOL_TYPE
+    if protocol_type is not None:
+        if state == "Empty":
+            state_ts = value.current_state_timestamp
+            base = (lambda o: state_ts) if state_ts != -1 else (lambda o: o.commit_timestamp)
+            reason = "empty_group"
+        elif uses_consumer and topics is not None:
+            base, reason = (lambda o: o.commit_timestamp), "unsubscribed_topic"
+        else:
+            return ExpiryDecision((), False)
+    else:
+        base, reason = (lambda o: o.commit_timestamp), "simple_group"
+
+    expired = []
+    all_expired = True
+    for topic, partition, offset in offsets:
+        is_subscribed = (topic in topics) if topics is not None else uses_consumer
+        if is_subscribed:
+            all_expired = False
+            continue
+        if offset.expire_timestamp != -1:
+            if now_ms >= offset.expire_timestamp:
+                expired.append((topic, partition, "expire_timestamp"))
+                continue
+        elif now_ms - base(offset) >= retention_ms:
+            expired.append((topic, partition, reason))
+            continue
+        all_expired = False
+    return ExpiryDecision(tuple(expired), all_expired and state == "Empty")
