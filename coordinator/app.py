@@ -11,14 +11,15 @@ from .cluster import Node, load_or_create_cluster_id
 from .config import Config
 from .dispatch import Dispatcher
 from .handlers import api_versions, find_coordinator, groups, metadata
-from .handlers import fetch, init_producer_id, list_offsets, produce, topics_admin
+from .handlers import fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
+from .offsets_runtime import OffsetsRuntime
 from .server import Server
 from .services import Services
 from .topics import TopicCatalog
 
 log = structlog.get_logger(__name__)
 
-HANDLER_MODULES = (api_versions, metadata, find_coordinator, groups,
+HANDLER_MODULES = (api_versions, metadata, find_coordinator, groups, offsets,
                    produce, fetch, list_offsets, topics_admin, init_producer_id)
 
 
@@ -35,14 +36,17 @@ class App:
         self.config = config
         cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id)
         self.node = Node(config.node_id, cluster_id)
+        self.offsets = OffsetsRuntime(config)
         self.services = Services(config, self.node, TopicCatalog(cluster_id, config.offsets_topic_num_partitions,
-                                                                  log_dir=config.log_dirs))
+                                                                  log_dir=config.log_dirs),
+                                 groups=self.offsets.coordinator)
         self.dispatcher = build_dispatcher(self.services)
         self.server: Server | None = None
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         await self.services.data.start()  # topic logs open (and recover) before the first request
+        await self.offsets.start()  # offsets logs open; partitions load in the background
         self.server = Server(self.config, self.dispatcher, loop)
         bound = await self.server.start()
         advertised = self.config.advertised(bound)
@@ -55,6 +59,7 @@ class App:
     async def stop(self) -> None:
         if self.server is not None:
             await self.server.stop()
+        await self.offsets.stop()  # flush and close the offsets logs
         await self.services.data.stop()  # flush and close the topic logs
 
     async def run_until_signalled(self) -> None:

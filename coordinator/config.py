@@ -116,6 +116,25 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                          "How long the first rebalance of an empty group waits for more members."),
     "group.max.size": ("group_max_size", _int(1, INT32_MAX), "2147483647",
                        "Most members a classic group may have."),
+    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", _int(0, INT32_MAX), "4096",
+                                  "Longest commit metadata (Java String length) an OffsetCommit may carry."),
+    "offsets.retention.minutes": ("offsets_retention_minutes", _int(1, INT32_MAX), "10080",
+                                  "KIP-211 retention of committed offsets of empty groups / unsubscribed topics."),
+    "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", _int(1), "600000",
+                                            "How often expired offsets are removed (and staged compactions "
+                                            "applied, unless offsets.staging.check.interval.ms says otherwise)."),
+    "offsets.staging.check.interval.ms": ("offsets_staging_check_interval_ms", _int(0), "0",
+                                          "How often to look for staging dirs left by the expire job; "
+                                          "0 = on each offsets retention check."),
+    "offsets.load.buffer.size": ("offsets_load_buffer_size", _int(1024, INT32_MAX), "5242880",
+                                 "Bytes of the offsets log read per chunk while loading (between chunks "
+                                 "other partitions and requests run)."),
+    "offsets.snapshot.dir": ("offsets_snapshot_dir", _str, "",
+                             "Root of the bulk-load job's snapshots (<dir>/__consumer_offsets-<p>/snapshot-*); "
+                             "empty = log.dirs."),
+    "offsets.log.flush.policy": ("offsets_log_flush_policy", _choice("FSYNC", "NONE"), "fsync",
+                                 "Offsets log: fsync = an OffsetCommit is answered after fsync (group commit); "
+                                 "none = after the OS write."),
     "auto.create.topics.enable": ("auto_create_topics_enable", _bool, "true",
                                   "Create unknown topics on Metadata (when the client allows) and on Produce."),
     "num.partitions": ("num_partitions", _int(1, 1000), "1", "Partitions of a topic created with -1 or automatically."),
@@ -155,6 +174,13 @@ class Config:
     group_max_session_timeout_ms: int
     group_initial_rebalance_delay_ms: int
     group_max_size: int
+    offset_metadata_max_bytes: int
+    offsets_retention_minutes: int
+    offsets_retention_check_interval_ms: int
+    offsets_staging_check_interval_ms: int
+    offsets_load_buffer_size: int
+    offsets_snapshot_dir: str
+    offsets_log_flush_policy: str
     auto_create_topics_enable: bool
     num_partitions: int
     default_replication_factor: int

@@ -193,6 +193,19 @@ def write_error_code(exc: BaseException) -> ErrorCode:
     return _WRITE_ERROR_REMAP.get(code, code)
 
 
+# Kafka (GroupMetadataManager.storeOffsets, kept by the new coordinator's OffsetCommit
+# path): a commit whose records are too large for the log is INVALID_COMMIT_OFFSET_SIZE.
+_COMMIT_TOO_LARGE = {ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size}
+
+
+def commit_error_code(exc: BaseException) -> ErrorCode:
+    """The wire error for a failed write of OffsetCommit records."""
+    code = error_code_for(exc)
+    if code in _COMMIT_TOO_LARGE:
+        return ErrorCode.invalid_commit_offset_size
+    return _WRITE_ERROR_REMAP.get(code, code)
+
+
 # Kafka's default messages (Errors.java), for the few places the wire carries them.
 _MESSAGES = {
     ErrorCode.none: "NONE",

@@ -253,11 +253,17 @@ class ClassicGroup:
         self._count_protocols(member, +1)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
-        if waiter is not None and member.awaiting_join is None:
+        replaced = member.awaiting_join
+        if waiter is not None and replaced is None:
             self.num_awaiting_join += 1
-        elif waiter is None and member.awaiting_join is not None:
+        elif waiter is None and replaced is not None:
             self.num_awaiting_join -= 1
         member.awaiting_join = waiter
+        if waiter is not None and replaced is not None and replaced is not waiter:
+            # Kafka drops the older JoinGroup unanswered; here every request gets an answer
+            # (responses leave a connection in order). REBALANCE_IN_PROGRESS is retriable and
+            # keeps the member id: the client simply rejoins; the newer request is answered.
+            replaced(JoinResult(ErrorCode.rebalance_in_progress, member.member_id))
 
     def replace_static_member(self, instance_id: str, old_member_id: str, new_member_id: str) -> Member:
         """The old member id is fenced (its waiting requests get FENCED_INSTANCE_ID)."""
@@ -385,9 +391,11 @@ class ClassicGroup:
     def metadata_value(self, assignment: dict[str, bytes]) -> GroupMetadataValue:
         """GroupCoordinatorRecordHelpers.newGroupMetadataRecord (GroupMetadataValue v3)."""
         members = tuple(
-            MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                           m.rebalance_timeout_ms, m.session_timeout_ms, m.metadata(self.protocol_name),
-                           assignment[m.member_id])
+            MemberMetadata(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                           client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+                           session_timeout=m.session_timeout_ms, subscription=m.metadata(self.protocol_name),
+                           assignment=assignment[m.member_id])
             for m in self.members.values())
-        return GroupMetadataValue(self.protocol_type or "", self.generation_id, self.protocol_name,
-                                  self.leader_id, self.state_timestamp, members)
+        return GroupMetadataValue(protocol_type=self.protocol_type or "", generation=self.generation_id,
+                                  protocol=self.protocol_name, leader=self.leader_id, members=members,
+                                  current_state_timestamp=self.state_timestamp)

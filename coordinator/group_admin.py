@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from .errors import write_error_code
 from .group import GroupState, RebalanceRecord
+from .offsets import offset_tombstones
 from .records import GroupMetadataRecord
 from .shard import GroupCoordinator, PendingWrite
 
@@ -56,7 +57,11 @@ def describe_groups(coordinator: GroupCoordinator, group_ids: list[str]) -> list
     """Member metadata only for a Stable group (its protocol is chosen); an unknown group is Dead."""
     described = []
     for group_id in group_ids:
-        group = coordinator.group(group_id)
+        shard = coordinator.shard_for(group_id)
+        if shard.error is not None:
+            described.append(DescribedGroup(group_id, "", "", "", (), shard.error))
+            continue
+        group = shard.groups.get(group_id)
         if group is None:
             described.append(DescribedGroup(group_id, S.DEAD.value, "", "", ()))
             continue
@@ -78,7 +83,8 @@ def list_groups(coordinator: GroupCoordinator, states_filter: tuple[str, ...] = 
     if types and GROUP_TYPE_CLASSIC not in types:
         return []
     return [ListedGroup(group.group_id, group.protocol_type or "", group.state.value)
-            for group in coordinator.all_groups()
+            for shard in coordinator.all_shards() if shard.error is None
+            for group in list(shard.groups.values())
             if not states or group.state.value.lower() in states]
 
 
@@ -89,7 +95,8 @@ def rebalance_history(coordinator: GroupCoordinator, group_id: str) -> list[Reba
 
 
 async def delete_groups(coordinator: GroupCoordinator, group_ids: list[str | None]) -> list[tuple[str | None, ErrorCode]]:
-    """Delete Empty groups; answers wait until their tombstones are written."""
+    """Delete Empty groups: a tombstone for each of their offsets, then one for the group
+    (GroupCoordinatorShard.deleteGroups); answers wait until the tombstones are written."""
     results: dict[str | None, ErrorCode] = {}
     writes: list[tuple[PendingWrite, list[str]]] = []
     by_shard: dict[int, list[str]] = {}
@@ -99,7 +106,9 @@ async def delete_groups(coordinator: GroupCoordinator, group_ids: list[str | Non
             continue
         shard = coordinator.shard_for(group_id)
         group = shard.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if shard.error is not None:
+            results[group_id] = shard.error
+        elif group is None or group.is_in(S.DEAD):
             results[group_id] = ErrorCode.group_id_not_found
         elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
             results[group_id] = ErrorCode.non_empty_group
@@ -114,7 +123,11 @@ async def delete_groups(coordinator: GroupCoordinator, group_ids: list[str | Non
             by_shard.setdefault(shard.partition, []).append(group_id)
     for partition, deleted in by_shard.items():
         shard = coordinator.shards[partition]
-        writes.append((shard.write([GroupMetadataRecord(g, None) for g in deleted]), deleted))
+        records: list = []
+        for group_id in deleted:
+            records += offset_tombstones(shard.offsets, group_id)
+            records.append(GroupMetadataRecord(group_id, None))
+        writes.append((shard.write(records), deleted))
         log.info("groups deleted", partition=partition, groups=deleted)
     for write, deleted in writes:
         try:

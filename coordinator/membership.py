@@ -114,7 +114,7 @@ class Membership(Rebalancer):
         if new_group:
             # Kafka commits a new group with an empty GroupMetadata record.
             # (GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord)
-            empty = GroupMetadataValue("", 0, None, None, group.state_timestamp, ())
+            empty = GroupMetadataValue("", 0, None, None, (), group.state_timestamp)
             write = self.shard.write([GroupMetadataRecord(p.group_id, empty)])
             self._warn_on_failure(write, p.group_id, "new group")
 
@@ -284,7 +284,13 @@ class Membership(Rebalancer):
             self.remove_pending_sync_member(group, p.member_id)
             return reply(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment))
         # CompletingRebalance: wait for the leader's assignment (and its write)
+        replaced = member.awaiting_sync
         member.awaiting_sync = reply
+        if replaced is not None and replaced is not reply:
+            # a second SyncGroup of the same member replaces the first: answer the first
+            # (REBALANCE_IN_PROGRESS: retriable, keeps the member id) so its connection,
+            # whose responses leave in order, is not blocked; Kafka leaves it unanswered
+            replaced(SyncResult(ErrorCode.rebalance_in_progress))
         self.remove_pending_sync_member(group, p.member_id)
         if group.is_leader(p.member_id):
             self._store_assignment(group, p)

@@ -4,13 +4,22 @@ A group lives in shard `partition_for(group_id, offsets.topic.num.partitions)`. 
 shards run on one event loop; each has its own `KeyedTimers` (over the shared scheduler)
 so that timers of one shard never see another's keys, and its own `write`.
 
-`Shard.write(records)` is the durability seam: it hands the records to a `RecordLog`
-and returns a `PendingWrite`, which both the domain (synchronous callbacks, run the
-moment the log completes it) and handlers (`await`) can wait on. Whatever depends on
-the records being durable -- the Stable transition and every SyncGroup answer, a
-LeaveGroup or DeleteGroups answer -- waits for it. `MemoryLog` keeps the records in
-memory and completes each write on the next loop turn (or when a test says so); the
-durable log of the next issue implements the same `append`.
+`Shard.write(records)` is the durability seam ("records are the truth"): it applies
+the records to the shard's state through `replay` -- the one function loading uses --
+hands them to a `RecordLog` and returns a `PendingWrite`, which both the domain
+(synchronous callbacks, run the moment the log completes it) and handlers (`await`)
+can wait on. Whatever depends on the records being durable -- an OffsetCommit answer,
+the Stable transition and every SyncGroup answer, a LeaveGroup or DeleteGroups answer
+-- waits for it. `MemoryLog` keeps the records in memory and completes each write on
+the next loop turn (or when a test says so); offsets_log.DurableLog is the real one.
+
+Classic-group records are the exception Kafka makes too (CoordinatorResult with
+replayRecords=false): the group state machine changes the live ClassicGroup itself
+and the GroupMetadata record only describes the result, so its live replay is a
+no-op; on load `replay` rebuilds the group from it.
+
+A shard is LOADING (its groups answer COORDINATOR_LOAD_IN_PROGRESS), ACTIVE, or
+UNLOADED (NOT_COORDINATOR: another node owns it, or it was never ours).
 """
 
 from __future__ import annotations
@@ -23,8 +32,12 @@ import structlog
 
 from storage.placement import partition_for
 
-from .group import ClassicGroup
-from .records import Record
+from kio.schema.errors import ErrorCode
+
+from .errors import NotCoordinator
+from .group import ClassicGroup, GroupState, JoinResult, SyncResult
+from .offsets import OffsetStore
+from .records import OffsetCommitRecord, Record
 from .timers import KeyedTimers, Scheduler
 
 log = structlog.get_logger(__name__)
@@ -118,6 +131,11 @@ class MemoryLog:
 class ShardState(Enum):
     LOADING = "loading"
     ACTIVE = "active"
+    UNLOADED = "unloaded"
+
+
+_STATE_ERRORS = {ShardState.LOADING: ErrorCode.coordinator_load_in_progress,
+                 ShardState.UNLOADED: ErrorCode.not_coordinator}
 
 
 class Shard:
@@ -131,15 +149,89 @@ class Shard:
         self.settings = coordinator.settings
         self.scheduler = coordinator.scheduler
         self.record_log = coordinator.record_log
-        self.state = ShardState.ACTIVE  # loading arrives with the durable log
+        self.state = ShardState.ACTIVE
+        self.error: ErrorCode | None = None  # the answer for this shard's groups when not ACTIVE
         self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed)
         self.membership = Membership(self)
+        self.inflight: set[PendingWrite] = set()
+
+    def set_state(self, state: ShardState) -> None:
+        self.state = state
+        self.error = _STATE_ERRORS.get(state)
+
+    # --- records ------------------------------------------------------------------------
 
     def write(self, records: list[Record]) -> PendingWrite:
+        """Apply `records` through `replay`, append them; the result completes when durable."""
         pending = PendingWrite(records)
-        self.record_log.append(self.partition, pending)
+        if self.state is ShardState.UNLOADED:
+            pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
+            return pending
+        offsets = self.offsets
+        offsets.begin(records)
+        replay = self.replay
+        for record in records:
+            replay(record, True)
+        inflight = self.inflight
+        inflight.add(pending)
+
+        def done(error: BaseException | None) -> None:
+            inflight.discard(pending)
+            offsets.end(records, error)
+
+        pending.add_callback(done)
+        try:
+            self.record_log.append(self.partition, pending)
+        except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
+            pending.resolve(exc)
         return pending
+
+    def replay(self, record: Record, live: bool = False) -> None:
+        """Apply one record to this shard's state: the one path for live writes and loading."""
+        if type(record) is OffsetCommitRecord:
+            group_id, topic, partition, value = record
+            if value is not None and group_id not in self.groups:
+                # OffsetMetadataManager.replay: offsets without a group make a "simple"
+                # group, an Empty classic group without protocol type
+                self.groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
+            self.offsets.apply(group_id, topic, partition, value)
+            return
+        if live:
+            return  # classic groups change in memory first; the record describes them
+        from .loader import group_from_record  # loader imports shard types
+
+        if record.value is None:
+            self.groups.pop(record.group_id, None)
+        else:
+            self.groups[record.group_id] = group_from_record(record.group_id, record.value)
+
+    # --- unloading --------------------------------------------------------------------
+
+    def unload(self) -> None:
+        """Drop this partition's groups; pending operations fail with NOT_COORDINATOR.
+
+        Kafka's onUnloaded: waiting JoinGroup/SyncGroup requests are answered
+        NOT_COORDINATOR and the groups go Dead; writes still in flight are failed (their
+        records may still reach the disk: a later load replays them, which is safe).
+        """
+        self.set_state(ShardState.UNLOADED)
+        self.timers.cancel_all()
+        error = ErrorCode.not_coordinator
+        now = self.scheduler.wall_ms()
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                group.complete_join(member, JoinResult(error, member.member_id))
+                group.complete_sync(member, SyncResult(error))
+            if group.state is not GroupState.DEAD:
+                group.transition_to(GroupState.DEAD, now)
+        self.groups.clear()
+        for pending in list(self.inflight):
+            pending.resolve(NotCoordinator(f"partition {self.partition} was unloaded"))
+        self.inflight.clear()
+        self.offsets = OffsetStore()
+        log.info("partition unloaded", partition=self.partition)
 
     def _timer_failed(self, key: Any, exc: BaseException) -> None:
         log.error("group timer failed", partition=self.partition, key=str(key), exc_info=exc)
@@ -149,11 +241,17 @@ class GroupSettings:
     """The group.* settings the coordinator reads, in one small object (tests build it directly)."""
 
     __slots__ = ("min_session_timeout_ms", "max_session_timeout_ms", "initial_rebalance_delay_ms",
-                 "max_size", "new_member_join_timeout_ms", "offsets_partitions")
+                 "max_size", "new_member_join_timeout_ms", "offsets_partitions", "offset_metadata_max_bytes",
+                 "offsets_retention_ms", "offsets_retention_check_interval_ms")
 
     def __init__(self, min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1800000,
                  initial_rebalance_delay_ms: int = 3000, max_size: int = 2**31 - 1,
-                 new_member_join_timeout_ms: int = 5 * 60 * 1000, offsets_partitions: int = 50) -> None:
+                 new_member_join_timeout_ms: int = 5 * 60 * 1000, offsets_partitions: int = 50,
+                 offset_metadata_max_bytes: int = 4096, offsets_retention_ms: int = 10080 * 60_000,
+                 offsets_retention_check_interval_ms: int = 600_000) -> None:
+        self.offset_metadata_max_bytes = offset_metadata_max_bytes
+        self.offsets_retention_ms = offsets_retention_ms
+        self.offsets_retention_check_interval_ms = offsets_retention_check_interval_ms
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
@@ -165,7 +263,10 @@ class GroupSettings:
     def from_config(cls, config: Any) -> "GroupSettings":
         return cls(config.group_min_session_timeout_ms, config.group_max_session_timeout_ms,
                    config.group_initial_rebalance_delay_ms, config.group_max_size,
-                   offsets_partitions=config.offsets_topic_num_partitions)
+                   offsets_partitions=config.offsets_topic_num_partitions,
+                   offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                   offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+                   offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms)
 
 
 _SHARD_CACHE_LIMIT = 100_000
@@ -175,12 +276,15 @@ class GroupCoordinator:
     """All shards of this node; routes a group id to its shard."""
 
     def __init__(self, settings: GroupSettings, scheduler: Scheduler | None = None,
-                 record_log: RecordLog | None = None) -> None:
+                 record_log: RecordLog | None = None, owned: Iterable[int] | None = None) -> None:
+        """`owned`: the partitions this node loads (they start LOADING); None = every
+        partition, ACTIVE at once with nothing to load (unit tests, MemoryLog)."""
         self.settings = settings
         self._scheduler = scheduler
         self.record_log: RecordLog = record_log if record_log is not None else MemoryLog()
         self.shards: dict[int, Shard] = {}
         self._shard_by_group: dict[str, Shard] = {}
+        self.owned: set[int] | None = None if owned is None else set(owned)
 
     @property
     def scheduler(self) -> Scheduler:
@@ -197,11 +301,21 @@ class GroupCoordinator:
             partition = partition_for(group_id, self.settings.offsets_partitions)
             shard = self.shards.get(partition)
             if shard is None:
-                shard = self.shards[partition] = Shard(partition, self)
+                shard = self._new_shard(partition)
             if len(self._shard_by_group) >= _SHARD_CACHE_LIMIT:
                 self._shard_by_group.clear()
             self._shard_by_group[group_id] = shard
         return shard
+
+    def _new_shard(self, partition: int) -> Shard:
+        shard = self.shards[partition] = Shard(partition, self)
+        if self.owned is not None:  # owned partitions load first; others are not ours
+            shard.set_state(ShardState.LOADING if partition in self.owned else ShardState.UNLOADED)
+        return shard
+
+    def owned_shards(self) -> list[Shard]:
+        """The shards of the owned partitions (created LOADING), in partition order."""
+        return [self.shards.get(p) or self._new_shard(p) for p in sorted(self.owned or ())]
 
     def group(self, group_id: str) -> ClassicGroup | None:
         return self.shard_for(group_id).groups.get(group_id)
@@ -212,3 +326,12 @@ class GroupCoordinator:
     def all_groups(self) -> Iterable[ClassicGroup]:
         for shard in self.all_shards():
             yield from list(shard.groups.values())
+
+    def unload(self, partition: int) -> None:
+        """The hook for moving a partition to another node: see Shard.unload."""
+        shard = self.shards.get(partition)
+        if shard is None:
+            shard = self.shards[partition] = Shard(partition, self)
+        shard.unload()
+        if self.owned is not None:
+            self.owned.discard(partition)

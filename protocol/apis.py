@@ -97,6 +97,9 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.LIST_GROUPS, 0, 5),
     (ApiKey.API_VERSIONS, 0, 4),
     (ApiKey.DELETE_GROUPS, 0, 2),
+    (ApiKey.OFFSET_COMMIT, 2, 9),  # v0/v1 were removed in Kafka 4 and kio has no classes for them
+    (ApiKey.OFFSET_FETCH, 1, 9),  # kio has no v0
+    (ApiKey.OFFSET_DELETE, 0, 0),
     (ApiKey.PRODUCE, 3, 11),
     (ApiKey.FETCH, 4, 16),
     (ApiKey.LIST_OFFSETS, 1, 9),

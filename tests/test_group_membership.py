@@ -258,8 +258,8 @@ def test_assignment_is_delivered_only_after_the_group_record_is_written():
     assert record == GroupMetadataRecord("g", GroupMetadataValue(
         protocol_type="consumer", generation=1, protocol="range", leader=a,
         current_state_timestamp=group.state_timestamp,
-        members=(MemberMetadata(a, None, "client", "/127.0.0.1", 10000, 10000, b"range-meta", b"A"),
-                 MemberMetadata(b, None, "client", "/127.0.0.1", 10000, 10000, b"range-meta", b"B"))))
+        members=(MemberMetadata(a, "client", "/127.0.0.1", 10000, b"range-meta", b"A", None, 10000),
+                 MemberMetadata(b, "client", "/127.0.0.1", 10000, b"range-meta", b"B", None, 10000))))
     h.log.complete()
     assert group.state is S.STABLE
     assert (leader[0].error, leader[0].assignment, leader[0].protocol_name) == (E.none, b"A", "range")
@@ -532,7 +532,7 @@ def test_last_member_leaving_writes_the_empty_group_record():
     group = h.group()
     assert group.state is S.EMPTY and group.generation_id == 2
     assert h.log.all_records() == [GroupMetadataRecord("g", GroupMetadataValue(
-        "consumer", 2, None, None, group.state_timestamp, ()))]
+        "consumer", 2, None, None, (), group.state_timestamp))]
     h.log.complete()
     assert write.done and write.error is None
 

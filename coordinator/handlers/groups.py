@@ -110,7 +110,11 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             log.info("join reason", group=params.group_id, member=params.member_id, reason=params.reason)
         reply = _Reply()
         try:
-            groups.shard_for(params.group_id).membership.join(params, reply)
+            shard = groups.shard_for(params.group_id)
+            if shard.error is not None and params.group_id:
+                reply(JoinResult(shard.error, params.member_id))
+            else:
+                shard.membership.join(params, reply)
         except Exception:
             log.exception("JoinGroup failed", group=params.group_id)
             reply(JoinResult(ErrorCode.unknown_server_error, params.member_id))
@@ -132,7 +136,11 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             assignments=tuple((a.member_id, a.assignment) for a in request.assignments), api_version=version)
         reply = _Reply()
         try:
-            groups.shard_for(params.group_id).membership.sync(params, reply)
+            shard = groups.shard_for(params.group_id)
+            if shard.error is not None and params.group_id:
+                reply(SyncResult(shard.error))
+            else:
+                shard.membership.sync(params, reply)
         except Exception:
             log.exception("SyncGroup failed", group=params.group_id)
             reply(SyncResult(ErrorCode.unknown_server_error))
@@ -159,8 +167,13 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
         group_id = request.group_id
         try:
-            code = shard_for(group_id).membership.heartbeat(
-                group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id)
+            shard = shard_for(group_id)
+            if shard.error is not None and group_id:
+                # Kafka answers a heartbeat for a loading group blindly with NONE
+                code = ErrorCode.none if shard.error is ErrorCode.coordinator_load_in_progress else shard.error
+            else:
+                code = shard.membership.heartbeat(
+                    group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id)
         except Exception:
             log.exception("Heartbeat failed", group=group_id)
             code = ErrorCode.unknown_server_error
@@ -193,7 +206,10 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             leaving = [LeavingMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
                        for m in request.members]
         try:
-            result, write = groups.shard_for(request.group_id).membership.leave(request.group_id, leaving)
+            shard = groups.shard_for(request.group_id)
+            if shard.error is not None and request.group_id:
+                return leave_response(version, LeaveResult(shard.error, ()))
+            result, write = shard.membership.leave(request.group_id, leaving)
         except Exception:
             log.exception("LeaveGroup failed", group=request.group_id)
             return leave_response(version, LeaveResult(ErrorCode.unknown_server_error, ()))
@@ -221,6 +237,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
     def handle_list(ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
+        if any(shard.error is ErrorCode.coordinator_load_in_progress for shard in groups.all_shards()):
+            return build(responses[ApiKey.LIST_GROUPS][version], throttle_time=NO_THROTTLE,
+                         error_code=ErrorCode.coordinator_load_in_progress, groups=[])
         listed = list_groups(groups, tuple(getattr(request, "states_filter", ())),
                              tuple(getattr(request, "types_filter", ())))
         return build(responses[ApiKey.LIST_GROUPS][version], throttle_time=NO_THROTTLE, error_code=ErrorCode.none,

@@ -1,0 +1,237 @@
+"""OffsetCommit v2-v9, OffsetFetch v1-v9, OffsetDelete v0: kio messages <-> coordinator/offsets.py.
+
+Kafka 4 removed OffsetCommit v0/v1 (and kio has no classes for them, nor for
+OffsetFetch v0), so those versions are not advertised.
+
+Where each API puts a coordinator-level error (COORDINATOR_LOAD_IN_PROGRESS while the
+group's partition loads, NOT_COORDINATOR when another node owns it, INVALID_GROUP_ID),
+as Kafka's GroupCoordinatorService / KafkaApis do: OffsetCommit on every partition;
+OffsetFetch on the group (v8+), top level (v2-v7) or on every requested partition (v1);
+OffsetDelete at top level.
+
+OffsetCommit is the hot path: no protocol/build.py, kio objects constructed directly,
+partition answers (immutable) cached per (version, partition, error), and the deferred
+answer is a bare future completed by the write's callback (no task per request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any, Callable
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+
+from ..dispatch import Dispatcher, RequestContext
+from ..errors import commit_error_code, write_error_code
+from ..offsets import commit_records, delete_offsets, error_answer, fetch, validate_commit
+from ..services import Services
+from .api_versions import NO_THROTTLE
+
+log = structlog.get_logger("coordinator.offsets")
+
+E = ErrorCode
+_ONE_MS = datetime.timedelta(milliseconds=1)
+COMMIT_EPOCH_FROM = 6
+COMMIT_RETENTION_UNTIL = 4
+COMMIT_THROTTLE_FROM = 3
+FETCH_TOP_ERROR_FROM = 2
+FETCH_THROTTLE_FROM = 3
+FETCH_EPOCH_FROM = 5
+FETCH_STABLE_FROM = 7
+FETCH_GROUPS_FROM = 8
+
+
+def _nested(cls: type, name: str) -> type:
+    from protocol.build import _shape  # class introspection only, once per version
+
+    nested = _shape(cls)[name][0]
+    assert nested is not None
+    return nested
+
+
+def when_durable(write: Any, ok: Callable[[], Any], failed: Callable[[BaseException], Any]) -> asyncio.Future:
+    """A bare future (no task) completed by the write's callback with ok() or failed(error)."""
+    future = asyncio.get_running_loop().create_future()
+
+    def done(error: BaseException | None) -> None:
+        if future.done():
+            return
+        try:
+            future.set_result(ok() if error is None else failed(error))
+        except Exception as exc:  # never leave the request unanswered
+            future.set_exception(exc)
+
+    write.add_callback(done)
+    return future
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    groups = services.groups
+    assert groups is not None
+    shard_for = groups.shard_for
+    settings = groups.settings
+
+    # --- OffsetCommit -----------------------------------------------------------------
+
+    commit_classes = API_TABLE[ApiKey.OFFSET_COMMIT].responses
+    commit_topic = {v: _nested(cls, "topics") for v, cls in commit_classes.items()}
+    commit_partition = {v: _nested(commit_topic[v], "partitions") for v in commit_classes}
+    partition_cache: dict[tuple[int, int, ErrorCode], Any] = {}
+
+    def commit_response(version: int, answer: list) -> Any:
+        topic_cls, partition_cls = commit_topic[version], commit_partition[version]
+        cache = partition_cache
+        topics = []
+        for name, codes in answer:
+            parts = []
+            for index, code in codes:
+                key = (version, index, code)
+                part = cache.get(key)
+                if part is None:
+                    part = partition_cls(partition_index=index, error_code=code)
+                    if len(cache) < 100_000:
+                        cache[key] = part
+                parts.append(part)
+            topics.append(topic_cls(name=name, partitions=tuple(parts)))
+        if version >= COMMIT_THROTTLE_FROM:
+            return commit_classes[version](throttle_time=NO_THROTTLE, topics=tuple(topics))
+        return commit_classes[version](topics=tuple(topics))
+
+    def commit_failed(version: int, answer: list, error: BaseException) -> Any:
+        code = commit_error_code(error)
+        log.warning("offset commit failed", error=repr(error), code=code.name)
+        return commit_response(version, [(name, [(i, code if c is E.none else c) for i, c in codes])
+                                         for name, codes in answer])
+
+    def handle_commit(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        group_id = request.group_id
+        topics = request.topics
+        try:
+            shard = shard_for(group_id)
+            if not group_id:
+                code: ErrorCode | None = E.invalid_group_id
+            else:
+                code = shard.error or validate_commit(
+                    shard, group_id, request.member_id, getattr(request, "group_instance_id", None),
+                    request.generation_id_or_member_epoch, version)
+            if code is not None:
+                return commit_response(version, error_answer(topics, code))
+            retention = request.retention_time // _ONE_MS if version <= COMMIT_RETENTION_UNTIL else -1
+            records, answer = commit_records(group_id, topics, shard.scheduler.wall_ms(), retention,
+                                             settings.offset_metadata_max_bytes, version >= COMMIT_EPOCH_FROM)
+        except Exception:
+            log.exception("OffsetCommit failed", group=group_id)
+            return commit_response(version, error_answer(topics, E.unknown_server_error))
+        if not records:
+            return commit_response(version, answer)
+        return when_durable(shard.write(records), lambda: commit_response(version, answer),
+                            lambda error: commit_failed(version, answer, error))
+
+    # --- OffsetFetch ------------------------------------------------------------------
+
+    fetch_classes = API_TABLE[ApiKey.OFFSET_FETCH].responses
+
+    def fetch_group(group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
+        if not group_id:
+            return E.invalid_group_id, []
+        shard = shard_for(group_id)
+        if shard.error is not None:
+            return shard.error, []
+        try:
+            return E.none, fetch(shard, group_id, topics, require_stable)
+        except Exception:
+            log.exception("OffsetFetch failed", group=group_id)
+            return E.unknown_server_error, []
+
+    def fetch_topics(version: int, topic_cls: type, rows: list) -> tuple:
+        partition_cls = _fetch_partition[version]
+        with_epoch = version >= FETCH_EPOCH_FROM
+        out = []
+        for name, partitions in rows:
+            parts = []
+            for index, offset, epoch, metadata, code in partitions:
+                if with_epoch:
+                    parts.append(partition_cls(partition_index=index, committed_offset=offset,
+                                               committed_leader_epoch=epoch, metadata=metadata, error_code=code))
+                else:
+                    parts.append(partition_cls(partition_index=index, committed_offset=offset,
+                                               metadata=metadata, error_code=code))
+            out.append(topic_cls(name=name, partitions=tuple(parts)))
+        return tuple(out)
+
+    _fetch_topic: dict[int, type] = {}
+    _fetch_partition: dict[int, type] = {}
+    _fetch_group: dict[int, type] = {}
+    for v, cls in fetch_classes.items():
+        if v >= FETCH_GROUPS_FROM:
+            _fetch_group[v] = _nested(cls, "groups")
+            _fetch_topic[v] = _nested(_fetch_group[v], "topics")
+        else:
+            _fetch_topic[v] = _nested(cls, "topics")
+        _fetch_partition[v] = _nested(_fetch_topic[v], "partitions")
+
+    def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        cls = fetch_classes[version]
+        require_stable = version >= FETCH_STABLE_FROM and request.require_stable
+        if version >= FETCH_GROUPS_FROM:
+            # classic groups: Kafka ignores member id / epoch (ClassicGroup.validateOffsetFetch)
+            out = []
+            for g in request.groups:
+                code, rows = fetch_group(g.group_id, g.topics, require_stable)
+                out.append(_fetch_group[version](group_id=g.group_id, error_code=code,
+                                                 topics=fetch_topics(version, _fetch_topic[version], rows)))
+            return cls(throttle_time=NO_THROTTLE, groups=tuple(out))
+        topics = request.topics
+        code, rows = fetch_group(request.group_id, topics, require_stable)
+        if code is not E.none:
+            if version >= FETCH_TOP_ERROR_FROM:
+                rows = []
+            else:  # v1 has no top-level error: every requested partition carries it
+                rows = [(t.name, [(i, -1, -1, "", code) for i in t.partition_indexes]) for t in topics or ()]
+        topic_objs = fetch_topics(version, _fetch_topic[version], rows)
+        if version >= FETCH_THROTTLE_FROM:
+            return cls(throttle_time=NO_THROTTLE, topics=topic_objs, error_code=code)
+        if version >= FETCH_TOP_ERROR_FROM:
+            return cls(topics=topic_objs, error_code=code)
+        return cls(topics=topic_objs)
+
+    # --- OffsetDelete -----------------------------------------------------------------
+
+    delete_cls = API_TABLE[ApiKey.OFFSET_DELETE].responses[0]
+    delete_topic = _nested(delete_cls, "topics")
+    delete_partition = _nested(delete_topic, "partitions")
+
+    def delete_response(code: ErrorCode, answer: list) -> Any:
+        return delete_cls(error_code=code, throttle_time=NO_THROTTLE, topics=tuple(
+            delete_topic(name=name, partitions=tuple(delete_partition(partition_index=i, error_code=c)
+                                                     for i, c in codes))
+            for name, codes in answer))
+
+    def handle_delete(ctx: RequestContext, request: Any) -> Any:
+        group_id = request.group_id
+        if not group_id:
+            return delete_response(E.invalid_group_id, [])
+        try:
+            shard = shard_for(group_id)
+            if shard.error is not None:
+                return delete_response(shard.error, [])
+            code, records, answer = delete_offsets(shard, group_id, request.topics)
+        except Exception:
+            log.exception("OffsetDelete failed", group=group_id)
+            return delete_response(E.unknown_server_error, [])
+        if code is not E.none:
+            return delete_response(code, [])
+        if not records:
+            return delete_response(E.none, answer)
+        return when_durable(shard.write(records), lambda: delete_response(E.none, answer),
+                            lambda error: delete_response(write_error_code(error), []))
+
+    dispatcher.register(ApiKey.OFFSET_COMMIT, handle_commit)
+    dispatcher.register(ApiKey.OFFSET_FETCH, handle_fetch)
+    dispatcher.register(ApiKey.OFFSET_DELETE, handle_delete)

@@ -1,0 +1,334 @@
+"""Committed offsets of one shard, and OffsetCommit / OffsetFetch / OffsetDelete logic.
+
+Follows Kafka's OffsetMetadataManager (commitOffset, fetchOffsets, fetchAllOffsets,
+deleteOffsets, deleteAllOffsets, replay) and ClassicGroup.validateOffsetCommit /
+validateOffsetFetch / validateOffsetDelete / isSubscribedToTopic. The functions here
+decide and return records plus per-partition answers; they never change the store
+themselves: `Shard.write` appends the records and applies them through
+`Shard.replay` -> `OffsetStore.apply`, the path loading uses too.
+
+Reads see durable state. While a commit is appended but not yet durable its key is
+*pending*: `OffsetStore.pending` keeps the last durable value, so a plain OffsetFetch
+answers what survived a crash (Kafka reads at the last committed offset), one with
+require_stable answers UNSTABLE_OFFSET_COMMIT, and a failed write puts the durable value
+back (Kafka reverts its timeline to the last committed offset).
+
+Hot path: a commit builds one OffsetValue and one OffsetCommitRecord tuple per
+partition and one (partition, code) tuple for the answer; no other object per partition.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from kio.schema.errors import ErrorCode
+
+from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
+
+from .group import ClassicGroup, GroupState
+from .records import OffsetCommitRecord, OffsetValue
+
+if TYPE_CHECKING:
+    from .shard import Shard
+
+S = GroupState
+E = ErrorCode
+CONSUMER_PROTOCOL_TYPE = "consumer"
+DEFAULT_RETENTION = -1  # OffsetCommitRequest.DEFAULT_RETENTION_TIME
+NO_OFFSET = -1
+GROUP_ID_NOT_FOUND_FROM = 9  # OffsetCommit v9+: GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION
+
+Key = tuple[str, str, int]
+
+
+class OffsetStore:
+    """group -> topic -> partition -> OffsetValue, plus the keys with writes in flight."""
+
+    __slots__ = ("by_group", "pending")
+
+    def __init__(self) -> None:
+        self.by_group: dict[str, dict[str, dict[int, OffsetValue]]] = {}
+        # (group, topic, partition) -> [writes in flight, last durable value or None]
+        self.pending: dict[Key, list] = {}
+
+    def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
+        """The replay of one OffsetCommit record (a None value is a tombstone)."""
+        topics = self.by_group.get(group)
+        if value is not None:
+            if topics is None:
+                topics = self.by_group[group] = {}
+            partitions = topics.get(topic)
+            if partitions is None:
+                partitions = topics[topic] = {}
+            partitions[partition] = value
+        elif topics is not None:
+            partitions = topics.get(topic)
+            if partitions is not None and partitions.pop(partition, None) is not None and not partitions:
+                del topics[topic]
+                if not topics:
+                    del self.by_group[group]
+
+    def get(self, group: str, topic: str, partition: int) -> OffsetValue | None:
+        topics = self.by_group.get(group)
+        if topics is None:
+            return None
+        partitions = topics.get(topic)
+        return None if partitions is None else partitions.get(partition)
+
+    def has_offsets(self, group: str) -> bool:
+        return group in self.by_group
+
+    def count(self) -> int:
+        return sum(len(p) for topics in self.by_group.values() for p in topics.values())
+
+    def items(self, group: str) -> Iterable[tuple[str, int, OffsetValue]]:
+        for topic, partitions in self.by_group.get(group, {}).items():
+            for partition, value in partitions.items():
+                yield topic, partition, value
+
+    # --- writes in flight ------------------------------------------------------------
+
+    def begin(self, records: list) -> None:
+        """Called before `records` are applied: remember the durable value of each key."""
+        pending = self.pending
+        for record in records:
+            if type(record) is OffsetCommitRecord:
+                key = (record.group, record.topic, record.partition)
+                entry = pending.get(key)
+                if entry is None:
+                    pending[key] = [1, self.get(*key)]
+                else:
+                    entry[0] += 1
+
+    def end(self, records: list, error: BaseException | None) -> None:
+        """The write of `records` is durable (error None) or failed (revert to durable)."""
+        pending = self.pending
+        for record in records:
+            if type(record) is not OffsetCommitRecord:
+                continue
+            key = (record.group, record.topic, record.partition)
+            entry = pending.get(key)
+            if entry is None:
+                continue
+            if error is None:
+                entry[1] = record.value
+            else:
+                self.apply(record.group, record.topic, record.partition, entry[1])
+            entry[0] -= 1
+            if entry[0] <= 0:
+                del pending[key]
+
+    def is_pending(self, group: str, topic: str, partition: int) -> bool:
+        return (group, topic, partition) in self.pending
+
+    def durable(self, group: str, topic: str, partition: int) -> OffsetValue | None:
+        entry = self.pending.get((group, topic, partition)) if self.pending else None
+        return self.get(group, topic, partition) if entry is None else entry[1]
+
+
+# --- helpers on groups ------------------------------------------------------------------
+
+def java_length(text: str) -> int:
+    """Java String.length(): UTF-16 code units (a character above U+FFFF counts 2)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def subscribed_topics(group: ClassicGroup) -> set[str] | None:
+    """ClassicGroup.computeSubscribedTopics: None when Kafka would not know them."""
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    if not group.members:
+        return set()
+    if group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    try:
+        for member in group.members.values():
+            topics.update(decode_topics(member.metadata(group.protocol_name)))
+    except (SubscriptionError, ValueError):
+        return None
+    return topics
+
+
+def is_subscribed(group: ClassicGroup, topic: str, topics: set[str] | None = None) -> bool:
+    """ClassicGroup.isSubscribedToTopic: unknown topics mean "subscribed" for consumer groups."""
+    if topics is None:
+        topics = subscribed_topics(group)
+    if topics is None:
+        return group.protocol_type == CONSUMER_PROTOCOL_TYPE
+    return topic in topics
+
+
+# --- OffsetCommit ------------------------------------------------------------------------
+
+def validate_commit(shard: "Shard", group_id: str, member_id: str, instance_id: str | None,
+                    generation: int, api_version: int) -> ErrorCode | None:
+    """OffsetMetadataManager.validateOffsetCommit + ClassicGroup.validateOffsetCommit.
+
+    A commit with generation < 0 for a group that does not exist is accepted: replaying
+    its records creates the "simple" group (an Empty classic group without protocol type).
+    """
+    group = shard.groups.get(group_id)
+    if group is None:
+        if generation < 0:
+            return None
+        return E.group_id_not_found if api_version >= GROUP_ID_NOT_FOUND_FROM else E.illegal_generation
+    state = group.state
+    if state is S.DEAD:
+        return E.coordinator_not_available
+    if generation < 0 and state is S.EMPTY:
+        return None
+    if generation >= 0 or member_id or instance_id is not None:
+        if instance_id is not None:
+            existing = group.static_members.get(instance_id)
+            if existing is None:
+                return E.unknown_member_id
+            if existing != member_id:
+                return E.fenced_instance_id
+        if member_id not in group.members:
+            return E.unknown_member_id
+        if generation != group.generation_id:
+            return E.illegal_generation
+    elif state is not S.EMPTY:
+        return E.unknown_member_id
+    if state is S.COMPLETING_REBALANCE:
+        return E.rebalance_in_progress
+    if state is S.STABLE or state is S.PREPARING_REBALANCE:
+        # the old protocol: a commit keeps the member's session alive
+        member = group.members.get(member_id)
+        if member is not None:
+            shard.membership.touch_session(group, member)
+    return None
+
+
+def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, max_metadata: int,
+                   with_epoch: bool) -> tuple[list, list]:
+    """Records to write and the answer [(topic, [(partition, code), ...])] of a valid commit.
+
+    `topics` are the request's topics (kio objects: name, partitions with partition_index,
+    committed_offset, committed_metadata and, when `with_epoch`, committed_leader_epoch).
+    """
+    expire = -1 if retention_ms == DEFAULT_RETENTION else now_ms + retention_ms
+    records: list = []
+    answer: list = []
+    ok, too_large = E.none, E.offset_metadata_too_large
+    for topic in topics:
+        name = topic.name
+        codes = []
+        for p in topic.partitions:
+            metadata = p.committed_metadata
+            if metadata is None:
+                metadata = ""
+            elif len(metadata) > max_metadata // 2 and java_length(metadata) > max_metadata:
+                codes.append((p.partition_index, too_large))
+                continue
+            epoch = p.committed_leader_epoch if with_epoch else -1
+            records.append(OffsetCommitRecord(group_id, name, p.partition_index,
+                                              OffsetValue(p.committed_offset, metadata, now_ms, epoch, expire)))
+            codes.append((p.partition_index, ok))
+        answer.append((name, codes))
+    return records, answer
+
+
+def error_answer(topics: Any, code: ErrorCode) -> list:
+    """Every partition of the request answered with one error."""
+    return [(t.name, [(p.partition_index, code) for p in t.partitions]) for t in topics]
+
+
+# --- OffsetFetch ---------------------------------------------------------------------------
+
+FetchPartition = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch, metadata, code
+
+
+def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> list:
+    """[(topic, [FetchPartition, ...])] for the requested partitions (`topics` as in the
+    request: name + partition_indexes), or for every committed one when `topics` is None.
+
+    A group that does not exist (or is Dead) has no offsets: -1 everywhere, no error
+    (fetchOffsets' failAllPartitions), an empty list for "all topics".
+    """
+    store = shard.offsets
+    group = shard.groups.get(group_id)
+    missing = group is None or group.state is S.DEAD
+    if topics is None:
+        return [] if missing else _fetch_all(store, group_id, require_stable)
+    out = []
+    pending = store.pending
+    for topic in topics:
+        name = topic.name
+        rows: list = []
+        for index in topic.partition_indexes:
+            if missing:
+                rows.append((index, NO_OFFSET, -1, "", E.none))
+                continue
+            entry = pending.get((group_id, name, index)) if pending else None
+            if entry is not None:
+                if require_stable:
+                    rows.append((index, NO_OFFSET, -1, "", E.unstable_offset_commit))
+                    continue
+                value = entry[1]
+            else:
+                value = store.get(group_id, name, index)
+            if value is None:
+                rows.append((index, NO_OFFSET, -1, "", E.none))
+            else:
+                rows.append((index, value.offset, value.leader_epoch, value.metadata, E.none))
+        out.append((name, rows))
+    return out
+
+
+def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
+    pending = store.pending
+    by_topic: dict[str, list] = {}
+    for topic, partition, value in store.items(group_id):
+        entry = pending.get((group_id, topic, partition)) if pending else None
+        if entry is not None:
+            if require_stable:
+                by_topic.setdefault(topic, []).append((partition, NO_OFFSET, -1, "", E.unstable_offset_commit))
+                continue
+            value = entry[1]
+            if value is None:
+                continue  # committed but not durable yet
+        by_topic.setdefault(topic, []).append((partition, value.offset, value.leader_epoch, value.metadata, E.none))
+    for (group, topic, partition), (_count, durable) in list(pending.items()):
+        # keys a pending tombstone removed from the store are still durable
+        if group == group_id and durable is not None and store.get(group, topic, partition) is None:
+            row = ((partition, NO_OFFSET, -1, "", E.unstable_offset_commit) if require_stable
+                   else (partition, durable.offset, durable.leader_epoch, durable.metadata, E.none))
+            by_topic.setdefault(topic, []).append(row)
+    return list(by_topic.items())
+
+
+# --- OffsetDelete / DeleteGroups -----------------------------------------------------------
+
+def delete_offsets(shard: "Shard", group_id: str, topics: Any) -> tuple[ErrorCode, list, list]:
+    """(group error, records, [(topic, [(partition, code)])]): deleteOffsets."""
+    group = shard.groups.get(group_id)
+    if group is None or group.state is S.DEAD:
+        return E.group_id_not_found, [], []
+    if group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE) \
+            and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return E.non_empty_group, [], []
+    store = shard.offsets
+    subscribed = subscribed_topics(group)
+    records: list = []
+    answer: list = []
+    for topic in topics:
+        name = topic.name
+        if is_subscribed(group, name, subscribed):
+            answer.append((name, [(p.partition_index, E.group_subscribed_to_topic) for p in topic.partitions]))
+            continue
+        codes = []
+        for p in topic.partitions:
+            codes.append((p.partition_index, E.none))
+            if store.get(group_id, name, p.partition_index) is not None:
+                records.append(OffsetCommitRecord(group_id, name, p.partition_index, None))
+        answer.append((name, codes))
+    return E.none, records, answer
+
+
+def offset_tombstones(store: OffsetStore, group_id: str) -> list:
+    """deleteAllOffsets: a tombstone for every offset of the group."""
+    return [OffsetCommitRecord(group_id, topic, partition, None) for topic, partition, _v in store.items(group_id)]
