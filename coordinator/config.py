@@ -126,6 +126,9 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "offsets.staging.check.interval.ms": ("offsets_staging_check_interval_ms", _int(0), "0",
                                           "How often to look for staging dirs left by the expire job; "
                                           "0 = on each offsets retention check."),
+    "offsets.topic.segment.bytes": ("offsets_topic_segment_bytes", _int(1, INT32_MAX), "104857600",
+                                    "Segment size of the __consumer_offsets logs before a roll (Kafka's "
+                                    "setting; only closed segments are compacted by the expire job)."),
     "offsets.load.buffer.size": ("offsets_load_buffer_size", _int(1024, INT32_MAX), "5242880",
                                  "Bytes of the offsets log read per chunk while loading (between chunks "
                                  "other partitions and requests run)."),
@@ -178,6 +181,7 @@ class Config:
     offsets_retention_minutes: int
     offsets_retention_check_interval_ms: int
     offsets_staging_check_interval_ms: int
+    offsets_topic_segment_bytes: int
     offsets_load_buffer_size: int
     offsets_snapshot_dir: str
     offsets_log_flush_policy: str

@@ -30,7 +30,8 @@ import time
 
 from .common import (JobError, Progress, find_partition_dirs, parse_conf, print_summary,
                      segment_paths, spark_session, worker_error)
-from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_segment, segment_specs, ship_code
+from .scan import (KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs,
+                   ship_code)
 
 FINAL_COLUMNS = ["kind", "group", "topic", "partition", "value", "offset", "leader_epoch", "metadata",
                  "commit_timestamp", "expire_timestamp", "target"]
@@ -125,8 +126,9 @@ def _run(spark, args, progress, job_ms, output) -> dict:
 
     with progress.stage(1, 5, f"scan {len(specs)} segment(s)"):
         skip = args.skip_corrupt
-        rdd = spark.sparkContext.parallelize(specs, max(1, len(specs))).flatMap(
-            lambda s: scan_segment(s, n, False, skip))
+        tasks = scan_tasks(specs, spark.sparkContext.defaultParallelism)
+        rdd = spark.sparkContext.parallelize(tasks, max(1, len(tasks))).flatMap(
+            lambda t: scan_many(t, n, False, skip))
         scanned = spark.createDataFrame(rdd, ROW_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         seg_rows = scanned.filter(F.col("kind") == KIND_SUMMARY).collect() if specs else []
     with progress.stage(2, 5, "check the scan"):

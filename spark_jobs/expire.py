@@ -31,7 +31,8 @@ import uuid
 
 from .common import (JobError, Progress, find_partition_dirs, parse_conf, print_summary,
                      segment_paths, spark_session, worker_error)
-from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_segment, segment_specs, ship_code
+from .scan import (KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs,
+                   ship_code)
 
 
 def parse_args(argv):
@@ -149,8 +150,9 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
     summary: dict = {"partitions": len(parts), "segments": len(specs), "staging_id": staging_id}
     with progress.stage(1, 5, f"scan {len(specs)} segment(s)"):
         n, skip = args.offsets_partitions, args.skip_corrupt
-        rdd = spark.sparkContext.parallelize(specs, max(1, len(specs))).flatMap(
-            lambda s: scan_segment(s, n, True, skip))
+        tasks = scan_tasks(specs, spark.sparkContext.defaultParallelism)
+        rdd = spark.sparkContext.parallelize(tasks, max(1, len(tasks))).flatMap(
+            lambda t: scan_many(t, n, True, skip))
         scanned = spark.createDataFrame(rdd, ROW_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         seg_rows = scanned.filter(F.col("kind") == KIND_SUMMARY).collect() if specs else []
     with progress.stage(2, 5, "check the scan"):
