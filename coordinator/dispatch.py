@@ -111,7 +111,7 @@ class Dispatcher:
         header_version = spec.response_header_versions[version]
         if result is None:
             return None
-        if inspect.isawaitable(result):
+        if hasattr(result, "__await__"):  # coroutine, Future or PendingWrite; cheaper than inspect.isawaitable
             return Deferred(asyncio.ensure_future(result), correlation_id, header_version, spec.name)
         return encode_response(correlation_id, header_version, result)
 

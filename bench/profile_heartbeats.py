@@ -1,0 +1,138 @@
+"""Where the CPU goes while 10,000 members heartbeat: timer bookkeeping must not dominate (issue 4).
+
+    .venv/bin/python -m bench.profile_heartbeats [--groups 1000] [--members 10] [--seconds 10]
+
+In-process, no sockets, so the profile holds only server work: the real App (durable offsets logs in a
+temporary log.dirs, the real dispatcher and uvloop) forms `groups` consumer groups of `members` members
+through JoinGroup v5 / SyncGroup v3 request frames, then feeds Heartbeat v3 frames for every member
+through the dispatcher for `seconds`, yielding to the event loop between rounds so session timers run
+as they would in the server. Only the heartbeat phase is profiled (cProfile). It prints the own time
+of the timer code (coordinator/timers.py and the session-expiry callbacks) against the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import datetime
+import pstats
+import struct
+import sys
+import tempfile
+import time
+
+from kio.schema.errors import ErrorCode
+from kio.schema.heartbeat.v3.request import HeartbeatRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.static.primitive import i32, i32Timedelta
+
+from bench.bench_groups import ASSIGNMENT, SUBSCRIPTION
+from bench.loadgen import decode_response, encode
+from coordinator.app import App
+from coordinator.config import Config
+from coordinator.log_setup import configure_logging
+
+
+def ms(value: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
+
+
+class InProcess:
+    def __init__(self, app: App) -> None:
+        self.dispatcher = app.dispatcher
+
+    async def call(self, request) -> object:
+        result = self.dispatcher.dispatch(encode(request, 1)[4:], "127.0.0.1", 1)
+        if not isinstance(result, bytes):
+            await result.future
+            result = self.dispatcher.finish(result)
+        return decode_response(type(request), result[4:])
+
+
+async def form_group(broker: InProcess, group: str, size: int) -> list[tuple[str, int]]:
+    def join(member_id: str) -> JoinGroupRequest:
+        return JoinGroupRequest(group_id=group, session_timeout=ms(10000), rebalance_timeout=ms(30000),
+                                member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                                protocols=(JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION),))
+
+    ids = []
+    for _ in range(size):
+        response = await broker.call(join(""))
+        assert response.error_code is ErrorCode.member_id_required, response.error_code
+        ids.append(response.member_id)
+    joined = await asyncio.gather(*(broker.call(join(member_id)) for member_id in ids))
+    generation, leader = joined[0].generation_id, joined[0].leader
+    assert all(r.error_code is ErrorCode.none and r.generation_id == generation for r in joined)
+
+    def sync(member_id: str) -> SyncGroupRequest:
+        assignments = tuple(SyncGroupRequestAssignment(member_id=m, assignment=ASSIGNMENT) for m in ids) \
+            if member_id == leader else ()
+        return SyncGroupRequest(group_id=group, generation_id=i32(generation), member_id=member_id,
+                                group_instance_id=None, assignments=assignments)
+
+    synced = await asyncio.gather(*(broker.call(sync(m)) for m in ids))
+    assert all(r.error_code is ErrorCode.none for r in synced)
+    return [(member_id, generation) for member_id in ids]
+
+
+def own_time(stats: pstats.Stats, predicate) -> float:
+    return sum(tt for (path, _line, name), (_cc, _nc, tt, _ct, _callers) in stats.stats.items()
+               if predicate(path, name))
+
+
+async def scenario(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="profile-hb-") as data:
+        config = Config.load(overrides={"log.dirs": data, "listeners": "PLAINTEXT://127.0.0.1:0",
+                                        "group.initial.rebalance.delay.ms": "0"}, environ={})
+        app = App(config)
+        await app.start()
+        try:
+            await app.offsets.loading
+            broker = InProcess(app)
+            members = []
+            for g in range(args.groups):
+                members += [(f"profile-{g}", m, gen) for m, gen in await form_group(broker, f"profile-{g}",
+                                                                                     args.members)]
+            frames = [encode(HeartbeatRequest(group_id=group, generation_id=i32(gen), member_id=member,
+                                              group_instance_id=None), i)[4:]
+                      for i, (group, member, gen) in enumerate(members)]
+            dispatch = app.dispatcher.dispatch
+            profiler = cProfile.Profile()
+            beats = 0
+            started = time.perf_counter()
+            profiler.enable()
+            while time.perf_counter() - started < args.seconds:
+                for frame in frames:
+                    answer = dispatch(frame, "127.0.0.1", 1)
+                    if struct.unpack_from(">h", answer, 12)[0]:  # size, correlation, throttle, error
+                        raise RuntimeError("a heartbeat was refused: a session expired?")
+                beats += len(frames)
+                await asyncio.sleep(0)  # let due timers run, as the server's loop would between reads
+            profiler.disable()
+            elapsed = time.perf_counter() - started
+        finally:
+            await app.stop()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt
+    timers = own_time(stats, lambda path, name: path.endswith("timers.py") or "session" in name)
+    print(f"{len(members):,} members in {args.groups:,} groups: {beats:,} heartbeats in {elapsed:.1f} s "
+          f"= {beats / elapsed:,.0f}/s in-process under cProfile")
+    print(f"profiled CPU {total:.2f} s; timer code (coordinator/timers.py + session callbacks) "
+          f"{timers:.3f} s = {100 * timers / total:.2f} %")
+    stats.sort_stats("tottime").print_stats(12)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--members", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=12.0)
+    configure_logging("WARNING")
+    asyncio.run(scenario(parser.parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
