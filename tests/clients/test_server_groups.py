@@ -52,14 +52,6 @@ HEARTBEAT_1S = {
 }
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _compat_table():
-    started = time.monotonic()
-    yield
-    if compat.ENABLED:
-        compat.write_table(seconds=time.monotonic() - started)
-
-
 @pytest.fixture(scope="module", params=sorted(CLIENTS))
 def client(request) -> str:
     return request.param

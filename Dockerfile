@@ -1,0 +1,84 @@
+# syntax=docker/dockerfile:1
+# Images of the Kafka group coordinator (docs/CONTAINERS.md). Targets:
+#   coordinator (default, last stage)  the server only: no Java, no pyspark
+#   spark                              + openjdk-17-jre-headless + pyspark, runs spark_jobs.* on the data volume
+#   test                               + the Python Kafka clients and kcat: the compose test runner
+# Works with docker/buildx and with podman/buildah (the base image built locally there, docs/CONTAINERS.md).
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# ---------------------------------------------------------------- build: a venv with the server installed
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+RUN python3 -m venv /opt/venv
+WORKDIR /src
+# Dependencies first (this layer changes only with pyproject.toml), then the project itself.
+COPY pyproject.toml README.md ./
+COPY docker/requirements.py /usr/local/bin/requirements-of
+RUN python3 /usr/local/bin/requirements-of pyproject.toml > /tmp/requirements.txt \
+ && /opt/venv/bin/pip install --quiet -r /tmp/requirements.txt
+COPY protocol ./protocol
+COPY coordinator ./coordinator
+COPY storage ./storage
+COPY spark_jobs ./spark_jobs
+RUN /opt/venv/bin/pip install --quiet --no-deps . \
+ && /opt/venv/bin/python -c "import coordinator.server, storage.snapshot, protocol.apis" \
+ && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
+
+# ---------------------------------------------------------------- runtime base shared by every target
+FROM ${PYTHON_IMAGE} AS runtime
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
+    PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    COORDINATOR_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
+    COORDINATOR_LOG_DIRS=/data
+RUN groupadd --system --gid 10001 coordinator \
+ && useradd --system --uid 10001 --gid coordinator --home-dir /data --no-create-home --shell /usr/sbin/nologin coordinator \
+ && mkdir -p /data && chown coordinator:coordinator /data
+COPY --from=build /opt/venv /opt/venv
+COPY docker/healthcheck.py /usr/local/bin/coordinator-healthcheck
+WORKDIR /data
+
+# ---------------------------------------------------------------- spark: the PySpark jobs over the data volume
+FROM runtime AS spark
+USER root
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless procps >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/pyproject.toml /usr/local/bin/requirements-of /tmp/
+RUN python3 /tmp/requirements-of /tmp/pyproject.toml spark > /tmp/requirements.txt \
+ && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
+USER coordinator
+VOLUME ["/data"]
+ENTRYPOINT ["python", "-m"]
+CMD ["spark_jobs.expire", "--master", "local[*]", "--log-dirs", "/data"]
+
+# ---------------------------------------------------------------- test: real Python clients + kcat against a coordinator
+FROM runtime AS test
+USER root
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/pyproject.toml /usr/local/bin/requirements-of /tmp/
+RUN python3 /tmp/requirements-of /tmp/pyproject.toml test > /tmp/requirements.txt \
+ && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
+WORKDIR /app
+COPY pyproject.toml ./
+COPY protocol ./protocol
+COPY coordinator ./coordinator
+COPY storage ./storage
+COPY spark_jobs ./spark_jobs
+COPY tests ./tests
+RUN chown -R coordinator:coordinator /app
+USER coordinator
+ENV COORDINATOR_BOOTSTRAP=coordinator:9092
+CMD ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/clients/test_compose.py"]
+
+# ---------------------------------------------------------------- coordinator (default target): the server
+FROM runtime AS coordinator
+USER coordinator
+VOLUME ["/data"]
+EXPOSE 9092
+STOPSIGNAL SIGTERM
+# ApiVersions over the wire (docker/healthcheck.py); COORDINATOR_HEALTHCHECK_ADDRESS overrides 127.0.0.1:9092.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["python", "/usr/local/bin/coordinator-healthcheck"]
+# Exec form: python is PID 1 and gets SIGTERM itself (the server stops accepting, finishes in-flight requests, exits 0).
+CMD ["python", "-m", "coordinator", "serve"]

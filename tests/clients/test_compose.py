@@ -1,0 +1,68 @@
+"""The focused real-client suite the compose test runner runs INSIDE a container against the coordinator
+container (docker-compose.yml, `./dev compose-test`, docs/CONTAINERS.md).
+
+Skipped unless COORDINATOR_BOOTSTRAP names a running server (compose sets coordinator:9092). Each test uses its
+own topic and group, so a rerun against the same data volume is fine:
+
+- the ApiVersions health probe shipped in the image (docker/healthcheck.py) answers healthy;
+- a group of 3 of each Python client and kcat consumes a 6-partition topic exactly once, commits, stops, and a
+  second group of 3 resumes from the commits (scenarios.group_of_three_commits_survive_restart);
+- the admin views through confluent-kafka's AdminClient and kafka-python's KafkaAdminClient
+  (test_server_admin.admin_scenario: list, describe, offsets, delete offsets, delete group).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.clients.produce import create_topic
+from tests.clients.scenarios import group_of_three_commits_survive_restart
+from tests.clients.test_server_admin import admin_scenario
+
+BOOTSTRAP = os.environ.get("COORDINATOR_BOOTSTRAP", "")
+pytestmark = pytest.mark.skipif(not BOOTSTRAP, reason="COORDINATOR_BOOTSTRAP not set (run by ./dev compose-test)")
+RUN = os.environ.get("COMPOSE_RUN_ID") or uuid.uuid4().hex[:8]
+HEALTHCHECK = next((p for p in (Path("/usr/local/bin/coordinator-healthcheck"),
+                                Path(__file__).resolve().parents[2] / "docker" / "healthcheck.py") if p.exists()), None)
+
+
+def _probe() -> subprocess.CompletedProcess:
+    env = {**os.environ, "COORDINATOR_HEALTHCHECK_ADDRESS": BOOTSTRAP.split(",")[0]}
+    return subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _server_up():
+    """The coordinator may still be starting when the runner starts: wait (60 s) for a healthy probe."""
+    deadline = time.monotonic() + 60
+    while True:
+        done = _probe()
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"{BOOTSTRAP} not healthy within 60 s: {done.stderr.strip()}")
+        time.sleep(1)
+
+
+def test_healthcheck_probe():
+    done = _probe()
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka", "kcat"])
+def test_group_of_three_commits_resume(client):
+    topic, group = f"compose-{RUN}-{client}", f"compose-group-{RUN}-{client}"
+    create_topic(BOOTSTRAP, topic, 6)
+    group_of_three_commits_survive_restart(client, BOOTSTRAP, topic, group, per_round=300)
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_admin_views(client):
+    admin_scenario(client, BOOTSTRAP, prefix=f"compose-admin-{RUN}")
