@@ -18,6 +18,7 @@ from struct import Struct, error as StructError
 from typing import Any
 
 from .errors import InvalidRecordError
+from .varint import encode_uvarint, read_uvarint
 
 _I16, _I32, _I64 = Struct(">h"), Struct(">i"), Struct(">q")
 _FIXED = {"int16": _I16, "int32": _I32, "int64": _I64}
@@ -123,30 +124,6 @@ GROUP_METADATA_KEY = Schema(GroupMetadataKey, range(2, 3), 99, (Field("group", "
 
 # --- primitive readers/writers --------------------------------------------------
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise InvalidRecordError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise InvalidRecordError("varint too long")
-
-
 def _write(out: bytearray, spec: Field, value: Any, flexible: bool) -> None:
     kind = spec.type
     if kind in _FIXED:
@@ -159,7 +136,7 @@ def _write(out: bytearray, spec: Field, value: Any, flexible: bool) -> None:
             return
         raw = value.encode() if isinstance(value, str) else bytes(value)
         if flexible:
-            out += _uvarint(len(raw) + 1)
+            out += encode_uvarint(len(raw) + 1)
         elif kind == "bytes":
             out += _I32.pack(len(raw))
         else:
@@ -176,7 +153,7 @@ def _write_struct(out: bytearray, schema: Schema, value: Any, version: int) -> N
     for spec in schema.present(version):
         item = getattr(value, spec.name)
         if spec.type == "[]":
-            out += _uvarint(len(item) + 1) if flexible else _I32.pack(len(item))
+            out += encode_uvarint(len(item) + 1) if flexible else _I32.pack(len(item))
             for element in item:
                 _write_struct(out, spec.nested, element, version)
         else:
@@ -198,7 +175,7 @@ def _read_struct(buf: bytes, pos: int, schema: Schema, version: int) -> tuple[An
                 continue
             if kind == "[]":
                 if flexible:
-                    count, pos = _read_uvarint(buf, pos)
+                    count, pos = read_uvarint(buf, pos)
                     count -= 1
                 else:
                     (count,) = _I32.unpack_from(buf, pos)
@@ -212,7 +189,7 @@ def _read_struct(buf: bytes, pos: int, schema: Schema, version: int) -> tuple[An
                 values[spec.name] = tuple(items)
                 continue
             if flexible:
-                length, pos = _read_uvarint(buf, pos)
+                length, pos = read_uvarint(buf, pos)
                 length -= 1
             elif kind == "bytes":
                 (length,) = _I32.unpack_from(buf, pos)
@@ -232,10 +209,10 @@ def _read_struct(buf: bytes, pos: int, schema: Schema, version: int) -> tuple[An
             values[spec.name] = raw if kind == "bytes" else raw.decode("utf-8")
             pos = end
         if flexible:
-            tags, pos = _read_uvarint(buf, pos)
+            tags, pos = read_uvarint(buf, pos)
             for _ in range(tags):
-                _tag, pos = _read_uvarint(buf, pos)
-                size, pos = _read_uvarint(buf, pos)
+                _tag, pos = read_uvarint(buf, pos)
+                size, pos = read_uvarint(buf, pos)
                 pos += size
     except (IndexError, ValueError, StructError) as exc:  # UnicodeDecodeError is a ValueError
         if isinstance(exc, InvalidRecordError):
