@@ -111,13 +111,5 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}
 
 
-def spec_for(api_key: int) -> ApiSpec | None:
-    return API_TABLE.get(api_key)
-
-
 def request_class(api_key: int, version: int) -> Any:
     return API_TABLE[api_key].requests[version]
-
-
-def response_class(api_key: int, version: int) -> Any:
-    return API_TABLE[api_key].responses[version]

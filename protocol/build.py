@@ -43,7 +43,3 @@ def build(cls: type, **values: Any) -> Any:
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
-
-
-def has_field(cls: type, name: str) -> bool:
-    return name in _shape(cls)
