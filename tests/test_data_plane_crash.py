@@ -22,29 +22,44 @@ from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
 PARTITIONS = 3
+WARM_UP_SECONDS = 20
 
 
 def produce_until_killed(server, topic: str, acked: dict, round_no: int, kill_after: float) -> None:
+    """Produce flat out; SIGKILL the server `kill_after` seconds after the round's first acknowledgement.
+
+    The kill clock starts at the first acknowledgement, not at producer creation: an idempotent
+    producer needs ApiVersions, Metadata and InitProducerId first, and on a slow CI machine that
+    warm-up alone can outlast a fixed kill delay, leaving a round with nothing acknowledged.
+    """
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 2, "message.timeout.ms": 3000, "reconnect.backoff.max.ms": 200})
+    before = len(acked)
 
     def report(err, msg) -> None:
         if err is None:
             acked[(msg.partition(), msg.offset())] = msg.value()
 
     killer = threading.Timer(kill_after, server.kill)
-    killer.start()
+    warm_up_deadline = time.monotonic() + WARM_UP_SECONDS
+    deadline = None
     i = 0
-    deadline = time.monotonic() + kill_after + 0.5
-    while time.monotonic() < deadline:
+    while deadline is None or time.monotonic() < deadline:
         try:
             producer.produce(topic, value=b"r%d-%d" % (round_no, i), partition=i % PARTITIONS, on_delivery=report)
             i += 1
         except BufferError:
             pass
         producer.poll(0.001 if i % 200 == 0 else 0)
+        if deadline is None:
+            if len(acked) > before:
+                killer.start()
+                deadline = time.monotonic() + kill_after + 0.5
+            elif time.monotonic() > warm_up_deadline:
+                server.kill()
+                raise AssertionError(f"round {round_no}: nothing acknowledged within {WARM_UP_SECONDS} s")
     killer.join()
     producer.flush(1)  # deliveries in flight at the kill fail or stay unacknowledged
     producer.purge()
