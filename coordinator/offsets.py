@@ -19,6 +19,7 @@ partition and one (partition, code) tuple for the answer; no other object per pa
 
 from __future__ import annotations
 
+from struct import Struct
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kio.schema.errors import ErrorCode
@@ -39,15 +40,35 @@ NO_OFFSET = -1
 GROUP_ID_NOT_FOUND_FROM = 9  # OffsetCommit v9+: GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION
 
 Key = tuple[str, str, int]
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+# A committed offset in memory: one bytes object per partition, not an OffsetValue
+# (a 5-tuple plus its int objects: ~190 bytes an offset with the dict slots; these
+# bytes take 64). Native byte order; metadata as UTF-8 after the fixed fields.
+_PACKED = Struct("=qqqi")  # offset, commit timestamp, expire timestamp, leader epoch
+_PACKED_SIZE = _PACKED.size
+_pack_head = _PACKED.pack
+_unpack_head = _PACKED.unpack_from
+
+
+def unpack_value(raw: bytes) -> OffsetValue:
+    offset, commit_ts, expire, epoch = _unpack_head(raw)
+    return OffsetValue(offset, raw[_PACKED_SIZE:].decode() if len(raw) > _PACKED_SIZE else "",
+                       commit_ts, epoch, expire)
 
 
 class OffsetStore:
-    """group -> topic -> partition -> OffsetValue, plus the keys with writes in flight."""
+    """group -> topic -> partition -> packed value, plus the keys with writes in flight.
+
+    Values go in as OffsetValue and come out as OffsetValue; in between they are held
+    packed (pack_value), which is what makes a million offsets fit in ~100 MB.
+    """
 
     __slots__ = ("by_group", "pending")
 
     def __init__(self) -> None:
-        self.by_group: dict[str, dict[str, dict[int, OffsetValue]]] = {}
+        self.by_group: dict[str, dict[str, dict[int, bytes]]] = {}
         # (group, topic, partition) -> [writes in flight, last durable value or None]
         self.pending: dict[Key, list] = {}
 
@@ -60,7 +81,9 @@ class OffsetStore:
             partitions = topics.get(topic)
             if partitions is None:
                 partitions = topics[topic] = {}
-            partitions[partition] = value
+            offset, metadata, commit_ts, epoch, expire = value
+            head = _pack_head(offset, commit_ts, expire, epoch)
+            partitions[partition] = head + metadata.encode() if metadata else head
         elif topics is not None:
             partitions = topics.get(topic)
             if partitions is not None and partitions.pop(partition, None) is not None and not partitions:
@@ -73,7 +96,10 @@ class OffsetStore:
         if topics is None:
             return None
         partitions = topics.get(topic)
-        return None if partitions is None else partitions.get(partition)
+        if partitions is None:
+            return None
+        raw = partitions.get(partition)
+        return None if raw is None else unpack_value(raw)
 
     def has_offsets(self, group: str) -> bool:
         return group in self.by_group
@@ -83,8 +109,8 @@ class OffsetStore:
 
     def items(self, group: str) -> Iterable[tuple[str, int, OffsetValue]]:
         for topic, partitions in self.by_group.get(group, {}).items():
-            for partition, value in partitions.items():
-                yield topic, partition, value
+            for partition, raw in partitions.items():
+                yield topic, partition, unpack_value(raw)
 
     # --- writes in flight ------------------------------------------------------------
 
@@ -210,7 +236,8 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
     `topics` are the request's topics (kio objects: name, partitions with partition_index,
     committed_offset, committed_metadata and, when `with_epoch`, committed_leader_epoch).
     """
-    expire = -1 if retention_ms == DEFAULT_RETENTION else now_ms + retention_ms
+    # an int64 on disk: Kafka's long addition would wrap; we clamp instead
+    expire = -1 if retention_ms == DEFAULT_RETENTION else min(max(now_ms + retention_ms, _I64_MIN), _I64_MAX)
     records: list = []
     answer: list = []
     ok, too_large = E.none, E.offset_metadata_too_large

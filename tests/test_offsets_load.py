@@ -39,10 +39,9 @@ def snapshot_of(coordinator: GroupCoordinator) -> tuple[dict, dict]:
                                          m.metadata(g.protocol_name) if g.protocol_name else b"")
                                         for m in g.members.values())),
                            None if simple or g.members else g.state_timestamp)
-        for gid, topics in shard.offsets.by_group.items():
-            for topic, parts in topics.items():
-                for p, v in parts.items():
-                    offsets[(gid, topic, p)] = tuple(v)
+        for gid in shard.offsets.by_group:
+            for topic, p, v in shard.offsets.items(gid):
+                offsets[(gid, topic, p)] = tuple(v)
     return groups, offsets
 
 
