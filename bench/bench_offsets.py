@@ -1,14 +1,16 @@
 """Offsets benchmarks: durable OffsetCommit throughput against peers, and offsets-log load rate.
 
     .venv/bin/python -m bench.bench_offsets [--servers ours,tansu,noida-db,rdkafka-mock]
-        [--reps 3] [--seconds 4] [--load-mb 256] [--no-write]
+        [--reps 3] [--seconds 4] [--single-seconds 2] [--load-mb 256] [--no-docs]
 
 1. OffsetCommit partition-offsets/s: pre-encoded OffsetCommit v7 requests (generation -1, empty
-   member id: commits outside group management), each 1 topic x 10 partitions, pipelined on 16
-   connections with 32 in flight (one group per connection, so several offsets partitions take
-   part), by bench.loadgen pinned to core 1; servers pinned to core 0. Ours runs with its defaults:
+   member id: commits outside group management), each 1 topic x 10 partitions, in both client
+   batchings (bench.compare.MODES: 16 connections x 32 in flight, one group per connection so
+   several offsets partitions take part; and 1 connection x 1 in flight), by bench.loadgen pinned
+   to core 1; servers pinned to core 0. Ours runs with its defaults:
    fsync group commit on (an answer means the batch was fsync'ed). Servers are started together
-   and measured interleaved, `--reps` times each; the table shows the median and the ratio to ours.
+   and measured interleaved (rep, batching, server), `--reps` times each; the tables show median,
+   min-max and ours / peer.
    Each run's first answer per connection must carry error code 0 for all 10 partitions.
 2. Load rate: a script writes one __consumer_offsets partition of `--load-mb` MB (10 000 groups x
    10 topics x 8 partitions committed over and over, batches of 50 records as a busy server
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import shutil
 import struct
@@ -31,14 +32,13 @@ from kio.schema.offset_commit.v7.request import (OffsetCommitRequest, OffsetComm
                                                  OffsetCommitRequestTopic)
 from kio.static.primitive import i32, i64
 
-from bench.loadgen import Workload, encode, run
-from bench.peers import NAMES, PeerError, start_server
+from bench.compare import MODES, PIPELINED, Mode, interleaved, medians, servers, summary_header, summary_rows
+from bench.loadgen import Workload, encode
+from bench.peers import NAMES
 from bench.run_all import machine_facts, markdown_table, median, write_section
 
-SERVER_CPU, LOAD_CPU = 0, 1
 TOPIC = "bench-offsets"
 PARTITIONS = 10
-CONNECTIONS = 16
 
 
 def commit_frames(connection: int) -> list[bytes]:
@@ -72,10 +72,10 @@ def commit_check(body: bytes) -> None:
                 raise ValueError(f"OffsetCommit answered error code {code}")
 
 
-def commit_workload(seconds: float) -> Workload:
-    per_connection = [commit_frames(c) for c in range(CONNECTIONS)]
-    return Workload(per_connection[0], connections=CONNECTIONS, in_flight=32, duration=seconds, warmup=1.0,
-                    check=commit_check, frames_for=lambda c: per_connection[c % CONNECTIONS])
+def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
+    per_connection = [commit_frames(c) for c in range(mode.connections)]
+    return Workload(per_connection[0], connections=mode.connections, in_flight=mode.in_flight, duration=seconds,
+                    warmup=1.0, check=commit_check, frames_for=lambda c: per_connection[c])
 
 
 # --- load rate ---------------------------------------------------------------------------------
@@ -134,45 +134,25 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--servers", default=",".join(NAMES))
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
+    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
     parser.add_argument("--load-mb", type=int, default=256)
-    parser.add_argument("--no-write", action="store_true", help="print only; do not touch docs/BENCHMARKS.md")
+    parser.add_argument("--no-docs", "--no-write", dest="no_write", action="store_true",
+                        help="print only; do not touch docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
-    results: dict[str, list[float]] = {n: [] for n in names}
-    cpu: dict[str, list[float]] = {n: [] for n in names}
+    facts = machine_facts()
     failures: list[str] = []
-    workload = commit_workload(args.seconds)
-    with contextlib.ExitStack() as stack:
-        endpoints = {}
-        for name in names:
-            try:
-                endpoints[name] = stack.enter_context(start_server(name, cpu=SERVER_CPU, topics={TOPIC: PARTITIONS}))
-            except PeerError as exc:
-                failures.append(f"{name}: did not start ({str(exc).splitlines()[0]})")
-        for rep in range(args.reps):
-            for name, endpoint in endpoints.items():
-                try:
-                    result = run(endpoint.host, endpoint.port, workload, cpu=LOAD_CPU, cpu_probe=endpoint.cpu_seconds)
-                except RuntimeError as exc:
-                    failures.append(f"{name} rep {rep + 1}: {exc}")
-                    continue
-                results[name].append(result.rps * PARTITIONS)
-                cpu[name].append(result.server_cpu or 0.0)
-                print(f"rep {rep + 1} {name}: {result.rps * PARTITIONS:,.0f} partition-offsets/s "
-                      f"({result.rps:,.0f} requests/s, p50 {result.p50_us:.0f} us, server cpu "
-                      f"{result.server_cpu or 0:.2f})", flush=True)
-    ours = median(results["ours"]) if results.get("ours") else None
-    rows = []
-    for name in names:
-        if not results[name]:
-            rows.append([name, "failed", "", "", ""])
-            continue
-        m = median(results[name])
-        rows.append([name, f"{m:,.0f}", f"{m / PARTITIONS:,.0f}", f"{median(cpu[name]):.2f}",
-                     f"{m / ours:.2f}" if ours else ""])
-    commit_table = markdown_table(["server", "partition-offsets/s (median)", "requests/s", "server CPU",
-                                   "vs ours"], rows)
+
+    def workload_for(_name: str, mode: Mode) -> Workload:
+        return commit_workload(args.seconds if mode.in_flight > 1 else args.single_seconds, mode)
+
+    with servers(names, failures, topics={TOPIC: PARTITIONS}) as endpoints:
+        commits = interleaved(endpoints, args.reps, workload_for, failures)
+    commit_table = "\n\n".join(
+        f"{mode.label}, partition-offsets/s (requests/s x {PARTITIONS}):\n\n"
+        + markdown_table(summary_header("partition-offsets/s"), summary_rows(commits[mode.key], PARTITIONS))
+        for mode in MODES)
     print(commit_table)
 
     root = tempfile.mkdtemp(prefix="bench-offsets-load-")
@@ -188,16 +168,18 @@ def main(argv: list[str] | None = None) -> int:
                  f"generated in {generated:.1f} s; load (median of {len(loads)}): {elapsed:.2f} s = "
                  f"**{records / elapsed:,.0f} records/s**, {size / 2**20 / elapsed:,.1f} MB/s")
     print(load_line)
-    body = (f"Durable OffsetCommit, 1 topic x 10 partitions per request, 16 connections x 32 in flight, "
-            f"{args.seconds:g} s x {args.reps} interleaved reps (ours: fsync group commit on):\n\n{commit_table}\n\n"
+    body = (f"Durable OffsetCommit, 1 topic x 10 partitions per request, {args.reps} interleaved reps "
+            f"(rep, batching, server; ours: fsync group commit on):\n\n{commit_table}\n\n"
             f"Offsets-log load rate ({'1 GB' if args.load_mb >= 1024 else f'{args.load_mb} MB, not 1 GB: a 1 GB file takes too long to generate on this VM'}): "
             f"{load_line}\n")
     if failures:
         body += "\nFailures: " + "; ".join(failures) + "\n"
+    figures = {f"commits_{m.key}": medians(commits[m.key], PARTITIONS) for m in MODES}
+    figures["load_records_per_s"] = {"ours": records / elapsed}
     if not args.no_write:
         write_section("offsets", "Offsets: durable OffsetCommit and load rate",
                       f".venv/bin/python -m bench.bench_offsets --reps {args.reps} --seconds {args.seconds:g} "
-                      f"--load-mb {args.load_mb}", machine_facts(), body)
+                      f"--single-seconds {args.single_seconds:g} --load-mb {args.load_mb}", facts, body, figures)
     return 0
 
 

@@ -50,6 +50,7 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from kio.index import load_entity_module
@@ -314,20 +315,23 @@ async def _drive(host: str, port: int, w: Workload, report: Callable[[str], None
                          "reads": shared.reads, "responses_per_read": shared.count / max(1, shared.reads)})
 
 
-def _child(pipe: Any, host: str, port: int, workload: Workload, cpu: int | None) -> None:
+def _workload_job(host: str, port: int, workload: Workload, report: Callable[[str], None]) -> Result:
+    if workload.setup is not None:
+        frames = workload.setup(host, port)
+        if frames is not None:
+            workload = replace(workload, frames=frames)
+    if not workload.frames and workload.frames_for is None:
+        raise ValueError("workload has no frames")
+    import uvloop
+
+    return uvloop.run(_drive(host, port, workload, report))
+
+
+def _child(pipe: Any, job: Callable[[Callable[[str], None]], Result], cpu: int | None) -> None:
     try:
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
-        if workload.setup is not None:
-            frames = workload.setup(host, port)
-            if frames is not None:
-                workload = replace(workload, frames=frames)
-        if not workload.frames and workload.frames_for is None:
-            raise ValueError("workload has no frames")
-        import uvloop
-
-        result = uvloop.run(_drive(host, port, workload, lambda event: pipe.send((event, None))))
-        pipe.send(("result", result))
+        pipe.send(("result", job(lambda event: pipe.send((event, None)))))
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         pipe.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -344,14 +348,23 @@ def machine_busy_seconds() -> float:
 def run(host: str, port: int, workload: Workload, cpu: int | None = 1,
         cpu_probe: Callable[[], float] | None = None, setup_timeout: float = 60.0) -> Result:
     """Run one workload in a forked process pinned to `cpu`; raise RuntimeError if it fails."""
+    return run_job(partial(_workload_job, host, port, workload), cpu, cpu_probe,
+                   setup_timeout + workload.warmup + workload.duration + 15)
+
+
+def run_job(job: Callable[[Callable[[str], None]], Result], cpu: int | None = 1,
+            cpu_probe: Callable[[], float] | None = None, time_limit: float = 120.0) -> Result:
+    """Run `job(report)` in a forked process pinned to `cpu` and return its Result. The job calls
+    report("start") / report("stop") around its timed window; server_cpu (through `cpu_probe`) and
+    other_cpu are measured between the two. RuntimeError if the job fails or exceeds `time_limit` s."""
     if cpu is not None and cpu not in os.sched_getaffinity(0):
         raise ValueError(f"cpu {cpu} is not available (have {sorted(os.sched_getaffinity(0))})")
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(child, host, port, workload, cpu), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, job, cpu), daemon=True)
     proc.start()
     child.close()
-    limit = time.monotonic() + setup_timeout + workload.warmup + workload.duration + 15
+    limit = time.monotonic() + time_limit
     probe0 = probe1 = busy0 = busy1 = None
     try:
         while True:

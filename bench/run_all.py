@@ -1,21 +1,25 @@
 """Run every benchmark, and the helpers that write their tables into docs/BENCHMARKS.md.
 
-    .venv/bin/python -m bench.run_all            # bench_codec, then bench_api_versions
-    .venv/bin/python -m bench.run_all --quick    # fewer repetitions, for a smoke test (no docs)
+    .venv/bin/python -m bench.run_all            # everything, ~25 minutes, writes docs/BENCHMARKS.md
+    .venv/bin/python -m bench.run_all --quick    # every workload briefly, a smoke run (docs untouched)
 
 Each benchmark script owns one section of docs/BENCHMARKS.md, delimited by
 `<!-- BEGIN name -->` / `<!-- END name -->` markers; `write_section` replaces only that section
-(appending it the first time), so scripts can be rerun one at a time.
+(appending it the first time), so scripts can be rerun one at a time. A section may carry the figures
+the summary needs (a JSON comment `<!-- FIGURES {...} -->`); the summary table at the top of the
+file (bench/summary.py) is rebuilt from the figures of all sections after every write.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -71,10 +75,15 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def write_section(name: str, title: str, command: str, facts: str, body: str) -> Path:
-    """Replace (or append) the section `name` of docs/BENCHMARKS.md."""
+def write_section(name: str, title: str, command: str, facts: str, body: str,
+                  figures: dict[str, dict[str, float]] | None = None) -> Path:
+    """Replace (or append) the section `name` of docs/BENCHMARKS.md and rebuild the summary.
+    `figures` maps a summary key (bench/summary.py TARGETS) to {server: value}."""
+    from bench.summary import FIGURES_MARK, rebuild_summary
+
+    stored = f"\n{FIGURES_MARK}{json.dumps(figures, sort_keys=True)} -->" if figures else ""
     section = (f"<!-- BEGIN {name} -->\n## {title}\n\nReproduce: `{command}`\n\nMachine: {facts}\n\n"
-               f"{body.strip()}\n<!-- END {name} -->\n")
+               f"{body.strip()}{stored}\n<!-- END {name} -->\n")
     DOC.parent.mkdir(parents=True, exist_ok=True)
     text = DOC.read_text() if DOC.exists() else HEADER
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
@@ -84,18 +93,33 @@ def write_section(name: str, title: str, command: str, facts: str, body: str) ->
         text = before + section + ("\n" + after if after else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
-    DOC.write_text(text)
+    DOC.write_text(rebuild_summary(text))
     return DOC
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     quick = "--quick" in args
-    from bench import bench_api_versions, bench_codec
+    from bench import bench_api_versions, bench_codec, bench_groups, bench_offsets
 
-    rc = bench_codec.main(["--quick", "--no-docs"] if quick else [])
-    rc |= bench_api_versions.main(["--reps", "1", "--seconds", "1", "--single-seconds", "0.5", "--no-docs"]
-                                  if quick else [])
+    started = time.monotonic()
+    # (script, arguments for the full run, arguments for --quick); each writes its own section
+    plan = [
+        (bench_codec, [], ["--quick"]),
+        (bench_api_versions, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5"]),
+        (bench_groups, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5", "--sizes", "10,100"]),
+        (bench_offsets, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5", "--load-mb", "16"]),
+    ]
+    rc = 0
+    for module, full, smoke in plan:
+        name = module.__name__.rsplit(".", 1)[1]
+        print(f"\n=== {name} ({time.monotonic() - started:.0f} s so far)", flush=True)
+        try:
+            rc |= module.main([*smoke, "--no-docs"] if quick else full) or 0
+        except Exception as exc:  # noqa: BLE001 - one broken benchmark must not hide the others
+            print(f"{name} failed: {type(exc).__name__}: {exc}", flush=True)
+            rc = 1
+    print(f"\nall benchmarks: {time.monotonic() - started:.0f} s" + ("" if quick else f"; wrote {DOC}"))
     return rc
 
 
