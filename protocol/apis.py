@@ -3,10 +3,11 @@
 Each row names an API key and the version range we really handle; everything else
 (request/response classes per version, the first flexible version, the header
 versions) is derived from kio, which is generated from Kafka's own JSON schemas, so
-the table cannot disagree with the wire format. ApiVersions answers are generated
-from this table, and the dispatcher in coordinator/ refuses to start unless every row
-has exactly one handler (protocol/ may not import coordinator/, so the handler column
-is bound there by api key).
+the table cannot disagree with the wire format (the few versions Kafka 4 dropped from
+its schemas, so kio lacks them, come from protocol/legacy_messages.py). ApiVersions
+answers are generated from this table, and the dispatcher in coordinator/ refuses to
+start unless every row has exactly one handler (protocol/ may not import coordinator/,
+so the handler column is bound there by api key).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map
 from kio.static.constants import EntityType
+
+from .legacy_messages import LEGACY_CLASSES
 
 
 class ApiKey(IntEnum):
@@ -42,7 +45,10 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
 
 
-def _entity_class(module_name: str, version: int, entity_type: EntityType) -> type:
+def _entity_class(key: ApiKey, module_name: str, version: int, entity_type: EntityType) -> type:
+    legacy = LEGACY_CLASSES.get((int(key), version, entity_type))
+    if legacy is not None:
+        return legacy
     module = load_entity_module(module_name, version, entity_type)
     for value in vars(module).values():
         if isinstance(value, type) and getattr(value, "__type__", None) is entity_type:
@@ -64,8 +70,8 @@ class ApiSpec:
     def __post_init__(self) -> None:
         module_name = api_key_map[int(self.key)]
         versions = range(self.min_version, self.max_version + 1)
-        requests = {v: _entity_class(module_name, v, EntityType.request) for v in versions}
-        responses = {v: _entity_class(module_name, v, EntityType.response) for v in versions}
+        requests = {v: _entity_class(self.key, module_name, v, EntityType.request) for v in versions}
+        responses = {v: _entity_class(self.key, module_name, v, EntityType.response) for v in versions}
         flexible = [v for v in versions if requests[v].__flexible__]
         object.__setattr__(self, "name", module_name)
         object.__setattr__(self, "requests", requests)
@@ -97,8 +103,8 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.LIST_GROUPS, 0, 5),
     (ApiKey.API_VERSIONS, 0, 4),
     (ApiKey.DELETE_GROUPS, 0, 2),
-    (ApiKey.OFFSET_COMMIT, 2, 9),  # v0/v1 were removed in Kafka 4 and kio has no classes for them
-    (ApiKey.OFFSET_FETCH, 1, 9),  # kio has no v0
+    (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
+    (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0),
     (ApiKey.PRODUCE, 3, 11),
     (ApiKey.FETCH, 4, 16),

@@ -23,6 +23,9 @@ def response_class_for(request: Any) -> type:
     from kio.static.constants import EntityType
 
     key = (int(request.__api_key__), int(request.__version__))
+    spec = API_TABLE.get(key[0])
+    if spec is not None and key[1] in spec.responses:  # includes protocol/legacy_messages.py's
+        return spec.responses[key[1]]
     cls = _RESPONSE_CLASSES.get(key)
     if cls is None:
         module = load_entity_module(API_TABLE[key[0]].name, key[1], EntityType.response)
