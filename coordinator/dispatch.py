@@ -5,6 +5,11 @@ table row without a handler or a handler without a row. A handler gets the reque
 context and the decoded kio request and returns the kio response, an awaitable of it
 (for delayed operations), or None (no response, as Produce with acks=0).
 
+A fast path may be registered per api key (`register_fast`) for small requests that
+are answered at once: it gets the raw frame and returns the complete response frame, or
+None to send the frame down the generic path. It may specialise parsing and encoding
+only; the handler's logic must be the one the generic handler calls.
+
 Protocol violations (unknown api key, unsupported version of anything but
 ApiVersions, a header or body that does not parse) raise CloseConnection: Kafka closes
 such connections, and so do we, with a WARN line from the connection.
@@ -21,7 +26,7 @@ import structlog
 
 from protocol.apis import API_TABLE, ApiKey, ApiSpec
 from protocol.codec import DecodeError, decode_request, encode_response
-from protocol.header import HeaderError, parse_request_header, peek_api
+from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
 
 log = structlog.get_logger(__name__)
 
@@ -41,6 +46,7 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, Any], Any]
+FastPath = Callable[[bytes, int, int], "bytes | None"]  # (frame, api_version, correlation_id)
 
 
 @dataclass(slots=True)
@@ -56,6 +62,7 @@ class Deferred:
 class Dispatcher:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
+        self._fast: dict[int, FastPath] = {}
         self._unsupported_api_versions: Callable[[], Any] | None = None
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
@@ -63,21 +70,42 @@ class Dispatcher:
             raise ValueError(f"{api_key.name} has a handler already")
         self._handlers[int(api_key)] = handler
 
+    def register_fast(self, api_key: ApiKey, fast: FastPath) -> None:
+        """A parse/encode shortcut for `api_key`; the generic handler must be registered too."""
+        if int(api_key) in self._fast:
+            raise ValueError(f"{api_key.name} has a fast path already")
+        self._fast[int(api_key)] = fast
+
     def on_unsupported_api_versions(self, build: Callable[[], Any]) -> None:
         """KIP-511: what a too-new ApiVersions request gets (a v0 response body)."""
         self._unsupported_api_versions = build
 
     def verify(self) -> None:
         missing = sorted(set(API_TABLE) - set(self._handlers))
+        if set(self._fast) - set(self._handlers):
+            raise RuntimeError(f"fast paths without a handler: {sorted(set(self._fast) - set(self._handlers))}")
         extra = sorted(set(self._handlers) - set(API_TABLE))
         if missing or extra or self._unsupported_api_versions is None:
             raise RuntimeError(f"api table and handlers disagree: missing={missing} extra={extra}")
 
     def dispatch(self, frame: bytes, client_host: str, client_port: int) -> bytes | Deferred | None:
-        try:
-            api_key, api_version, correlation_id = peek_api(frame)
-        except HeaderError as exc:
-            raise CloseConnection(str(exc)) from None
+        if len(frame) >= REQUEST_PREFIX.size:
+            api_key, api_version, correlation_id = REQUEST_PREFIX.unpack_from(frame)
+        else:
+            try:
+                api_key, api_version, correlation_id = peek_api(frame)  # raises, with the reason
+            except HeaderError as exc:
+                raise CloseConnection(str(exc)) from None
+        fast = self._fast.get(api_key)
+        if fast is not None:
+            answer = fast(frame, api_version, correlation_id)
+            if answer is not None:
+                return answer
+        return self.dispatch_generic(frame, api_key, api_version, correlation_id, client_host, client_port)
+
+    def dispatch_generic(self, frame: bytes, api_key: int, api_version: int, correlation_id: int,
+                         client_host: str, client_port: int) -> bytes | Deferred | None:
+        """Header, version check, kio decode, handler, encode: the path of every request kind."""
         spec = API_TABLE.get(api_key)
         if spec is None:
             raise CloseConnection(f"unknown api key {api_key}")

@@ -56,6 +56,24 @@ def encode_response(correlation_id: int, header_version: int, entity: Any) -> by
     return bytes(out)
 
 
+class FixedResponse:
+    """A response whose frame is the same for every request but for the correlation id.
+
+    Built once through `encode_response` (so its bytes are the generic encoder's); each
+    answer is then one pack of (size, correlation id) plus the cached rest.
+    """
+
+    __slots__ = ("size", "tail")
+
+    def __init__(self, header_version: int, entity: Any) -> None:
+        encoded = encode_response(0, header_version, entity)
+        self.size = len(encoded) - 4
+        self.tail = encoded[8:]
+
+    def frame(self, correlation_id: int) -> bytes:
+        return _SIZE_AND_CORRELATION.pack(self.size, correlation_id) + self.tail
+
+
 def encode_request(api_key: int, version: int, flexible: bool, correlation_id: int,
                    client_id: str | None, entity: Any) -> bytes:
     """A complete request frame, for the project's own test and benchmark clients."""

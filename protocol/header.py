@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from struct import Struct
 
-_KEY_VERSION_CORRELATION = Struct(">hhi")
+REQUEST_PREFIX = Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of a request
+_KEY_VERSION_CORRELATION = REQUEST_PREFIX
 _INT16 = Struct(">h")
 _INT32 = Struct(">i")
 

@@ -9,7 +9,9 @@ rebalance timeout = session timeout, ...). JoinGroup and SyncGroup answers are d
 operations: the handler returns an awaitable when the domain has not answered at once.
 
 Heartbeat is the hot path: its kio responses are built once per (version, error) and
-reused (they are immutable), and it bypasses protocol/build.py.
+reused (they are immutable), and it bypasses protocol/build.py. It also has a fast path
+(registered with the dispatcher) that reads the frame by hand (protocol/heartbeat_wire.py)
+and answers with a cached response frame; both paths share `heartbeat_code`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.codec import FixedResponse
+from protocol.heartbeat_wire import heartbeat_reader
 
 from ..dispatch import Dispatcher, RequestContext
 from ..errors import write_error_code
@@ -150,6 +154,8 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
     heartbeat_classes = responses[ApiKey.HEARTBEAT]
     heartbeat_answers: dict[tuple[int, ErrorCode], Any] = {}
+    heartbeat_frames: dict[tuple[int, ErrorCode], FixedResponse] = {}
+    heartbeat_header_versions = API_TABLE[ApiKey.HEARTBEAT].response_header_versions
 
     def heartbeat_answer(version: int, code: ErrorCode) -> Any:
         answer = heartbeat_answers.get((version, code))
@@ -158,26 +164,45 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 heartbeat_classes[version], throttle_time=NO_THROTTLE, error_code=code)
         return answer
 
+    def heartbeat_frame(version: int, code: ErrorCode) -> FixedResponse:
+        """The fast path's answer: heartbeat_answer(version, code) encoded once by the generic encoder."""
+        fixed = heartbeat_frames[(version, code)] = FixedResponse(
+            heartbeat_header_versions[version], heartbeat_answer(version, code))
+        return fixed
+
     for version in heartbeat_classes:
         for code in (ErrorCode.none, ErrorCode.rebalance_in_progress, ErrorCode.unknown_member_id,
                      ErrorCode.illegal_generation, ErrorCode.fenced_instance_id):
-            heartbeat_answer(version, code)
+            heartbeat_frame(version, code)
     shard_for = groups.shard_for
 
-    def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
-        group_id = request.group_id
+    def heartbeat_code(group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode:
+        """The one heartbeat decision, for the generic handler and the fast path alike."""
         try:
             shard = shard_for(group_id)
             if shard.error is not None and group_id:
                 # Kafka answers a heartbeat for a loading group blindly with NONE
-                code = ErrorCode.none if shard.error is ErrorCode.coordinator_load_in_progress else shard.error
-            else:
-                code = shard.membership.heartbeat(
-                    group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id)
+                return ErrorCode.none if shard.error is ErrorCode.coordinator_load_in_progress else shard.error
+            return shard.membership.heartbeat(group_id, member_id, instance_id, generation_id)
         except Exception:
             log.exception("Heartbeat failed", group=group_id)
-            code = ErrorCode.unknown_server_error
-        return heartbeat_answer(ctx.api_version, code)
+            return ErrorCode.unknown_server_error
+
+    def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+        return heartbeat_answer(ctx.api_version, heartbeat_code(
+            request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None)))
+
+    heartbeat_readers = {version: heartbeat_reader(version) for version in heartbeat_classes}
+
+    def fast_heartbeat(frame: bytes, version: int, correlation_id: int) -> bytes | None:
+        """Heartbeat without kio: hand-read fields, the shared decision, a cached response frame."""
+        read = heartbeat_readers.get(version)
+        fields = read(frame) if read is not None else None
+        if fields is None:
+            return None  # unknown version or unusual frame: the generic path decides
+        code = heartbeat_code(*fields)
+        fixed = heartbeat_frames.get((version, code)) or heartbeat_frame(version, code)
+        return fixed.frame(correlation_id)
 
     # --- LeaveGroup ----------------------------------------------------------------------
 
@@ -254,6 +279,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     dispatcher.register(ApiKey.JOIN_GROUP, handle_join)
     dispatcher.register(ApiKey.SYNC_GROUP, handle_sync)
     dispatcher.register(ApiKey.HEARTBEAT, handle_heartbeat)
+    dispatcher.register_fast(ApiKey.HEARTBEAT, fast_heartbeat)
     dispatcher.register(ApiKey.LEAVE_GROUP, handle_leave)
     dispatcher.register(ApiKey.DESCRIBE_GROUPS, handle_describe)
     dispatcher.register(ApiKey.LIST_GROUPS, handle_list)
