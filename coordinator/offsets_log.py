@@ -16,7 +16,7 @@ from typing import Iterator
 
 import structlog
 
-from storage.batch import build_batch, decode_records, iter_batches
+from storage.batch import build_plain_batch, decode_records, iter_batches
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
@@ -66,10 +66,8 @@ class DurableLog:
 
             pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
             return
-        now = self.clock_ms()
-        encode = record_codec.encode
         try:
-            batch = build_batch([(*encode(record), now) for record in pending.records])
+            batch = build_plain_batch(record_codec.encode_all(pending.records), self.clock_ms())
         except ValueError as exc:  # a string too long for its field: the commit is too large
             pending.resolve(RecordTooLargeError(str(exc)))
             return

@@ -67,6 +67,38 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
     return encode_key(GroupMetadataKey(record.group_id)), encode_value(record.value)
 
 
+_KEY_PREFIXES: dict[tuple[str, str], bytes] = {}
+_KEY_PREFIX_LIMIT = 100_000
+_VALUE_V3_PLAIN = Struct(">hqihq")  # version 3, offset, leader epoch, empty metadata, commit timestamp
+
+
+def encode_all(records: list[Record]) -> list[tuple[bytes, bytes | None]]:
+    """[encode(r) for r in records], faster for offset commits (the OffsetCommit hot path):
+    the key prefix of each (group, topic) is cached, and a value without metadata and
+    expire timestamp is one struct pack."""
+    out = []
+    prefixes = _KEY_PREFIXES
+    pack_partition = _I.pack
+    pack_plain = _VALUE_V3_PLAIN.pack
+    for record in records:
+        if type(record) is not OffsetCommitRecord:
+            out.append(encode(record))
+            continue
+        group, topic, partition, value = record
+        prefix = prefixes.get((group, topic))
+        if prefix is None:
+            if len(prefixes) >= _KEY_PREFIX_LIMIT:
+                prefixes.clear()
+            prefix = prefixes[group, topic] = _KEY_V1 + _str(group) + _str(topic)
+        if value is None:
+            out.append((prefix + pack_partition(partition), None))
+        elif value[1] or value[4] != -1:
+            out.append((prefix + pack_partition(partition), offset_value(value)))
+        else:
+            out.append((prefix + pack_partition(partition), pack_plain(3, value[0], value[3], 0, value[2])))
+    return out
+
+
 def decode(key: bytes, value: bytes | None) -> Record:
     """A record from its key and value bytes. Raises InvalidRecordError (or its subclass
     UnknownRecordType for keys other than offset commit / group metadata)."""
@@ -108,4 +140,4 @@ def _offset_value(data: bytes) -> OffsetValue:
     return OffsetValue(v.offset, v.metadata, v.commit_timestamp, v.leader_epoch, v.expire_timestamp)
 
 
-__all__ = ["encode", "decode", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]
+__all__ = ["encode", "encode_all", "decode", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]

@@ -57,6 +57,8 @@ _I = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _NULL = encode_varint(-1)
 _ZERO = encode_varint(0)
+_ATTRS_TS0 = b"\x00\x00"  # attributes 0, timestampDelta 0
+_NULL_NO_HEADERS = _NULL + _ZERO  # a null value, then no headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +352,34 @@ def build_batch(records: Sequence[Record] | Iterable[tuple], base_offset: int = 
                      base_sequence, i + 1)
     _U32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
     return bytes(buf)
+
+
+def build_plain_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
+    """``build_batch([(key, value, timestamp), ...])`` for records that share one
+    timestamp and have keys and no headers (the offsets log's writes), byte for byte,
+    at a fraction of the cost: the records are joined once and checksummed after the
+    header, without a buffer per record."""
+    if not pairs:
+        raise InvalidRecordError("a batch needs at least one record")
+    enc = encode_varint
+    parts: list[bytes] = []
+    extend = parts.extend
+    for i, (key, value) in enumerate(pairs):
+        delta = enc(i)
+        key_len = enc(len(key))
+        if value is None:
+            extend((enc(4 + len(delta) + len(key_len) + len(key)), _ATTRS_TS0, delta, key_len, key, _NULL_NO_HEADERS))
+        else:
+            value_len = enc(len(value))
+            extend((enc(3 + len(delta) + len(key_len) + len(key) + len(value_len) + len(value)), _ATTRS_TS0,
+                    delta, key_len, key, value_len, value, _ZERO))
+    body = b"".join(parts)
+    count = len(pairs)
+    head = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC, 0, 0, count - 1,
+                                 timestamp, timestamp, -1, -1, -1, count))
+    _U32.pack_into(head, CRC_OFFSET, crc32c(body, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:])))
+    head += body
+    return bytes(head)
 
 
 def assign_offsets(buf: bytearray, base_offset: int, *, position: int = 0,

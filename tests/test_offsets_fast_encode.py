@@ -1,0 +1,44 @@
+"""The offsets log's fast encoders give the bytes of the general ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator import record_codec
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from storage.batch import build_batch, build_plain_batch, decode_records, validate
+from storage.errors import InvalidRecordError
+
+
+def test_plain_batch_equals_build_batch():
+    pairs = [(b"k%d" % i * (1 + i % 70), None if i % 7 == 3 else b"v" * (i * 37 % 300)) for i in range(200)]
+    ts = 1_700_000_000_123
+    built = build_plain_batch(pairs, ts)
+    assert built == build_batch([(k, v, ts) for k, v in pairs])
+    validate(built)
+    assert [(r.key, r.value, r.timestamp) for r in decode_records(built)] == [(k, v, ts) for k, v in pairs]
+    assert build_plain_batch([(b"", b"")], -1) == build_batch([(b"", b"", -1)])
+
+
+def test_plain_batch_refuses_no_records():
+    with pytest.raises(InvalidRecordError):
+        build_plain_batch([], 0)
+
+
+def test_encode_all_equals_encode_per_record():
+    records = [
+        OffsetCommitRecord("g", "t", 0, OffsetValue(5, "", 1_700_000_000_000)),
+        OffsetCommitRecord("g", "t", 1, OffsetValue(2**63 - 1, "", -1, 2**31 - 1)),
+        OffsetCommitRecord("g", "t", 1, OffsetValue(7, "meta ü", 1, 3)),
+        OffsetCommitRecord("g", "t", 2, OffsetValue(7, "", 1, 3, 99)),  # expire set: v1
+        OffsetCommitRecord("g", "u", 2**31 - 1, None),
+        OffsetCommitRecord("gü", "t", 0, OffsetValue(1, "", 2)),
+        GroupMetadataRecord("g", None),
+    ]
+    assert record_codec.encode_all(records) == [record_codec.encode(r) for r in records]
+    assert record_codec.encode_all(records) == [record_codec.encode(r) for r in records]  # cached prefixes
+
+
+def test_encode_all_refuses_too_long_names():
+    with pytest.raises(ValueError):
+        record_codec.encode_all([OffsetCommitRecord("g" * 40_000, "t", 0, OffsetValue(1, "", 2))])
