@@ -1,7 +1,12 @@
-"""OffsetCommit v2-v9, OffsetFetch v1-v9, OffsetDelete v0: kio messages <-> coordinator/offsets.py.
+"""OffsetCommit v0-v9, OffsetFetch v0-v9, OffsetDelete v0: kio messages <-> coordinator/offsets.py.
 
-Kafka 4 removed OffsetCommit v0/v1 (and kio has no classes for them, nor for
-OffsetFetch v0), so those versions are not advertised.
+OffsetCommit v0/v1 and OffsetFetch v0 (classes from protocol/legacy_messages.py) behave
+as in Kafka 3.x's KafkaApis: a v0 commit is a commit outside group management
+(generation -1, no member id; Kafka kept those in ZooKeeper, we keep them in the same
+offsets log as every other commit); v1 carries the generation and member id, validated
+like v2, and a per-partition commit timestamp that the record keeps (-1: the server's
+clock); both use the default retention and answer without throttle time. OffsetFetch v0
+is v1 (Kafka read v0 from ZooKeeper; we read the one store).
 
 Where each API puts a coordinator-level error (COORDINATOR_LOAD_IN_PROGRESS while the
 group's partition loads, NOT_COORDINATOR when another node owns it, INVALID_GROUP_ID),
@@ -20,17 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import Encoded
+from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
 
 from ..dispatch import Dispatcher, RequestContext
 from ..errors import commit_error_code, write_error_code
-from ..offsets import commit_records, delete_offsets, error_answer, fetch, validate_commit
+from ..offsets import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
 from ..services import Services
 from .api_versions import NO_THROTTLE
 
@@ -38,6 +44,9 @@ log = structlog.get_logger("coordinator.offsets")
 
 E = ErrorCode
 _ONE_MS = datetime.timedelta(milliseconds=1)
+COMMIT_GENERATION_FROM = 1
+COMMIT_TIMESTAMP_VERSION = 1
+COMMIT_RETENTION_FROM = 2
 COMMIT_EPOCH_FROM = 6
 COMMIT_RETENTION_UNTIL = 4
 COMMIT_THROTTLE_FROM = 3
@@ -70,6 +79,33 @@ def when_durable(write: Any, ok: Callable[[], Any], failed: Callable[[BaseExcept
 
     write.add_callback(done)
     return future
+
+
+class LegacyCommit(NamedTuple):
+    """An OffsetCommit v0/v1 request seen with v2's fields (what handle_commit reads)."""
+
+    group_id: str
+    member_id: str
+    generation_id_or_member_epoch: int
+    topics: Any
+    retention_time: datetime.timedelta = datetime.timedelta(milliseconds=DEFAULT_RETENTION)
+
+
+def as_v2_commit(version: int, request: Any) -> LegacyCommit:
+    """v0 commits outside group management (generation -1, no member); v1 names its member."""
+    if version >= COMMIT_GENERATION_FROM:
+        return LegacyCommit(request.group_id, request.member_id, request.generation_id, request.topics)
+    return LegacyCommit(request.group_id, "", -1, request.topics)
+
+
+def with_commit_timestamps(records: list, topics: Any) -> list:
+    """OffsetCommit v1: each partition's own commit timestamp on its record (-1 keeps the server's)."""
+    stamps = {(t.name, p.partition_index): p.commit_timestamp for t in topics for p in t.partitions
+              if p.commit_timestamp != DEFAULT_COMMIT_TIMESTAMP}
+    if not stamps:
+        return records
+    return [r._replace(value=r.value._replace(commit_timestamp=stamps[r.topic, r.partition]))
+            if (r.topic, r.partition) in stamps else r for r in records]
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
@@ -135,6 +171,8 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
     def handle_commit(ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
+        if version < COMMIT_RETENTION_FROM:
+            request = as_v2_commit(version, request)
         group_id = request.group_id
         topics = request.topics
         try:
@@ -150,6 +188,8 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             retention = request.retention_time // _ONE_MS if version <= COMMIT_RETENTION_UNTIL else -1
             records, answer = commit_records(group_id, topics, shard.scheduler.wall_ms(), retention,
                                              settings.offset_metadata_max_bytes, version >= COMMIT_EPOCH_FROM)
+            if version == COMMIT_TIMESTAMP_VERSION:
+                records = with_commit_timestamps(records, topics)
         except Exception:
             log.exception("OffsetCommit failed", group=group_id)
             return commit_response(version, error_answer(topics, E.unknown_server_error))
