@@ -1,10 +1,11 @@
 """The durable RecordLog: one storage.log.PartitionLog per __consumer_offsets partition.
 
 `<log.dirs>/__consumer_offsets-<p>/` in Kafka's layout and record format. A shard's
-write becomes one record batch (Kafka: one batch per write operation); PartitionLog
-puts every batch appended in one event-loop turn into one write + one fsync (group
-commit across all requests of the partition), and the PendingWrite resolves when its
-batch is durable. Encoding errors and storage errors resolve the write with the
+write's records go into one record batch (Kafka: one batch per write operation; here
+the writes of one event-loop turn share batches of up to BATCH_RECORDS records, and a
+write never spans two), appended once per partition and turn; PartitionLog puts them
+into one write + one fsync (group commit across all requests of the partition), and
+the PendingWrites resolve when their batch is durable. Encoding errors and storage errors resolve the write with the
 exception; errors.commit_error_code / write_error_code map them to wire codes.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from functools import partial
 from typing import Iterator
 
 import structlog
@@ -27,6 +29,8 @@ from .shard import PendingWrite
 
 log = structlog.get_logger(__name__)
 
+BATCH_RECORDS = 1000  # records per batch when one loop turn's writes are joined
+
 
 class DurableLog:
     """Implements shard.RecordLog over PartitionLogs opened by `open_partition`."""
@@ -39,6 +43,8 @@ class DurableLog:
         self.segment_bytes = segment_bytes  # Kafka's offsets.topic.segment.bytes default
         self.logs: dict[int, PartitionLog] = {}
         self._fsync = fsync
+        self._queued: dict[int, list[PendingWrite]] = {}  # partition -> writes of this loop turn
+        self._append_scheduled = False
         if clock_ms is None:
             import time
 
@@ -60,25 +66,67 @@ class DurableLog:
     # --- RecordLog -------------------------------------------------------------------------
 
     def append(self, partition: int, pending: PendingWrite) -> None:
-        plog = self.logs.get(partition)
-        if plog is None:
+        """Queue the write; at the end of the loop turn every write queued for a partition
+        goes to its log in one append (see _append_queued)."""
+        if partition not in self.logs:
             from .errors import NotCoordinator
 
             pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
             return
-        try:
-            batch = build_plain_batch(record_codec.encode_all(pending.records), self.clock_ms())
-        except ValueError as exc:  # a string too long for its field: the commit is too large
-            pending.resolve(RecordTooLargeError(str(exc)))
-            return
-        try:
-            result = plog.append(batch)
-        except Exception as exc:
-            pending.resolve(exc)
-            return
-        result.durable.add_done_callback(lambda done: pending.resolve(
-            None if not done.cancelled() and done.exception() is None
-            else (done.exception() if not done.cancelled() else asyncio.CancelledError())))
+        queued = self._queued.get(partition)
+        if queued is None:
+            queued = self._queued[partition] = []
+            if not self._append_scheduled:
+                self._append_scheduled = True
+                asyncio.get_running_loop().call_soon(self._append_queued)
+        queued.append(pending)
+
+    def _append_queued(self) -> None:
+        """One PartitionLog.append per partition for the writes of this loop turn: a batch
+        per run of writes of up to BATCH_RECORDS records (a write never spans batches: it
+        is one batch's all-or-nothing on recovery), all resolved by the one durable future."""
+        self._append_scheduled = False
+        queued, self._queued = self._queued, {}
+        now = self.clock_ms()
+        encode_all = record_codec.encode_all
+        for partition, writes in queued.items():
+            plog = self.logs.get(partition)
+            if plog is None:
+                from .errors import NotCoordinator
+
+                for pending in writes:
+                    pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
+                continue
+            batches: list[bytes] = []
+            members: list[PendingWrite] = []
+            pairs: list = []
+            for pending in writes:
+                if pending.done:  # e.g. failed by an unload meanwhile
+                    continue
+                try:
+                    encoded = encode_all(pending.records)
+                except ValueError as exc:  # a string too long for its field: the commit is too large
+                    pending.resolve(RecordTooLargeError(str(exc)))
+                    continue
+                if pairs and len(pairs) + len(encoded) > BATCH_RECORDS:
+                    batches.append(build_plain_batch(pairs, now))
+                    pairs = []
+                pairs += encoded
+                members.append(pending)
+            if not members:
+                continue
+            batches.append(build_plain_batch(pairs, now))
+            try:
+                result = plog.append(batches[0] if len(batches) == 1 else b"".join(batches))
+            except Exception as exc:
+                for pending in members:
+                    pending.resolve(exc)
+                continue
+            result.durable.add_done_callback(partial(_resolve_all, members))
+
+    def _flush_queued(self) -> None:
+        if self._queued:
+            self._append_queued()
 
     # --- reading (loading, dump) ----------------------------------------------------------
 
@@ -93,10 +141,16 @@ class DurableLog:
         data = plog.read(start, max_bytes)
         return decode_chunk(data, start)
 
+    def has_queued(self, partition: int) -> bool:
+        """Writes not yet handed to the partition's log (they go at the end of this loop turn)."""
+        return bool(self._queued.get(partition))
+
     async def flush(self) -> None:
+        self._flush_queued()
         await asyncio.gather(*(plog.flush() for plog in self.logs.values()))
 
     async def close(self) -> None:
+        self._flush_queued()
         logs, self.logs = list(self.logs.values()), {}
         for plog in logs:
             try:
@@ -105,9 +159,19 @@ class DurableLog:
                 log.exception("closing offsets log failed", dir=plog.path)
 
     async def close_partition(self, partition: int) -> None:
+        self._flush_queued()
         plog = self.logs.pop(partition, None)
         if plog is not None:
             await plog.close()
+
+
+def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future) -> None:
+    if durable.cancelled():
+        error: BaseException | None = asyncio.CancelledError()
+    else:
+        error = durable.exception()
+    for pending in writes:
+        pending.resolve(error)
 
 
 def decode_chunk(data: bytes, start: int) -> tuple[list[tuple[int, int, Record]], int]:

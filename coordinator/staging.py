@@ -69,11 +69,12 @@ async def check_partition(coordinator: "GroupCoordinator", durable: "DurableLog"
 
 async def _swap(shard: "Shard", durable: "DurableLog", partition: int, staging: str, manifest: dict) -> list[str]:
     plog = durable.logs[partition]
-    await plog.flush()
+    await durable.flush()  # the writes still queued in DurableLog too
     if shard.state is not ShardState.ACTIVE or durable.logs.get(partition) is not plog:
         return ["partition was unloaded or reopened during the check"]
     # -- from here to the reopen nothing awaits: no append can interleave --
-    if plog._pending_futures or plog._inflight is not None:  # appended after the flush returned
+    if plog._pending_futures or plog._inflight is not None or durable.has_queued(partition):
+        # appended after the flush returned
         return ["appends in flight at the swap point; will retry"]
     problems = validate_staging(durable.path(partition), manifest, deep=False)
     if problems:

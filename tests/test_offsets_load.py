@@ -128,6 +128,7 @@ async def test_durable_log_round_trip_and_concurrent_loading(tmp_path):
     for i in range(400):
         writes.append(coordinator.shard_for(big).write(
             [OffsetCommitRecord(big, "t", p, OffsetValue(i, "x" * 50, 1000 + i)) for p in range(5)]))
+        await asyncio.sleep(0)  # one write per loop turn: one batch each, so loading takes many chunks
     writes.append(coordinator.shard_for(small).write([OffsetCommitRecord(small, "t", 0, OffsetValue(7, "", 1))]))
     value = GroupMetadataValue("consumer", 3, "range", "m", (MemberMetadata(
         "m", "c", "/h", 10000, subscription(["t"]), b"asg", None, 20000),), 555)
