@@ -130,3 +130,34 @@ def test_kafka_python_told_of_an_old_broker_commits_and_fetches(server, monkeypa
         consumer.close()
     assert {(k, v) for k, v in sent if k in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH)} == {
         (ApiKey.OFFSET_COMMIT, commit_version), (ApiKey.OFFSET_FETCH, fetch_version)}
+
+
+def test_librdkafka_told_of_an_0_8_2_broker_commits_v1_and_fetches_v1(server):
+    import logging
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    class Lines(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    lines = Lines()
+    logger = logging.getLogger("test.librdkafka.legacy")
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    consumer = Consumer({"bootstrap.servers": f"{server.host}:{server.port}", "group.id": "rd-old",
+                         "api.version.request": False, "broker.version.fallback": "0.8.2",
+                         "enable.auto.commit": False, "debug": "protocol", "logger": logger})
+    try:
+        consumer.commit(offsets=[TopicPartition("t", 0, 42)], asynchronous=False)
+        [got] = consumer.committed([TopicPartition("t", 0)], timeout=10)
+        assert (got.offset, got.error) == (42, None)
+    finally:
+        consumer.close()
+        logger.removeHandler(lines)
+    text = "\n".join(lines.lines)
+    assert "Received OffsetCommitResponse (v1" in text and "Received OffsetFetchResponse (v1" in text
