@@ -22,18 +22,17 @@ core 1. All servers named are started together and measured in the same run, int
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
 import time
 from typing import Any
 
-from bench.compare import LOAD_CPU, MODES, Mode, interleaved, medians, servers, summary_header, summary_rows, wire_port
+from bench.compare import (LOAD_CPU, MODES, Mode, command_line, interleaved, medians, parser_for, server_names,
+                           servers, summary_header, summary_rows, wire_port)
 from bench.loadgen import Workload
 from bench.members import (ASSIGNMENT, SUBSCRIPTION, form_group, heartbeat_check,  # noqa: F401 - re-exported
                            heartbeat_group, sync_all)
-from bench.peers import NAMES
 from bench.run_all import machine_facts, markdown_table, median, write_section
 
 REBALANCE_LIMIT_S = 120  # a rebalance taking longer is reported as a timeout, larger sizes skipped
@@ -59,16 +58,12 @@ async def timed_rebalance(host: str, port: int, group: str, size: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_groups", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--servers", default=",".join(NAMES))
-    parser.add_argument("--reps", type=int, default=3)
+    parser = parser_for("bench.bench_groups", __doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
     parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
     parser.add_argument("--sizes", default="10,100,500")
-    parser.add_argument("--no-docs", action="store_true", help="print only; do not touch docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    names = server_names(args)
     sizes = [int(s) for s in args.sizes.split(",")]
     facts = machine_facts()
     if LOAD_CPU in os.sched_getaffinity(0):
@@ -107,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                                    if c.get(500, "").replace(",", "").isdigit()}
     if not args.no_docs:
         write_section("groups", "Groups: heartbeats/s and join+sync time (bench/bench_groups.py)",
-                      ".venv/bin/python -m bench.bench_groups" + (" " + " ".join(argv) if argv else ""),
+                      command_line("bench.bench_groups", argv),
                       facts, text, figures)
     return 0
 

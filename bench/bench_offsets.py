@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shutil
@@ -32,9 +31,9 @@ from kio.schema.offset_commit.v7.request import (OffsetCommitRequest, OffsetComm
                                                  OffsetCommitRequestTopic)
 from kio.static.primitive import i32, i64
 
-from bench.compare import MODES, PIPELINED, Mode, interleaved, medians, servers, summary_header, summary_rows
+from bench.compare import (MODES, PIPELINED, Mode, interleaved, medians, parser_for, server_names, servers,
+                           summary_header, summary_rows)
 from bench.loadgen import Workload, encode
-from bench.peers import NAMES
 from bench.run_all import machine_facts, markdown_table, median, write_section
 
 TOPIC = "bench-offsets"
@@ -130,17 +129,12 @@ def measure_load(root: str) -> tuple[float, int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_offsets", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--servers", default=",".join(NAMES))
-    parser.add_argument("--reps", type=int, default=3)
+    parser = parser_for("bench.bench_offsets", __doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
     parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
     parser.add_argument("--load-mb", type=int, default=256)
-    parser.add_argument("--no-docs", "--no-write", dest="no_write", action="store_true",
-                        help="print only; do not touch docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    names = server_names(args)
     facts = machine_facts()
     failures: list[str] = []
 
@@ -176,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         body += "\nFailures: " + "; ".join(failures) + "\n"
     figures = {f"commits_{m.key}": medians(commits[m.key], PARTITIONS) for m in MODES}
     figures["load_records_per_s"] = {"ours": records / elapsed}
-    if not args.no_write:
+    if not args.no_docs:
         write_section("offsets", "Offsets: durable OffsetCommit and load rate",
                       f".venv/bin/python -m bench.bench_offsets --reps {args.reps} --seconds {args.seconds:g} "
                       f"--single-seconds {args.single_seconds:g} --load-mb {args.load_mb}", facts, body, figures)

@@ -8,13 +8,15 @@ and ours/peer. Servers run pinned to SERVER_CPU, the load generator to LOAD_CPU.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from bench.loadgen import Result, Workload, run
-from bench.peers import Endpoint, PeerError, start_server
+from bench.peers import NAMES, Endpoint, PeerError, start_server
 from bench.run_all import median
 
 SERVER_CPU, LOAD_CPU = 0, 1
@@ -116,3 +118,25 @@ def rss_bytes(ep: Endpoint) -> int:
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1]) * 1024
     return total
+
+
+def parser_for(module: str, doc: str | None, reps: int = 3) -> argparse.ArgumentParser:
+    """The options every comparison shares: --servers, --reps, --no-docs."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--servers", default=",".join(NAMES), help="comma-separated, from: " + ", ".join(NAMES))
+    parser.add_argument("--reps", type=int, default=reps, help="interleaved repetitions")
+    parser.add_argument("--no-docs", "--no-write", dest="no_docs", action="store_true",
+                        help="print only; do not touch docs/BENCHMARKS.md")
+    return parser
+
+
+def server_names(args: argparse.Namespace) -> list[str]:
+    return [n.strip() for n in args.servers.split(",") if n.strip()]
+
+
+def command_line(module: str, argv: Sequence[str] | None) -> str:
+    """How to reproduce a section, as written above its table."""
+    command = f".venv/bin/python -m {module}" + (" " + " ".join(argv) if argv else "")
+    ours = os.environ.get("BENCH_OURS_ROOT")
+    return f"BENCH_OURS_ROOT={ours} {command}" if ours else command

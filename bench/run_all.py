@@ -100,7 +100,8 @@ def write_section(name: str, title: str, command: str, facts: str, body: str,
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     quick = "--quick" in args
-    from bench import bench_api_versions, bench_codec, bench_groups, bench_offsets
+    from bench import (bench_api_versions, bench_codec, bench_groups, bench_memory, bench_offsets, bench_rejoin,
+                       bench_steady)
 
     started = time.monotonic()
     # (script, arguments for the full run, arguments for --quick); each writes its own section
@@ -108,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         (bench_codec, [], ["--quick"]),
         (bench_api_versions, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5"]),
         (bench_groups, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5", "--sizes", "10,100"]),
-        (bench_offsets, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5", "--load-mb", "16"]),
+        (bench_offsets, ["--load-mb", "1024"], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5",
+                                                 "--load-mb", "16"]),
+        (bench_rejoin, [], ["--reps", "1"]),
+        (bench_steady, [], ["--reps", "1", "--groups", "1000", "--seconds", "4"]),
+        (bench_memory, [], ["--reps", "1", "--offsets", "100000"]),
     ]
     rc = 0
     for module, full, smoke in plan:

@@ -1,0 +1,245 @@
+"""Many group members on a few connections: pipelined JoinGroup/SyncGroup, then timed heartbeats.
+
+A member of a classic group is not tied to a connection, so 100,000 members fit on a couple of
+hundred sockets. Member m of group g uses connection (g * size + m) % connections, and every
+connection carries its members in group order, so a server that answers one request per connection
+at a time still finds each group's members at the head of their queues together (it is slow, not
+stuck). Frames are pre-encoded before anything is timed; answers are matched to requests by order.
+
+    fleet = await Fleet.join(host, port, groups=10_000, size=10, ...)   # all members Stable
+    stats = await fleet.heartbeat(interval=3.0, seconds=30, report=...)   # open-loop, evenly spread
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from kio.schema.errors import ErrorCode
+from kio.schema.heartbeat.v3.request import HeartbeatRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.leave_group.v1.request import LeaveGroupRequest
+from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.static.primitive import i32
+
+from bench.loadgen import decode_response, encode
+from bench.members import ASSIGNMENT, SUBSCRIPTION, ms
+
+_SIZE = struct.Struct(">i")
+_CODE_AT_8 = struct.Struct(">h")  # v0-header answers with a throttle time: corr, throttle, error code
+MEMBER_ID_REQUIRED = ErrorCode.member_id_required.value
+
+
+class Pipe(asyncio.Protocol):
+    """One connection. `send(frames)` returns one future per frame, resolved in order with the
+    response body (correlation id first); `send_timed(frames)` counts answers in `on_timed` instead."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.waiting: deque[Any] = deque()  # a Future, or the perf_counter_ns a timed frame left at
+        self.on_timed: Callable[[int, int, bytes], None] | None = None  # (sent ns, answered ns, body)
+        self.lost: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> Pipe:
+        _transport, pipe = await asyncio.get_running_loop().create_connection(cls, host, port)
+        return pipe
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def send(self, frames: Sequence[bytes]) -> list[asyncio.Future]:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in frames]
+        self.waiting.extend(futures)
+        self.transport.write(b"".join(frames))  # type: ignore[union-attr]
+        return futures
+
+    def send_timed(self, frames: Sequence[bytes]) -> None:
+        now = time.perf_counter_ns()
+        self.waiting.extend([now] * len(frames))
+        self.transport.write(b"".join(frames))  # type: ignore[union-attr]
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf
+        buf += data
+        pos, end = 0, len(buf)
+        now = time.perf_counter_ns()
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if end - pos - 4 < size:
+                break
+            body = bytes(buf[pos + 4:pos + 4 + size])
+            pos += 4 + size
+            if not self.waiting:
+                self._lose(ConnectionError("an answer nobody asked for"))
+                return
+            item = self.waiting.popleft()
+            if isinstance(item, int):
+                self.on_timed(item, now, body)  # type: ignore[misc]
+            elif not item.done():
+                item.set_result(body)
+        del buf[:pos]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lose(exc or ConnectionError("server closed the connection"))
+
+    def _lose(self, exc: BaseException) -> None:
+        for item in self.waiting:
+            if not isinstance(item, int) and not item.done():
+                item.set_exception(exc)
+        self.waiting.clear()
+        if not self.lost.done():
+            self.lost.set_result(exc)
+        if self.transport is not None:
+            self.transport.close()
+
+
+@dataclass
+class Member:
+    group: str
+    pipe: Pipe
+    member_id: str = ""
+    generation: int = -1
+    leader: str = ""
+    peers: tuple = ()
+
+
+def _join_frame(m: Member, session_timeout_ms: int) -> bytes:
+    return encode(JoinGroupRequest(
+        group_id=m.group, session_timeout=ms(session_timeout_ms), rebalance_timeout=ms(60000),
+        member_id=m.member_id, group_instance_id=None, protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION),)))
+
+
+def _sync_frame(m: Member) -> bytes:
+    assignments = ()
+    if m.member_id == m.leader:
+        assignments = tuple(SyncGroupRequestAssignment(member_id=p.member_id, assignment=ASSIGNMENT)
+                            for p in m.peers)
+    return encode(SyncGroupRequest(group_id=m.group, generation_id=i32(m.generation), member_id=m.member_id,
+                                   group_instance_id=None, assignments=assignments))
+
+
+async def _exchange(members: Sequence[Member], frame_for: Callable[[Member], bytes]) -> list[bytes]:
+    """Send one frame per member (grouped per connection, one write each) and wait for every answer."""
+    by_pipe: dict[Pipe, list[int]] = {}
+    for i, m in enumerate(members):
+        by_pipe.setdefault(m.pipe, []).append(i)
+    answers: list[Any] = [None] * len(members)
+    for pipe, indexes in by_pipe.items():
+        for i, future in zip(indexes, pipe.send([frame_for(members[i]) for i in indexes])):
+            answers[i] = future
+    return list(await asyncio.gather(*answers))
+
+
+class Fleet:
+    def __init__(self, pipes: list[Pipe], members: list[Member]) -> None:
+        self.pipes, self.members = pipes, members
+
+    @classmethod
+    async def join(cls, host: str, port: int, groups: int, size: int, connections: int = 1000,
+                   session_timeout_ms: int = 45000, prefix: str = "fleet") -> Fleet:
+        """Every member joins (two-step JoinGroup v5) and syncs (followers first, then each group's
+        leader with an assignment for all). Raises RuntimeError naming the first error code seen."""
+        pipes = [await Pipe.open(host, port) for _ in range(min(connections, groups * size))]
+        members = [Member(f"{prefix}-{g}", pipes[(g * size + i) % len(pipes)])
+                   for g in range(groups) for i in range(size)]
+        pending = members
+        for _attempt in range(2):  # the first JoinGroup of a v4+ member only fetches its member id
+            answers = await _exchange(pending, lambda m: _join_frame(m, session_timeout_ms))
+            retry = []
+            for m, body in zip(pending, answers):
+                response = decode_response(JoinGroupRequest, body)
+                if response.error_code.value == MEMBER_ID_REQUIRED:
+                    m.member_id = response.member_id
+                    retry.append(m)
+                elif response.error_code is not ErrorCode.none:
+                    raise RuntimeError(f"JoinGroup of {m.group}: {response.error_code.name}")
+                else:
+                    m.member_id, m.generation = response.member_id, response.generation_id
+                    m.leader, m.peers = response.leader, response.members
+            pending = retry
+        if pending:
+            raise RuntimeError(f"{len(pending)} members were asked for a member id twice")
+        leaders = [m for m in members if m.member_id == m.leader]
+        if len(leaders) != groups:
+            raise RuntimeError(f"{len(leaders)} leaders for {groups} groups")
+        followers = [m for m in members if m.member_id != m.leader]
+        follower_answers = asyncio.ensure_future(_exchange(followers, _sync_frame))
+        await asyncio.sleep(0.2)  # followers first: librdkafka's mock needs the leader's assignment last
+        for body in [*await _exchange(leaders, _sync_frame), *await follower_answers]:
+            (code,) = _CODE_AT_8.unpack_from(body, 4)
+            if code:
+                raise RuntimeError(f"SyncGroup answered {ErrorCode(code).name}")
+        return cls(pipes, members)
+
+    async def heartbeat(self, interval: float, seconds: float, warmup: float,
+                        report: Callable[[str], None], drain: float = 2.0, tick: float = 0.001) -> dict[str, Any]:
+        """Each member sends Heartbeat v3 every `interval` s, members spread evenly over it (open loop:
+        a slow server does not slow the senders). Answers to heartbeats sent in the timed window are
+        counted; whatever has not come back `drain` s after the window is unanswered."""
+        frames = [encode(HeartbeatRequest(group_id=m.group, generation_id=i32(m.generation), member_id=m.member_id,
+                                          group_instance_id=None)) for m in self.members]
+        latencies: list[int] = []
+        codes: Counter[int] = Counter()
+        window = {"on": False, "sent": 0, "from_ns": 1 << 62, "to_ns": 1 << 62}
+
+        def on_timed(sent_ns: int, answered_ns: int, body: bytes) -> None:
+            if window["from_ns"] <= sent_ns < window["to_ns"]:
+                latencies.append(answered_ns - sent_ns)
+                codes[_CODE_AT_8.unpack_from(body, 4)[0]] += 1
+
+        for pipe in self.pipes:
+            pipe.on_timed = on_timed
+        n = len(self.members)
+        started = time.perf_counter()
+        timed_from, timed_to = started + warmup, started + warmup + seconds
+        done = 0  # heartbeats sent so far (member done % n is next)
+        cpu0 = 0.0
+        while True:
+            now = time.perf_counter()
+            if not window["on"] and now >= timed_from:
+                window["on"], window["from_ns"] = True, time.perf_counter_ns()
+                report("start")
+                cpu0 = time.process_time()
+            if now >= timed_to:
+                break
+            due = int((now - started) / interval * n)
+            batches: dict[Pipe, list[bytes]] = {}
+            for k in range(done, due):
+                i = k % n
+                batches.setdefault(self.members[i].pipe, []).append(frames[i])
+            if window["on"]:
+                window["sent"] += due - done
+            done = due
+            for pipe, batch in batches.items():
+                pipe.send_timed(batch)
+            lost = [p for p in self.pipes if p.lost.done()]
+            if lost:
+                raise RuntimeError(f"server closed {len(lost)} connections: {lost[0].lost.result()!r}")
+            await asyncio.sleep(tick)
+        window["to_ns"] = time.perf_counter_ns()
+        client_cpu = (time.process_time() - cpu0) / seconds
+        report("stop")
+        answered_by = time.perf_counter() + drain
+        while sum(codes.values()) < window["sent"] and time.perf_counter() < answered_by:
+            await asyncio.sleep(0.02)
+        window["to_ns"] = 0  # later answers are not counted
+        return {"sent": window["sent"], "answered": sum(codes.values()), "errors": {ErrorCode(c).name: k for c, k
+                                                                               in codes.items() if c},
+                "latencies_ns": sorted(latencies), "seconds": seconds, "client_cpu": client_cpu}
+
+    async def leave(self) -> None:
+        """LeaveGroup v1 for every member, so a later run does not share the server with expiring ones."""
+        await _exchange(self.members, lambda m: encode(LeaveGroupRequest(group_id=m.group, member_id=m.member_id)))
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            if pipe.transport is not None:
+                pipe.transport.close()
