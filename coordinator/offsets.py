@@ -19,6 +19,7 @@ partition and one (partition, code) tuple for the answer; no other object per pa
 
 from __future__ import annotations
 
+from functools import partial
 from struct import Struct
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -41,6 +42,11 @@ GROUP_ID_NOT_FOUND_FROM = 9  # OffsetCommit v9+: GROUP_ID_NOT_FOUND instead of I
 
 Key = tuple[str, str, int]
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+# OffsetValue(...) / OffsetCommitRecord(...) without the NamedTuple's Python-level
+# __new__ (a third of the cost of a commit's per-partition records); fields in order
+new_value = partial(tuple.__new__, OffsetValue)
+new_record = partial(tuple.__new__, OffsetCommitRecord)
 
 
 # A committed offset in memory: one bytes object per partition, not an OffsetValue
@@ -115,14 +121,19 @@ class OffsetStore:
     # --- writes in flight ------------------------------------------------------------
 
     def begin(self, records: list) -> None:
-        """Called before `records` are applied: remember the durable value of each key."""
+        """Called before `records` are applied: remember the durable value of each key
+        (as the store holds it, packed; `durable_value` unpacks it when read)."""
         pending = self.pending
+        by_group = self.by_group
         for record in records:
             if type(record) is OffsetCommitRecord:
-                key = (record.group, record.topic, record.partition)
+                group, topic, partition, _value = record
+                key = (group, topic, partition)
                 entry = pending.get(key)
                 if entry is None:
-                    pending[key] = [1, self.get(*key)]
+                    topics = by_group.get(group)
+                    partitions = None if topics is None else topics.get(topic)
+                    pending[key] = [1, None if partitions is None else partitions.get(partition)]
                 else:
                     entry[0] += 1
 
@@ -136,20 +147,27 @@ class OffsetStore:
             entry = pending.get(key)
             if entry is None:
                 continue
-            if error is None:
-                entry[1] = record.value
-            else:
-                self.apply(record.group, record.topic, record.partition, entry[1])
+            if error is not None:
+                self.apply(record.group, record.topic, record.partition, durable_value(entry))
             entry[0] -= 1
             if entry[0] <= 0:
                 del pending[key]
+            elif error is None:
+                entry[1] = record.value
 
     def is_pending(self, group: str, topic: str, partition: int) -> bool:
         return (group, topic, partition) in self.pending
 
     def durable(self, group: str, topic: str, partition: int) -> OffsetValue | None:
         entry = self.pending.get((group, topic, partition)) if self.pending else None
-        return self.get(group, topic, partition) if entry is None else entry[1]
+        return self.get(group, topic, partition) if entry is None else durable_value(entry)
+
+
+def durable_value(entry: list) -> OffsetValue | None:
+    """The durable value a pending entry remembers: packed as the store held it, or an
+    OffsetValue (the record of an earlier write that became durable meanwhile)."""
+    value = entry[1]
+    return unpack_value(value) if type(value) is bytes else value
 
 
 # --- helpers on groups ------------------------------------------------------------------
@@ -252,8 +270,8 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
                 codes.append((p.partition_index, too_large))
                 continue
             epoch = p.committed_leader_epoch if with_epoch else -1
-            records.append(OffsetCommitRecord(group_id, name, p.partition_index,
-                                              OffsetValue(p.committed_offset, metadata, now_ms, epoch, expire)))
+            records.append(new_record((group_id, name, p.partition_index,
+                                       new_value((p.committed_offset, metadata, now_ms, epoch, expire)))))
             codes.append((p.partition_index, ok))
         answer.append((name, codes))
     return records, answer
@@ -295,7 +313,7 @@ def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> l
                 if require_stable:
                     rows.append((index, NO_OFFSET, -1, "", E.unstable_offset_commit))
                     continue
-                value = entry[1]
+                value = durable_value(entry)
             else:
                 value = store.get(group_id, name, index)
             if value is None:
@@ -315,13 +333,14 @@ def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
             if require_stable:
                 by_topic.setdefault(topic, []).append((partition, NO_OFFSET, -1, "", E.unstable_offset_commit))
                 continue
-            value = entry[1]
+            value = durable_value(entry)
             if value is None:
                 continue  # committed but not durable yet
         by_topic.setdefault(topic, []).append((partition, value.offset, value.leader_epoch, value.metadata, E.none))
-    for (group, topic, partition), (_count, durable) in list(pending.items()):
+    for (group, topic, partition), entry in list(pending.items()):
         # keys a pending tombstone removed from the store are still durable
-        if group == group_id and durable is not None and store.get(group, topic, partition) is None:
+        durable = durable_value(entry) if group == group_id else None
+        if durable is not None and store.get(group, topic, partition) is None:
             row = ((partition, NO_OFFSET, -1, "", E.unstable_offset_commit) if require_stable
                    else (partition, durable.offset, durable.leader_epoch, durable.metadata, E.none))
             by_topic.setdefault(topic, []).append(row)

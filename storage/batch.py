@@ -30,7 +30,7 @@ from crc32c import crc32c
 
 from .compression import NONE, decompress
 from .errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError, UnsupportedCompressionError
-from .varint import encode_varint, read_varint
+from .varint import _TABLE as VARINT_TABLE, _TABLE_MIN as VARINT_TABLE_MIN, encode_varint, read_varint
 
 #: Every header field in order; 61 bytes (RECORD_BATCH_OVERHEAD).
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -358,23 +358,30 @@ def build_plain_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: in
     """``build_batch([(key, value, timestamp), ...])`` for records that share one
     timestamp and have keys and no headers (the offsets log's writes), byte for byte,
     at a fraction of the cost: the records are joined once and checksummed after the
-    header, without a buffer per record."""
-    if not pairs:
+    header, without a buffer per record, and varints come straight from the table."""
+    count = len(pairs)
+    if not count:
         raise InvalidRecordError("a batch needs at least one record")
-    enc = encode_varint
+    table = VARINT_TABLE  # index v - VARINT_TABLE_MIN; every length and delta here is >= 0
+    base = -VARINT_TABLE_MIN
     parts: list[bytes] = []
     extend = parts.extend
-    for i, (key, value) in enumerate(pairs):
-        delta = enc(i)
-        key_len = enc(len(key))
-        if value is None:
-            extend((enc(4 + len(delta) + len(key_len) + len(key)), _ATTRS_TS0, delta, key_len, key, _NULL_NO_HEADERS))
-        else:
-            value_len = enc(len(value))
-            extend((enc(3 + len(delta) + len(key_len) + len(key) + len(value_len) + len(value)), _ATTRS_TS0,
-                    delta, key_len, key, value_len, value, _ZERO))
+    try:
+        for i, (key, value) in enumerate(pairs):
+            delta = table[i + base]
+            key_size = len(key)
+            key_len = table[key_size + base]
+            if value is None:
+                extend((table[4 + len(delta) + len(key_len) + key_size + base], _ATTRS_TS0, delta, key_len, key,
+                        _NULL_NO_HEADERS))
+            else:
+                value_size = len(value)
+                value_len = table[value_size + base]
+                extend((table[3 + len(delta) + len(key_len) + key_size + len(value_len) + value_size + base],
+                        _ATTRS_TS0, delta, key_len, key, value_len, value, _ZERO))
+    except IndexError:  # a size or delta beyond the table (8 KiB): the general builder
+        return build_batch([(key, value, timestamp) for key, value in pairs])
     body = b"".join(parts)
-    count = len(pairs)
     head = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC, 0, 0, count - 1,
                                  timestamp, timestamp, -1, -1, -1, count))
     _U32.pack_into(head, CRC_OFFSET, crc32c(body, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:])))

@@ -47,3 +47,23 @@ def test_retention_beyond_int64_is_clamped():
     store = OffsetStore()
     store.apply("g", "t", 0, record.value)
     assert store.get("g", "t", 0) == record.value
+
+
+async def test_fetch_reads_the_durable_value_across_overlapping_writes():
+    from tests.offsets_support import OffsetsHarness, fetch_request, fetched
+
+    h = OffsetsHarness()
+
+    def offset() -> int:
+        return fetched(h.send(fetch_request(7, "g", {"t": [0]})).topics)[("t", 0)][0]
+
+    h.commit(commit_request(9, "g", {("t", 0): 1}))
+    h.send(commit_request(9, "g", {("t", 0): 2}))
+    h.send(commit_request(9, "g", {("t", 0): 3}))
+    assert offset() == 1  # durable value held packed while both writes are in flight
+    second, third = h.log.pending
+    second.resolve()
+    assert offset() == 2  # the second write's record is now the durable value
+    third.resolve(OSError("disk gone"))
+    assert offset() == 2 and h.coordinator.shard_for("g").offsets.get("g", "t", 0).offset == 2
+    assert not h.coordinator.shard_for("g").offsets.pending

@@ -20,6 +20,15 @@ def test_plain_batch_equals_build_batch():
     assert build_plain_batch([(b"", b"")], -1) == build_batch([(b"", b"", -1)])
 
 
+@pytest.mark.parametrize("pairs", [
+    [(b"k" * 9000, b"v")],  # a key beyond the varint table
+    [(b"k", b"v" * 20_000), (b"k2", None)],  # a value beyond it
+    [(b"k%d" % i, b"v") for i in range(9000)],  # more records than the table's deltas
+])
+def test_plain_batch_falls_back_beyond_the_varint_table(pairs):
+    assert build_plain_batch(pairs, 5) == build_batch([(k, v, 5) for k, v in pairs])
+
+
 def test_plain_batch_refuses_no_records():
     with pytest.raises(InvalidRecordError):
         build_plain_batch([], 0)
