@@ -106,6 +106,7 @@ class Connection(asyncio.Protocol):
         dispatch = self.dispatcher.dispatch
         pending = self.pending
         out = self.out
+        host, port = self.peer_host, self.peer_port
         while not self.closing and not self.writing_paused:
             room = self.max_pending - len(pending)
             if room <= 0:
@@ -120,7 +121,7 @@ class Connection(asyncio.Protocol):
             for frame in frames:
                 self.requests += 1
                 try:
-                    result = dispatch(frame, self.peer_host, self.peer_port)
+                    result = dispatch(frame, host, port)
                 except CloseConnection as exc:
                     self._violation(str(exc))
                     return
@@ -135,6 +136,8 @@ class Connection(asyncio.Protocol):
                     pending.append(result)
                     result.future.add_done_callback(self._deferred_done)
             self._write_out()  # may call pause_writing(), which ends the loop
+            if len(frames) < room:
+                break  # cut_frames stopped short of its limit: no complete frame is left
         self._update_reading()
 
     def _deferred_done(self, _future: asyncio.Future) -> None:

@@ -35,12 +35,12 @@ LAST_KNOWN_VERSION = 4
 
 
 def _client_id_end(frame: bytes) -> int:
-    """Offset after the header's client id, or -1 when it is not plain ASCII (or malformed)."""
+    """Where the header's client id ends; -1 if it is not plain ASCII (which the generic path judges)."""
     (length,) = _INT16.unpack_from(frame, _CLIENT_ID_AT)
-    if length <= 0:
-        return _CLIENT_ID_AT + 2 if length >= -1 else -1
-    end = _CLIENT_ID_AT + 2 + length
-    return end if frame[_CLIENT_ID_AT + 2:end].isascii() and end <= len(frame) else -1
+    pos = _CLIENT_ID_AT + 2
+    if length > 0:
+        return pos + length if frame[pos:pos + length].isascii() else -1
+    return pos if length >= -1 else -1
 
 
 def _legacy_reader(with_instance_id: bool) -> HeartbeatReader:
@@ -84,7 +84,9 @@ def _legacy_reader(with_instance_id: bool) -> HeartbeatReader:
 def _read_flexible(frame: bytes) -> HeartbeatFields | None:
     try:
         pos = _client_id_end(frame)
-        if pos < 0 or frame[pos]:  # header tagged fields: only an empty section is common
+        if pos < 0:
+            return None
+        if frame[pos]:  # header tagged fields: only an empty section is common
             return None
         size = frame[pos + 1]  # compact string: length + 1 as one varint byte (< 0x80)
         if not 0 < size < 0x80:
