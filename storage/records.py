@@ -315,3 +315,80 @@ def _fields(schema: Schema, obj: Any, version: int) -> dict[str, Any]:
             item = item.hex()
         out[spec.name] = item
     return out
+
+
+# --- the versions Kafka writes, hand-packed ---------------------------------------------------
+# OffsetCommitKey v1 and OffsetCommitValue v3 (v1 with an expire timestamp) are every commit,
+# written on the OffsetCommit path and read back millions of times by loading, dump-log and
+# the Spark jobs, so they get precompiled structs. The bytes equal the schema codec's above
+# (tests/test_offsets_codec.py); anything else goes through it.
+
+_KEY_V1 = b"\x00\x01"
+_VALUE_V3 = b"\x00\x03"
+_VALUE_V3_HEAD = Struct(">hqih")  # version, offset, leader epoch, metadata length
+_VALUE_V3_PLAIN = Struct(">hqihq")  # ... with empty metadata, then the commit timestamp
+_VALUE_V1_HEAD = Struct(">hqh")  # version, offset, metadata length
+_I64_PAIR = Struct(">qq")
+
+
+def _short_string(value: str, what: str) -> bytes:
+    raw = value.encode()
+    if len(raw) > 32767:
+        raise ValueError(f"{what} longer than 32767 bytes")
+    return _I16.pack(len(raw)) + raw
+
+
+def offset_key_bytes(group: str, topic: str, partition: int) -> bytes:
+    """OffsetCommitKey v1: the bytes of encode_key(OffsetCommitKey(group, topic, partition))."""
+    return _KEY_V1 + _short_string(group, "group") + _short_string(topic, "topic") + _I32.pack(partition)
+
+
+def offset_value_bytes(offset: int, metadata: str, commit_timestamp: int, leader_epoch: int = -1,
+                       expire_timestamp: int = -1) -> bytes:
+    """OffsetCommitValue v3, or v1 when an expire timestamp is set: encode_value's bytes."""
+    if expire_timestamp == -1:
+        if not metadata:
+            return _VALUE_V3_PLAIN.pack(3, offset, leader_epoch, 0, commit_timestamp)
+        raw = _short_string(metadata, "metadata")
+        return _VALUE_V3_HEAD.pack(3, offset, leader_epoch, len(raw) - 2) + raw[2:] + _I64.pack(commit_timestamp)
+    raw = _short_string(metadata, "metadata")
+    return _VALUE_V1_HEAD.pack(1, offset, len(raw) - 2) + raw[2:] + _I64_PAIR.pack(commit_timestamp,
+                                                                                    expire_timestamp)
+
+
+def read_offset_key(key: bytes) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an OffsetCommitKey v1, None for any other key version.
+    Raises InvalidRecordError for a v1 key that does not parse."""
+    if key[:2] != _KEY_V1:
+        return None
+    try:
+        (glen,) = _I16.unpack_from(key, 2)
+        tpos = 4 + glen
+        (tlen,) = _I16.unpack_from(key, tpos)
+        ppos = tpos + 2 + tlen
+        if ppos + 4 != len(key) or glen < 0 or tlen < 0:
+            raise InvalidRecordError("OffsetCommitKey v1 does not parse")
+        return key[4:tpos].decode(), key[tpos + 2:ppos].decode(), _I32.unpack_from(key, ppos)[0]
+    except (StructError, UnicodeDecodeError) as exc:
+        raise InvalidRecordError(f"OffsetCommitKey v1 does not parse: {exc}") from None
+
+
+def read_offset_value(data: bytes) -> tuple[int, str, int, int, int]:
+    """(offset, metadata, commit_timestamp, leader_epoch, expire_timestamp) of an
+    OffsetCommitValue of any version (v3 without the schema walk)."""
+    if data[:2] == _VALUE_V3:
+        if len(data) == 24:
+            _v, offset, epoch, mlen, commit_ts = _VALUE_V3_PLAIN.unpack(data)
+            if mlen == 0:
+                return offset, "", commit_ts, epoch, -1
+        try:
+            _v, offset, epoch, mlen = _VALUE_V3_HEAD.unpack_from(data, 0)
+            end = 16 + mlen
+            if mlen >= 0 and end + 8 <= len(data):
+                return offset, data[16:end].decode(), _I64.unpack_from(data, end)[0], epoch, -1
+        except (StructError, UnicodeDecodeError):
+            pass  # the schema walk below says what is wrong
+    decoded = decode_value(OffsetCommitKey("", "", 0), data)
+    assert decoded is not None
+    v = decoded[1]
+    return v.offset, v.metadata, v.commit_timestamp, v.leader_epoch, v.expire_timestamp
