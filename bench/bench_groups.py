@@ -35,7 +35,7 @@ from bench.members import (ASSIGNMENT, SUBSCRIPTION, form_group, heartbeat_check
                            heartbeat_group, sync_all)
 from bench.run_all import machine_facts, markdown_table, median, write_section
 
-REBALANCE_LIMIT_S = 120  # a rebalance taking longer is reported as a timeout, larger sizes skipped
+REBALANCE_LIMIT_S = 60  # a rebalance taking longer is reported as a timeout, larger sizes skipped
 HEARTBEAT_SESSION_MS = 45000
 
 

@@ -7,7 +7,7 @@ Each rep, for each server in turn (A B C A B C), a fresh server is started (pinn
 10 topics of 100 partitions; one warm-up commit is made (so lazily built structures exist), the
 server's RSS is read, then `--offsets` distinct offsets are committed through the wire: OffsetCommit
 v7 outside group management, one group per request, 10 topics x 100 partitions per request,
-pipelined (bench/fleet.py, 8 connections x 4 in flight). Every partition's answer must be error code
+pipelined (bench/fleet.py, 16 connections x 8 in flight). Every partition's answer must be error code
 0. After one second of rest the RSS is read again: (RSS after - RSS before) / offsets.
 """
 
@@ -43,7 +43,7 @@ def commit_frame(group: str, offset: int) -> bytes:
             for p in range(PARTITIONS))) for t in range(TOPICS))))
 
 
-async def commit_all(host: str, port: int, groups: list[str], connections: int = 8, in_flight: int = 4) -> None:
+async def commit_all(host: str, port: int, groups: list[str], connections: int = 16, in_flight: int = 8) -> None:
     """Commit PER_REQUEST offsets for every group; raise on the first error code."""
     pipes = [await Pipe.open(host, port) for _ in range(connections)]
     try:
