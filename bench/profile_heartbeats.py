@@ -1,6 +1,7 @@
 """Where the CPU goes while 10,000 members heartbeat: timer bookkeeping must not dominate (issue 4).
 
     .venv/bin/python -m bench.profile_heartbeats [--groups 1000] [--members 10] [--seconds 10]
+                                                 [--pipeline 32] [--no-profile]
 
 In-process, no sockets, so the profile holds only server work: the real App (durable offsets logs in a
 temporary log.dirs, the real dispatcher and uvloop) forms `groups` consumer groups of `members` members
@@ -8,6 +9,11 @@ through JoinGroup v5 / SyncGroup v3 request frames, then feeds Heartbeat v3 fram
 through the dispatcher for `seconds`, yielding to the event loop between rounds so session timers run
 as they would in the server. Only the heartbeat phase is profiled (cProfile). It prints the own time
 of the timer code (coordinator/timers.py and the session-expiry callbacks) against the total.
+
+With --pipeline N the frames go through the server's Connection instead (coordinator/server.py: framing,
+in-order answers, one write per read) over a fake transport, N size-prefixed frames per
+`data_received`, as a client with N requests in flight delivers them. --no-profile measures the rate
+without cProfile's per-call overhead (heartbeats per second of process CPU time, for before/after runs).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import sys
 import tempfile
 import time
 
+import uvloop
+
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -33,10 +41,73 @@ from bench.loadgen import decode_response, encode
 from coordinator.app import App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
+from coordinator.server import Connection
 
 
 def ms(value: int) -> i32Timedelta:
     return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
+
+
+class FakeTransport:
+    """What a Connection needs of a transport; keeps the count and bytes of the answers since `take`."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def get_extra_info(self, name: str) -> object:
+        return ("127.0.0.1", 1) if name == "peername" else None
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        pass
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def take(self) -> bytes:
+        data = bytes(self.written)
+        self.written.clear()
+        return data
+
+    def pause_reading(self) -> None:
+        raise RuntimeError("reading paused: the connection holds too many answers")
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+def feeder(app: App, frames: list[bytes], pipeline: int):
+    """A function that sends every frame once and checks that every answer has error code 0."""
+    if not pipeline:
+        dispatch = app.dispatcher.dispatch
+
+        def each_frame() -> None:
+            for frame in frames:
+                answer = dispatch(frame[4:], "127.0.0.1", 1)
+                if struct.unpack_from(">h", answer, 12)[0]:  # size, correlation, throttle, error
+                    raise RuntimeError("a heartbeat was refused: a session expired?")
+
+        return each_frame, None
+    assert app.server is not None
+    connection = Connection(app.server)
+    transport = FakeTransport()
+    connection.connection_made(transport)  # type: ignore[arg-type]
+    chunks = [b"".join(frames[i:i + pipeline]) for i in range(0, len(frames), pipeline)]
+    data_received = connection.data_received
+
+    def in_chunks() -> None:
+        for chunk in chunks:
+            data_received(chunk)
+        answers = list(struct.iter_unpack(">iiih", transport.take()))  # Heartbeat v3: 14 bytes each
+        if len(answers) != len(frames) or any(error for _size, _corr, _throttle, error in answers):
+            raise RuntimeError("a heartbeat was refused or not answered")
+
+    return in_chunks, connection
 
 
 class InProcess:
@@ -96,32 +167,37 @@ async def scenario(args: argparse.Namespace) -> None:
                 members += [(f"profile-{g}", m, gen) for m, gen in await form_group(broker, f"profile-{g}",
                                                                                      args.members)]
             frames = [encode(HeartbeatRequest(group_id=group, generation_id=i32(gen), member_id=member,
-                                              group_instance_id=None), i)[4:]
+                                              group_instance_id=None), i)
                       for i, (group, member, gen) in enumerate(members)]
-            dispatch = app.dispatcher.dispatch
+            send_all, connection = feeder(app, frames, args.pipeline)
             profiler = cProfile.Profile()
             beats = 0
-            started = time.perf_counter()
-            profiler.enable()
+            started, cpu_started = time.perf_counter(), time.process_time()
+            if args.profile:
+                profiler.enable()
             while time.perf_counter() - started < args.seconds:
-                for frame in frames:
-                    answer = dispatch(frame, "127.0.0.1", 1)
-                    if struct.unpack_from(">h", answer, 12)[0]:  # size, correlation, throttle, error
-                        raise RuntimeError("a heartbeat was refused: a session expired?")
+                send_all()
                 beats += len(frames)
                 await asyncio.sleep(0)  # let due timers run, as the server's loop would between reads
             profiler.disable()
+            cpu = time.process_time() - cpu_started
+            if connection is not None:
+                connection.connection_lost(None)
             elapsed = time.perf_counter() - started
         finally:
             await app.stop()
+    path = f"Connection, {args.pipeline} frames per read" if args.pipeline else "dispatcher"
+    print(f"{len(members):,} members in {args.groups:,} groups through the {path}: {beats:,} heartbeats in "
+          f"{elapsed:.1f} s = {beats / elapsed:,.0f}/s, {beats / cpu:,.0f} per CPU second"
+          f"{' under cProfile' if args.profile else ''}")
+    if not args.profile:
+        return
     stats = pstats.Stats(profiler)
     total = stats.total_tt
     timers = own_time(stats, lambda path, name: path.endswith("timers.py") or "session" in name)
-    print(f"{len(members):,} members in {args.groups:,} groups: {beats:,} heartbeats in {elapsed:.1f} s "
-          f"= {beats / elapsed:,.0f}/s in-process under cProfile")
     print(f"profiled CPU {total:.2f} s; timer code (coordinator/timers.py + session callbacks) "
           f"{timers:.3f} s = {100 * timers / total:.2f} %")
-    stats.sort_stats("tottime").print_stats(12)
+    stats.sort_stats("tottime").print_stats(16)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,8 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=12.0)
+    parser.add_argument("--pipeline", type=int, default=0,
+                        help="feed N frames per data_received through a Connection (0: call the dispatcher)")
+    parser.add_argument("--no-profile", dest="profile", action="store_false", help="measure without cProfile")
     configure_logging("WARNING")
-    asyncio.run(scenario(parser.parse_args(argv)))
+    uvloop.run(scenario(parser.parse_args(argv)))  # the server's loop
     return 0
 
 

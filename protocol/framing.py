@@ -25,11 +25,11 @@ def cut_frames(buffer: bytearray, max_frame_bytes: int, limit: int = 1 << 30) ->
     the 4-byte prefix is readable (Kafka's NetworkReceive rejects it before reading the
     body, so an oversized prefix never makes us buffer 2 GiB).
     """
-    frames: list[bytes] = []
+    bounds: list[tuple[int, int]] = []
     pos = 0
     end = len(buffer)
     unpack_from = _SIZE.unpack_from
-    while end - pos >= 4 and len(frames) < limit:
+    while end - pos >= 4 and len(bounds) < limit:
         (size,) = unpack_from(buffer, pos)
         if size < 0:
             raise FrameError(f"negative frame size {size}")
@@ -39,10 +39,17 @@ def cut_frames(buffer: bytearray, max_frame_bytes: int, limit: int = 1 << 30) ->
         stop = start + size
         if stop > end:
             break
-        frames.append(bytes(buffer[start:stop]))
+        bounds.append((start, stop))
         pos = stop
-    if pos:
-        del buffer[:pos]
+    if not pos:
+        return []
+    if len(bounds) == 1:
+        frames = [bytes(buffer[4:pos])]
+    else:  # one copy of the complete frames, then slices of bytes: half the cost of a bytearray slice each
+        with memoryview(buffer) as view:
+            data = view[:pos].tobytes()
+        frames = [data[start:stop] for start, stop in bounds]
+    del buffer[:pos]
     return frames
 
 
