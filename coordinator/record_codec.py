@@ -104,19 +104,20 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
     names: dict[bytes, tuple[str, str]] = {}
     partition_of = _I.unpack_from
     plain = _VALUE_V3_PLAIN.unpack
+    new = tuple.__new__  # the NamedTuples without their Python-level __new__
     for key, value in pairs:
         if key[:2] == _KEY_V1:
             cut = len(key) - 4
             name = names.get(key[:cut])
             if name is not None:
                 if value is None:
-                    yield OffsetCommitRecord(name[0], name[1], partition_of(key, cut)[0], None)
+                    yield new(OffsetCommitRecord, (*name, partition_of(key, cut)[0], None))
                     continue
                 if len(value) == 24:
                     version, offset, epoch, mlen, commit_ts = plain(value)
                     if version == 3 and mlen == 0:
-                        yield OffsetCommitRecord(name[0], name[1], partition_of(key, cut)[0],
-                                                 OffsetValue(offset, "", commit_ts, epoch, -1))
+                        yield new(OffsetCommitRecord, (*name, partition_of(key, cut)[0],
+                                                       new(OffsetValue, (offset, "", commit_ts, epoch, -1))))
                         continue
             else:
                 fields = read_offset_key(key)  # checks the whole key: the prefix is valid from now on
