@@ -18,8 +18,8 @@ such connections, and so do we, with a WARN line from the connection.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from dataclasses import dataclass
+from struct import error as StructError
 from typing import Any, Callable
 
 import structlog
@@ -89,13 +89,14 @@ class Dispatcher:
             raise RuntimeError(f"api table and handlers disagree: missing={missing} extra={extra}")
 
     def dispatch(self, frame: bytes, client_host: str, client_port: int) -> bytes | Deferred | None:
-        if len(frame) >= REQUEST_PREFIX.size:
+        try:
             api_key, api_version, correlation_id = REQUEST_PREFIX.unpack_from(frame)
-        else:
+        except StructError:
             try:
-                api_key, api_version, correlation_id = peek_api(frame)  # raises, with the reason
+                peek_api(frame)  # raises, with the reason
             except HeaderError as exc:
                 raise CloseConnection(str(exc)) from None
+            raise
         fast = self._fast.get(api_key)
         if fast is not None:
             answer = fast(frame, api_version, correlation_id)

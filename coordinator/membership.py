@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("coordinator.groups")
 
 S = GroupState
+# Heartbeat's states and answer as module constants: an Enum attribute costs ~150 ns per access
+_DEAD, _EMPTY, _PREPARING_REBALANCE, _NONE = S.DEAD, S.EMPTY, S.PREPARING_REBALANCE, ErrorCode.none
 JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM = 4  # JoinGroupRequest.requiresKnownMemberId
 JOIN_SUPPORTS_SKIP_ASSIGNMENT_FROM = 9  # JoinGroupRequest.supportsSkippingAssignment
 SYNC_REQUIRES_PROTOCOL_FROM = 5  # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
@@ -343,7 +345,7 @@ class Membership(Rebalancer):
         if group is None:
             return ErrorCode.invalid_group_id if not group_id else ErrorCode.unknown_member_id
         state = group.state
-        if state is S.DEAD:
+        if state is _DEAD:
             return ErrorCode.coordinator_not_available
         member = group.members.get(member_id)
         if instance_id is not None or member is None:
@@ -354,16 +356,16 @@ class Membership(Rebalancer):
             member = group.members[member_id]
         if generation_id != group.generation_id:
             return ErrorCode.illegal_generation
-        if state is S.EMPTY:
+        if state is _EMPTY:
             return ErrorCode.unknown_member_id
         deadline = self.clock.now_ms() + member.session_timeout_ms
         member.session_deadline_ms = deadline
         armed = member.armed_at
         if armed is None or armed > deadline:
             self._arm_session(group_id, member, deadline)
-        if state is S.PREPARING_REBALANCE:
+        if state is _PREPARING_REBALANCE:
             return ErrorCode.rebalance_in_progress
-        return ErrorCode.none  # CompletingRebalance and Stable
+        return _NONE  # CompletingRebalance and Stable
 
     # --- LeaveGroup -----------------------------------------------------------------------
 

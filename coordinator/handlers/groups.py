@@ -230,12 +230,14 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         return heartbeat_answer(ctx.api_version, heartbeat_code(
             request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None)))
 
-    heartbeat_readers = {version: heartbeat_reader(version) for version in heartbeat_classes}
+    def decline(_frame: bytes) -> None:
+        return None
+
+    heartbeat_readers = {version: heartbeat_reader(version) or decline for version in heartbeat_classes}
 
     def fast_heartbeat(frame: bytes, version: int, correlation_id: int) -> bytes | None:
         """Heartbeat without kio: hand-read fields, the shared decision, a cached response frame."""
-        read = heartbeat_readers.get(version)
-        fields = read(frame) if read is not None else None
+        fields = heartbeat_readers.get(version, decline)(frame)
         if fields is None:
             return None  # unknown version or unusual frame: the generic path decides
         code = heartbeat_code(*fields)
