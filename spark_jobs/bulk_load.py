@@ -63,7 +63,7 @@ def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources
     """Task: build one target partition's snapshot into a temp dir (not published)."""
     import pyarrow as pa
 
-    from storage.records import GroupMetadataKey, OffsetCommitKey, decode_value
+    from storage.records import GroupMetadataKey, decode_value, read_offset_value
     from storage.snapshot import MANIFEST, OFFSETS_SCHEMA, groups_table, prepare_snapshot
 
     groups = []
@@ -73,8 +73,8 @@ def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources
             groups.append((r.group, decode_value(GroupMetadataKey(r.group), r.value)[1]))
             continue
         if r.value is not None:
-            v = decode_value(OffsetCommitKey(r.group, r.topic, r.partition), r.value)[1]
-            fields = (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+            offset, metadata, commit_timestamp, leader_epoch, expire_timestamp = read_offset_value(r.value)
+            fields = (offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
         else:  # from the export
             fields = (r.offset, r.leader_epoch, r.metadata, r.commit_timestamp, r.expire_timestamp)
         for name, item in zip(("group", "topic", "partition", "offset", "leader_epoch", "metadata",

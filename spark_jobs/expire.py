@@ -90,14 +90,14 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval):
 def _expire_task(row, now_ms, retention_ms):
     """Task: KIP-211 decisions for one group's latest state."""
     from storage.expiry import expire_group
-    from storage.records import GroupMetadataKey, OffsetCommitKey, decode_value
+    from storage.records import GroupMetadataKey, OffsetCommitValue, decode_value, read_offset_value
 
     group, value, value_offset, offsets = row.group, None, None, []
     for it in row.items:
         if it.kind == KIND_GROUP:
             value, value_offset = decode_value(GroupMetadataKey(group), it.value)[1], it.offset
         else:
-            v = decode_value(OffsetCommitKey(group, it.topic, it.partition), it.value)[1]
+            v = OffsetCommitValue(*read_offset_value(it.value))
             offsets.append((it.topic, it.partition, v, it.offset))
     decision = expire_group(value, [(t, p, v) for t, p, v, _ in offsets], now_ms, retention_ms)
     at = {(t, p): o for t, p, _, o in offsets}

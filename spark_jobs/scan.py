@@ -3,14 +3,14 @@
 Segment files are packed into tasks by size (``scan_tasks``: 2 x the cores, or ~64
 MiB of segments per task, whichever is more): a task opens each file by path,
 checks every batch (length, magic, CRC-32C via storage.batch), decodes records
-(storage.batch.decode_records) and keys (storage.records.decode_key), and yields,
-in ``ROW_SCHEMA`` order, each segment's *last* record of each key (a map-side
+(storage.batch.decode_records) and keys (storage.records.read_offset_key, the
+hand-packed v1 reader, else decode_key), and yields, in ``ROW_SCHEMA`` order, each segment's *last* record of each key (a map-side
 combine: within a segment file order is offset order, so an earlier record of a key
 can never be the latest; this cuts the rows crossing into the JVM by the number of
 repeated commits), then one summary row for the segment. The key is the raw key
 bytes when ``with_keys`` (compaction, like Kafka, works on raw keys), else the
 decoded key. Values stay encoded: the jobs keep only the latest record per key and
-decode just those (storage.records.decode_value), which saves decoding every
+decode just those (storage.records.read_offset_value / decode_value), which saves decoding every
 superseded commit. This is storage.dump.iter_log_records' walk, with batch
 timestamps and transactional flags kept and an optional skip-corrupt mode.
 """
@@ -23,7 +23,7 @@ import os
 from storage.batch import decode_records, ensure_valid, iter_batches
 from storage.errors import RecordError
 from storage.placement import partition_for
-from storage.records import OffsetCommitKey, UnknownRecordType, decode_key
+from storage.records import OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
 
 KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_SUMMARY = 0, 1, 2, 9
 
@@ -92,7 +92,8 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
             if r.key is None:
                 continue
             try:
-                _, key = decode_key(r.key)
+                fields = read_offset_key(r.key)  # the key Kafka writes, without the schema walk
+                key = OffsetCommitKey(*fields) if fields is not None else decode_key(r.key)[1]
             except UnknownRecordType:
                 latest[r.key] = (src, base, is_last, KIND_OTHER, r.offset, r.timestamp,
                                  r.key if with_keys else None, None, None, None, r.value, None, txn,

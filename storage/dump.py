@@ -13,7 +13,8 @@ from typing import Any, Iterator
 
 from .batch import decode_records, ensure_valid, iter_batches
 from .errors import RecordError
-from .records import OffsetCommitKey, UnknownRecordType, decode_key, decode_value, value_fields
+from .records import (OffsetCommitKey, OffsetCommitValue, UnknownRecordType, decode_key, decode_value,
+                      read_offset_key, read_offset_value, value_fields)
 
 
 class DumpError(Exception):
@@ -51,8 +52,9 @@ def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, A
     """One record as the JSON object dump-log --json prints."""
     if key is None:
         return {"offset": offset, "type": "unknown", "error": "record has no key"}
+    fields = read_offset_key(key)  # the hand-packed codec for what Kafka writes, else the schema walk
     try:
-        key_version, parsed = decode_key(key)
+        key_version, parsed = (1, OffsetCommitKey(*fields)) if fields is not None else decode_key(key)
     except UnknownRecordType:
         return {"offset": offset, "type": "unknown", "key_version": int.from_bytes(key[:2], "big", signed=True)}
     out: dict[str, Any] = {"offset": offset, "key_version": key_version, "group": parsed.group}
@@ -61,7 +63,10 @@ def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, A
         out["topic"], out["partition"] = parsed.topic, parsed.partition
     else:
         out["type"] = "group_metadata"
-    decoded = decode_value(parsed, value)
+    if isinstance(parsed, OffsetCommitKey) and value is not None:
+        decoded = (int.from_bytes(value[:2], "big", signed=True), OffsetCommitValue(*read_offset_value(value)))
+    else:
+        decoded = decode_value(parsed, value)
     if decoded is None:
         out["value"] = None
     else:

@@ -91,8 +91,7 @@ class LatestRecords:
         pos, end = 0, len(data)
         start = self.start
         general = self.min_timestamp is not None
-        latest = self._latest
-        c_batch = self.c_parser
+        plain = self._plain_c if self.c_parser is not None else self._plain_py
         records = 0
         while end - pos >= HEADER_SIZE:
             base, length, magic, crc, attributes, last_delta, count = head(data, pos)
@@ -108,51 +107,53 @@ class LatestRecords:
                 raise CorruptRecordError(f"batch at position {pos} (offset {base}): CRC mismatch")
             self.next_offset = base + last_delta + 1
             if attributes & CONTROL_MASK:  # transaction markers carry no offsets records
-                pos = bend
-                continue
-            if general or attributes & COMPRESSION_MASK or base < start:
+                pass
+            elif general or attributes & COMPRESSION_MASK or base < start:
                 records += self._general(RecordBatch(data, pos))
-                latest = self._latest
-                pos = bend
-                continue
-            records += count
-            if c_batch is not None:
-                try:
-                    for r in c_batch(mv[pos:bend]):
-                        key = r.key
-                        value = r.value
-                        if key is None or value is None:
-                            if key is not None:
-                                self._put(key, None)
-                                latest = self._latest
-                            continue
-                        latest[key] = value
-                except (KafkaError, ValueError) as exc:
-                    raise InvalidRecordError(f"batch at position {pos} (offset {base}): {exc}") from None
-                pos = bend
-                continue
-            p = pos + HEADER_SIZE
-            while p < bend:
-                s = data[p]
-                kb = data[p + 4]
-                # one-byte size, timestamp delta, offset delta and key length; key not null
-                if not ((s | data[p + 2] | data[p + 3]) & 0x80 | kb & 0x81):
-                    v = p + 5 + (kb >> 1)
-                    vb = data[v]
-                    nxt = p + 1 + (s >> 1)
-                    # one-byte value length, value not null, no headers, fields fill the record
-                    if not vb & 0x81 and v + 2 + (vb >> 1) == nxt and not data[nxt - 1]:
-                        latest[data[p + 5:v]] = data[v + 1:nxt - 1]
-                        p = nxt
-                        continue
-                p = self._record(data, p, bend)
-                latest = self._latest
-            if p != bend:
-                raise InvalidRecordError(f"records of the batch at position {pos} run {p - bend} bytes past it")
+            else:
+                plain(data, mv, pos, bend)
+                records += count
             pos = bend
         self.records += records
         self.bytes += pos
         return self.next_offset
+
+    def _plain_c(self, data: bytes, mv: memoryview, pos: int, bend: int) -> None:
+        """The records of an uncompressed batch, through aiokafka's C parser."""
+        latest = self._latest
+        try:
+            for r in self.c_parser(mv[pos:bend]):
+                key = r.key
+                value = r.value
+                if value is not None and key is not None:
+                    latest[key] = value
+                elif key is not None:
+                    self._put(key, None)
+                    latest = self._latest
+        except (KafkaError, ValueError) as exc:
+            raise InvalidRecordError(f"batch at position {pos}: {exc}") from None
+
+    def _plain_py(self, data: bytes, mv: memoryview, pos: int, bend: int) -> None:
+        """The records of an uncompressed batch: one-byte varints inline, others via _record."""
+        latest = self._latest
+        p = pos + HEADER_SIZE
+        while p < bend:
+            s = data[p]
+            kb = data[p + 4]
+            # one-byte size, timestamp delta, offset delta and key length; key not null
+            if not ((s | data[p + 2] | data[p + 3]) & 0x80 | kb & 0x81):
+                v = p + 5 + (kb >> 1)
+                vb = data[v]
+                nxt = p + 1 + (s >> 1)
+                # one-byte value length, value not null, no headers, fields fill the record
+                if not vb & 0x81 and v + 2 + (vb >> 1) == nxt and not data[nxt - 1]:
+                    latest[data[p + 5:v]] = data[v + 1:nxt - 1]
+                    p = nxt
+                    continue
+            p = self._record(data, p, bend)
+            latest = self._latest
+        if p != bend:
+            raise InvalidRecordError(f"records of the batch at position {pos} run {p - bend} bytes past it")
 
     def _record(self, data: bytes, p: int, bend: int) -> int:
         """One record in the general form; returns the position after it."""
