@@ -91,6 +91,32 @@ def parse_request_header(frame: bytes, flexible: bool) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
+def plain_body_offset(frame: bytes, flexible: bool) -> int:
+    """Where the body starts when the header is the common kind, else -1.
+
+    Common: an ASCII or null client id and, in header v2, an empty tagged-field section.
+    For anything else (non-ASCII or malformed client id, tagged fields, truncation) the
+    caller uses parse_request_header, which judges it. Fast paths use this to skip the
+    client id without decoding it or building a RequestHeader.
+    """
+    end = len(frame)
+    if end < 10:
+        return -1
+    (length,) = _INT16.unpack_from(frame, 8)
+    pos = 10
+    if length > 0:
+        pos += length
+        if pos > end or not frame[10:pos].isascii():
+            return -1
+    elif length < -1:
+        return -1
+    if flexible:
+        if pos >= end or frame[pos]:
+            return -1
+        pos += 1
+    return pos
+
+
 def response_header(correlation_id: int, version: int) -> bytes:
     """Response header v0 (correlation id) or v1 (plus empty tagged fields)."""
     if version == 0:

@@ -23,7 +23,7 @@ from kio.static.primitive import i32, i32Timedelta
 from coordinator.dispatch import CloseConnection, Deferred, Dispatcher
 from coordinator.shard import ShardState
 from protocol.apis import ApiKey
-from protocol.heartbeat_wire import heartbeat_reader
+from protocol.header import HeaderError, encode_request_header, parse_request_header, plain_body_offset
 from tests.dispatch_support import InProcess, make_services
 from tests.wire_client import request_frame
 
@@ -166,22 +166,28 @@ names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
 client_ids = st.one_of(st.none(), names)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(version=st.sampled_from(VERSIONS), group_id=names, member_id=names,
-       instance=st.one_of(st.none(), names), generation=st.integers(-2**31, 2**31 - 1),
-       client_id=client_ids, correlation_id=st.integers(-2**31, 2**31 - 1))
-def test_generated_heartbeats_read_as_kio_reads_them(version, group_id, member_id, instance, generation,
-                                                     client_id, correlation_id):
-    request = heartbeat(version, group_id, generation, member_id, instance)
-    frame = request_frame(request, correlation_id, client_id)[4:]
-    fields = heartbeat_reader(version)(frame)
-    plain = (client_id is None or client_id.isascii()) and (version < 4 or all(
-        len(s.encode()) < 127 for s in (group_id, member_id, instance or "")))
-    if plain:
-        assert fields is not None
-    if fields is not None:
-        expected_instance = instance if version >= 3 else None
-        assert fields == (group_id, generation, member_id, expected_instance)
+@given(client_id=client_ids, flexible=st.booleans(), tagged=st.booleans(), body=st.binary(max_size=20))
+def test_plain_body_offset_agrees_with_the_header_parser(client_id, flexible, tagged, body):
+    header = encode_request_header(12, 4 if flexible else 3, 9, client_id, flexible)
+    if flexible and tagged:
+        header = header[:-1] + b"\x01\x00\x01x"  # one tagged field (tag 0, 1 byte)
+    frame = header + body
+    offset = plain_body_offset(frame, flexible)
+    assert offset == -1 or offset == parse_request_header(frame, flexible).body_offset
+    if (client_id is None or client_id.isascii()) and not (flexible and tagged):
+        assert offset == len(header)
+
+
+@given(frame=st.binary(max_size=40), flexible=st.booleans())
+def test_plain_body_offset_of_any_bytes_is_declined_or_the_parsers(frame, flexible):
+    offset = plain_body_offset(frame, flexible)
+    if offset >= 0:
+        assert offset == parse_request_header(frame, flexible).body_offset
+    else:
+        try:
+            parse_request_header(frame, flexible)
+        except HeaderError:
+            pass
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -225,5 +231,10 @@ def test_mangled_frames_get_the_generic_answer_or_go_to_it(version, instance, da
         assert expected == "closed"
 
 
-def test_unknown_versions_have_no_reader():
-    assert heartbeat_reader(-1) is None and heartbeat_reader(5) is None
+@pytest.mark.parametrize("version", [-1, 5])
+def test_unknown_versions_go_to_the_generic_path(proc, version):
+    frame = bytearray(request_frame(heartbeat(4, "g", 1, "m"), 5)[4:])
+    struct.pack_into(">h", frame, 2, version)
+    assert fast(proc, bytes(frame)) is None
+    with pytest.raises(CloseConnection, match="unsupported"):
+        proc.dispatcher.dispatch(bytes(frame), HOST, PORT)

@@ -10,8 +10,9 @@ operations: the handler returns an awaitable when the domain has not answered at
 
 Heartbeat is the hot path: its kio responses are built once per (version, error) and
 reused (they are immutable), and it bypasses protocol/build.py. It also has a fast path
-(registered with the dispatcher) that reads the frame by hand (protocol/heartbeat_wire.py)
-and answers with a cached response frame; both paths share `heartbeat_code`.
+(registered with the dispatcher) that skips the request header's client id without
+building a RequestHeader and answers with a cached response frame; both paths decode
+the body with kio's reader and share `heartbeat_code`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.codec import FixedResponse
-from protocol.heartbeat_wire import heartbeat_reader
+from protocol.codec import DecodeError, FixedResponse, decode_request
+from protocol.header import plain_body_offset
 
 from ..dispatch import Dispatcher, RequestContext
 from ..errors import write_error_code
@@ -230,17 +231,24 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         return heartbeat_answer(ctx.api_version, heartbeat_code(
             request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None)))
 
-    def decline(_frame: bytes) -> None:
-        return None
-
-    heartbeat_readers = {version: heartbeat_reader(version) or decline for version in heartbeat_classes}
+    heartbeat_spec = API_TABLE[ApiKey.HEARTBEAT]
+    heartbeat_flexible = {version: heartbeat_spec.request_is_flexible(version) for version in heartbeat_classes}
 
     def fast_heartbeat(frame: bytes, version: int, correlation_id: int) -> bytes | None:
-        """Heartbeat without kio: hand-read fields, the shared decision, a cached response frame."""
-        fields = heartbeat_readers.get(version, decline)(frame)
-        if fields is None:
-            return None  # unknown version or unusual frame: the generic path decides
-        code = heartbeat_code(*fields)
+        """Heartbeat without RequestHeader, RequestContext or encoder: kio's reader for the body,
+        the shared decision, a cached response frame. None (generic path) for anything unusual."""
+        flexible = heartbeat_flexible.get(version)
+        if flexible is None:
+            return None  # unsupported version: the generic path answers it
+        offset = plain_body_offset(frame, flexible)
+        if offset < 0:
+            return None
+        try:
+            request = decode_request(heartbeat_spec, version, frame, offset)
+        except DecodeError:
+            return None  # the generic path decodes it again and closes the connection
+        code = heartbeat_code(request.group_id, request.generation_id, request.member_id,
+                              getattr(request, "group_instance_id", None))
         fixed = heartbeat_frames.get((version, code)) or heartbeat_frame(version, code)
         return fixed.frame(correlation_id)
 
