@@ -1,0 +1,21 @@
+"""The server freezes what startup made before it serves (full collections skip it)."""
+
+from __future__ import annotations
+
+from coordinator import app as app_module
+
+
+def test_run_freezes_the_startup_objects_before_serving(monkeypatch):
+    calls = []
+    monkeypatch.setattr(app_module.gc, "freeze", lambda: calls.append("freeze"))
+
+    class FakeApp:
+        def __init__(self, config) -> None:
+            calls.append("app")
+
+        async def run_until_signalled(self) -> None:
+            calls.append("serve")
+
+    monkeypatch.setattr(app_module, "App", FakeApp)
+    app_module.run(None)
+    assert calls == ["freeze", "app", "serve"]
