@@ -84,7 +84,7 @@ def run(config: Config) -> None:
         runner = uvloop.run
     # What the imports made (modules, classes, kio schemas: ~100k objects) lives as long
     # as the process; frozen, a full collection walks only what requests made. Unfrozen,
-    # each walked them all: ~1/3 of the CPU of pipelined OffsetCommits (docs/BENCHMARKS.md).
+    # each walked them all: ~1/3 of the CPU of pipelined OffsetCommits (measured in-process).
     gc.collect()
     gc.freeze()
     runner(App(config).run_until_signalled())
