@@ -5,8 +5,9 @@ write's records go into one record batch (Kafka: one batch per write operation; 
 the writes of one event-loop turn share batches of up to BATCH_RECORDS records, and a
 write never spans two), appended once per partition and turn; PartitionLog puts them
 into one write + one fsync (group commit across all requests of the partition), and
-the PendingWrites resolve when their batch is durable. Encoding errors and storage errors resolve the write with the
-exception; errors.commit_error_code / write_error_code map them to wire codes.
+the PendingWrites resolve when their batch is durable. Encoding errors and storage
+errors resolve the write with the exception; errors.commit_error_code /
+write_error_code map them to wire codes.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class DurableLog:
     # --- RecordLog -------------------------------------------------------------------------
 
     def append(self, partition: int, pending: PendingWrite) -> None:
-        """Queue the write; at the end of the loop turn every write queued for a partition
-        goes to its log in one append (see _append_queued)."""
+        """Queue the write; at the end of the loop turn the writes queued for a partition
+        go to its log in one append (_append_queued, batches by _encode_writes)."""
         if partition not in self.logs:
             from .errors import NotCoordinator
 
@@ -82,13 +83,9 @@ class DurableLog:
         queued.append(pending)
 
     def _append_queued(self) -> None:
-        """One PartitionLog.append per partition for the writes of this loop turn: a batch
-        per run of writes of up to BATCH_RECORDS records (a write never spans batches: it
-        is one batch's all-or-nothing on recovery), all resolved by the one durable future."""
         self._append_scheduled = False
         queued, self._queued = self._queued, {}
         now = self.clock_ms()
-        encode_all = record_codec.encode_all
         for partition, writes in queued.items():
             plog = self.logs.get(partition)
             if plog is None:
@@ -97,27 +94,11 @@ class DurableLog:
                 for pending in writes:
                     pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
                 continue
-            batches: list[bytes] = []
-            members: list[PendingWrite] = []
-            pairs: list = []
-            for pending in writes:
-                if pending.done:  # e.g. failed by an unload meanwhile
-                    continue
-                try:
-                    encoded = encode_all(pending.records)
-                except ValueError as exc:  # a string too long for its field: the commit is too large
-                    pending.resolve(RecordTooLargeError(str(exc)))
-                    continue
-                if pairs and len(pairs) + len(encoded) > BATCH_RECORDS:
-                    batches.append(build_plain_batch(pairs, now))
-                    pairs = []
-                pairs += encoded
-                members.append(pending)
+            members, data = _encode_writes(writes, now)
             if not members:
                 continue
-            batches.append(build_plain_batch(pairs, now))
             try:
-                result = plog.append(batches[0] if len(batches) == 1 else b"".join(batches))
+                result = plog.append(data)
             except Exception as exc:
                 for pending in members:
                     pending.resolve(exc)
@@ -163,6 +144,35 @@ class DurableLog:
         plog = self.logs.pop(partition, None)
         if plog is not None:
             await plog.close()
+
+
+def _encode_writes(writes: list[PendingWrite], now: int) -> tuple[list[PendingWrite], bytes]:
+    """The writes still waiting and their batches: one per run of writes of up to
+    BATCH_RECORDS records; a write never spans two (a batch is all-or-nothing on
+    recovery). A write that cannot be encoded fails alone."""
+    batches: list[bytes] = []
+    members: list[PendingWrite] = []
+    pairs: list = []
+    encode_all = record_codec.encode_all
+    for pending in writes:
+        if pending.done:  # e.g. failed by an unload meanwhile
+            continue
+        try:
+            encoded = encode_all(pending.records)
+        except ValueError as exc:  # a string too long for its field: the commit is too large
+            pending.resolve(RecordTooLargeError(str(exc)))
+            continue
+        except Exception as exc:  # e.g. a number out of its field's range
+            pending.resolve(exc)
+            continue
+        if pairs and len(pairs) + len(encoded) > BATCH_RECORDS:
+            batches.append(build_plain_batch(pairs, now))
+            pairs = []
+        pairs += encoded
+        members.append(pending)
+    if pairs:
+        batches.append(build_plain_batch(pairs, now))
+    return members, batches[0] if len(batches) == 1 else b"".join(batches)
 
 
 def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import struct
+
 import pytest
 
 from coordinator import offsets_log
@@ -99,3 +102,15 @@ async def test_writes_to_a_closed_partition_fail(tmp_path):
     late = PendingWrite(commits("g", 0, 1))
     durable.append(0, late)
     assert late.done and late.error is not None
+
+
+async def test_a_write_with_a_number_out_of_range_fails_alone(tmp_path):
+    durable = await open_log(tmp_path)
+    bad = PendingWrite([OffsetCommitRecord("g", "t", 2**40, OffsetValue(1, "", 2))])  # partition beyond int32
+    ok = PendingWrite(commits("g", 0, 1))
+    durable.append(0, bad)
+    durable.append(0, ok)
+    await asyncio.wait_for(durable.flush(), 10)
+    assert bad.done and isinstance(bad.error, struct.error)
+    assert ok.done and ok.error is None
+    await durable.close()
