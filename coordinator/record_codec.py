@@ -52,7 +52,7 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
 
 
 _KEY_PREFIXES: dict[tuple[str, str], bytes] = {}
-_KEY_PREFIX_LIMIT = 100_000
+_KEY_PREFIX_LIMIT = 10_000  # (group, topic) pairs; ~2 MB at most, cleared when full
 _VALUE_V3_PLAIN = Struct(">hqihq")  # version 3, offset, leader epoch, empty metadata, commit timestamp
 
 

@@ -51,3 +51,11 @@ def test_encode_all_equals_encode_per_record():
 def test_encode_all_refuses_too_long_names():
     with pytest.raises(ValueError):
         record_codec.encode_all([OffsetCommitRecord("g" * 40_000, "t", 0, OffsetValue(1, "", 2))])
+
+
+def test_the_key_prefix_cache_stays_bounded(monkeypatch):
+    monkeypatch.setattr(record_codec, "_KEY_PREFIX_LIMIT", 2)
+    monkeypatch.setattr(record_codec, "_KEY_PREFIXES", {})
+    records = [OffsetCommitRecord(f"g{i}", f"t{i % 3}", i, OffsetValue(i, "", 1)) for i in range(7)]
+    assert record_codec.encode_all(records) == [record_codec.encode(r) for r in records]
+    assert len(record_codec._KEY_PREFIXES) <= 2
