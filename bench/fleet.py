@@ -1,10 +1,12 @@
 """Many group members on a few connections: pipelined JoinGroup/SyncGroup, then timed heartbeats.
 
-A member of a classic group is not tied to a connection, so 100,000 members fit on a couple of
-hundred sockets. Member m of group g uses connection (g * size + m) % connections, and every
-connection carries its members in group order, so a server that answers one request per connection
-at a time still finds each group's members at the head of their queues together (it is slow, not
-stuck). Frames are pre-encoded before anything is timed; answers are matched to requests by order.
+A member of a classic group is not tied to a connection, so 100,000 members fit on a few thousand
+sockets. Member m of group g uses connection (g * size + m) % connections, so the groups of one "wave"
+(connections // size groups) have one member per connection. Servers that answer concurrently get
+every wave at once; servers that answer one request per connection at a time stall when queued
+JoinGroups of several groups share a connection (noida-db: 45 s instead of 1 s for two waves), so they
+can be seated one wave after another (`waves=True`). Heartbeats are answered at once by every server
+and share the connections freely. Frames are pre-encoded; answers are matched to requests by order.
 
     fleet = await Fleet.join(host, port, groups=10_000, size=10, ...)   # all members Stable
     stats = await fleet.heartbeat(interval=3.0, seconds=30, report=...)   # open-loop, evenly spread
@@ -138,45 +140,53 @@ async def _exchange(members: Sequence[Member], frame_for: Callable[[Member], byt
     return list(await asyncio.gather(*answers))
 
 
+async def _seat(members: list[Member], session_timeout_ms: int) -> None:
+    pending = members
+    for _attempt in range(2):  # the first JoinGroup of a v4+ member only fetches its member id
+        answers = await _exchange(pending, lambda m: _join_frame(m, session_timeout_ms))
+        retry = []
+        for m, body in zip(pending, answers):
+            response = decode_response(JoinGroupRequest, body)
+            if response.error_code.value == MEMBER_ID_REQUIRED:
+                m.member_id = response.member_id
+                retry.append(m)
+            elif response.error_code is not ErrorCode.none:
+                raise RuntimeError(f"JoinGroup of {m.group}: {response.error_code.name}")
+            else:
+                m.member_id, m.generation = response.member_id, response.generation_id
+                m.leader, m.peers = response.leader, response.members
+        pending = retry
+    if pending:
+        raise RuntimeError(f"{len(pending)} members were asked for a member id twice")
+    leaders = [m for m in members if m.member_id == m.leader]
+    if len(leaders) != len({m.group for m in members}):
+        raise RuntimeError(f"{len(leaders)} leaders for {len({m.group for m in members})} groups")
+    followers = [m for m in members if m.member_id != m.leader]
+    follower_answers = asyncio.ensure_future(_exchange(followers, _sync_frame))
+    await asyncio.sleep(0.2)  # followers first: librdkafka's mock needs the leader's assignment last
+    for body in [*await _exchange(leaders, _sync_frame), *await follower_answers]:
+        (code,) = _CODE_AT_8.unpack_from(body, 4)
+        if code:
+            raise RuntimeError(f"SyncGroup answered {ErrorCode(code).name}")
+
+
 class Fleet:
     def __init__(self, pipes: list[Pipe], members: list[Member]) -> None:
         self.pipes, self.members = pipes, members
 
     @classmethod
     async def join(cls, host: str, port: int, groups: int, size: int, connections: int = 1000,
-                   session_timeout_ms: int = 45000, prefix: str = "fleet") -> Fleet:
+                   session_timeout_ms: int = 45000, prefix: str = "fleet", waves: bool = False) -> Fleet:
         """Every member joins (two-step JoinGroup v5) and syncs (followers first, then each group's
-        leader with an assignment for all). Raises RuntimeError naming the first error code seen."""
+        leader with an assignment for all). All groups at once; with `waves`, connections // size
+        groups at a time, each wave seated before the next is sent (for servers that stall when a
+        connection carries queued JoinGroups of several groups). RuntimeError names the first error."""
         pipes = [await Pipe.open(host, port) for _ in range(min(connections, groups * size))]
         members = [Member(f"{prefix}-{g}", pipes[(g * size + i) % len(pipes)])
                    for g in range(groups) for i in range(size)]
-        pending = members
-        for _attempt in range(2):  # the first JoinGroup of a v4+ member only fetches its member id
-            answers = await _exchange(pending, lambda m: _join_frame(m, session_timeout_ms))
-            retry = []
-            for m, body in zip(pending, answers):
-                response = decode_response(JoinGroupRequest, body)
-                if response.error_code.value == MEMBER_ID_REQUIRED:
-                    m.member_id = response.member_id
-                    retry.append(m)
-                elif response.error_code is not ErrorCode.none:
-                    raise RuntimeError(f"JoinGroup of {m.group}: {response.error_code.name}")
-                else:
-                    m.member_id, m.generation = response.member_id, response.generation_id
-                    m.leader, m.peers = response.leader, response.members
-            pending = retry
-        if pending:
-            raise RuntimeError(f"{len(pending)} members were asked for a member id twice")
-        leaders = [m for m in members if m.member_id == m.leader]
-        if len(leaders) != groups:
-            raise RuntimeError(f"{len(leaders)} leaders for {groups} groups")
-        followers = [m for m in members if m.member_id != m.leader]
-        follower_answers = asyncio.ensure_future(_exchange(followers, _sync_frame))
-        await asyncio.sleep(0.2)  # followers first: librdkafka's mock needs the leader's assignment last
-        for body in [*await _exchange(leaders, _sync_frame), *await follower_answers]:
-            (code,) = _CODE_AT_8.unpack_from(body, 4)
-            if code:
-                raise RuntimeError(f"SyncGroup answered {ErrorCode(code).name}")
+        step = max(size, len(pipes) // size * size) if waves else len(members)
+        for start in range(0, len(members), step):
+            await _seat(members[start:start + step], session_timeout_ms)
         return cls(pipes, members)
 
     async def heartbeat(self, interval: float, seconds: float, warmup: float,
