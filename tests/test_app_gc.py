@@ -1,4 +1,4 @@
-"""The server freezes what startup made before it serves (full collections skip it)."""
+"""The server freezes what startup made before it serves (full collections skip it) and\ncollects young objects less often than Python's default."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from coordinator import app as app_module
 def test_run_freezes_the_startup_objects_before_serving(monkeypatch):
     calls = []
     monkeypatch.setattr(app_module.gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(app_module.gc, "set_threshold", lambda *t: calls.append(t))
 
     class FakeApp:
         def __init__(self, config) -> None:
@@ -18,4 +19,4 @@ def test_run_freezes_the_startup_objects_before_serving(monkeypatch):
 
     monkeypatch.setattr(app_module, "App", FakeApp)
     app_module.run(None)
-    assert calls == ["freeze", "app", "serve"]
+    assert calls == ["freeze", (app_module.YOUNG_GC_THRESHOLD, 10, 10), "app", "serve"]
