@@ -29,6 +29,7 @@ import time
 import structlog
 
 from storage import snapshot as snapshots
+from storage.errors import CorruptRecordError
 from storage.latest import LatestRecords
 
 from .group import ClassicGroup, GroupState, Member
@@ -99,7 +100,9 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
         data = plog.read(offset, chunk_bytes)
         if not data:
             break
-        offset = fold.add(data)
+        read_from, offset = offset, fold.add(data)
+        if offset <= read_from:  # e.g. a negative lastOffsetDelta: never loop on the same read
+            raise CorruptRecordError(f"reading offset {read_from} of partition {partition} makes no progress")
         await _replay_pairs(replay, fold.take_sealed())
         await asyncio.sleep(0)  # let other partitions and requests run
     scanned = time.monotonic()

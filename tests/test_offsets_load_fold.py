@@ -79,3 +79,31 @@ def test_loading_yields_to_the_loop_while_replaying(monkeypatch):
     replayed = []
     assert asyncio.run(loader._replay_pairs(replayed.append, iter(pairs))) == 5
     assert len(replayed) == 5 and len(turns) == 2
+
+
+class StuckLog:
+    """A partition log whose one batch claims a negative lastOffsetDelta."""
+
+    log_start_offset = 0
+    log_end_offset = high_watermark = 5
+
+    def read(self, offset, max_bytes):
+        import struct
+
+        from crc32c import crc32c
+
+        from storage.batch import build_batch
+
+        buf = bytearray(build_batch([(b"k", b"v", 1)], 0))
+        struct.pack_into(">i", buf, 23, -1)
+        struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+        return bytes(buf)
+
+
+async def test_a_read_that_makes_no_progress_fails_the_partition(tmp_path):
+    durable = DurableLog(str(tmp_path))
+    coordinator = GroupCoordinator(GroupSettings(), FakeScheduler(), durable, owned=[3])
+    [shard] = coordinator.owned_shards()
+    durable.logs[3] = StuckLog()
+    [stats] = await asyncio.wait_for(load_all([shard], durable, None), 10)
+    assert stats == {"partition": 3, "failed": True}
