@@ -64,38 +64,85 @@ def unpack_value(raw: bytes) -> OffsetValue:
                        commit_ts, epoch, expire)
 
 
+# A topic's offsets in a group: a list indexed by partition while the partitions are
+# dense (8 bytes a slot instead of ~45 for a dict entry), a dict {partition: packed}
+# from the first partition far past the list's end (or negative).
+Partitions = list | dict
+_DENSE_SLACK = 16  # a list grows to 2 * its length + this, no further
+
+
+def _packed(partitions: Partitions, partition: int) -> bytes | None:
+    if type(partitions) is list:
+        return partitions[partition] if 0 <= partition < len(partitions) else None
+    return partitions.get(partition)
+
+
+def _packed_items(partitions: Partitions) -> Iterable[tuple[int, bytes]]:
+    if type(partitions) is list:
+        return ((p, raw) for p, raw in enumerate(partitions) if raw is not None)
+    return partitions.items()
+
+
 class OffsetStore:
-    """group -> topic -> partition -> packed value, plus the keys with writes in flight.
+    """group -> topic -> partitions (see Partitions) -> packed value, plus the keys with
+    writes in flight.
 
     Values go in as OffsetValue and come out as OffsetValue; in between they are held
-    packed (pack_value), which is what makes a million offsets fit in ~100 MB.
+    packed (unpack_value), which is what makes a million offsets fit in ~100 MB.
     """
 
     __slots__ = ("by_group", "pending")
 
     def __init__(self) -> None:
-        self.by_group: dict[str, dict[str, dict[int, bytes]]] = {}
+        self.by_group: dict[str, dict[str, Partitions]] = {}
         # (group, topic, partition) -> [writes in flight, last durable value or None]
         self.pending: dict[Key, list] = {}
 
     def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
         topics = self.by_group.get(group)
-        if value is not None:
-            if topics is None:
-                topics = self.by_group[group] = {}
-            partitions = topics.get(topic)
-            if partitions is None:
-                partitions = topics[topic] = {}
-            offset, metadata, commit_ts, epoch, expire = value
-            head = _pack_head(offset, commit_ts, expire, epoch)
-            partitions[partition] = head + metadata.encode() if metadata else head
-        elif topics is not None:
-            partitions = topics.get(topic)
-            if partitions is not None and partitions.pop(partition, None) is not None and not partitions:
-                del topics[topic]
-                if not topics:
-                    del self.by_group[group]
+        if value is None:
+            if topics is not None:
+                self._remove(group, topics, topic, partition)
+            return
+        if topics is None:
+            topics = self.by_group[group] = {}
+        partitions = topics.get(topic)
+        if partitions is None:
+            partitions = topics[topic] = []
+        offset, metadata, commit_ts, epoch, expire = value
+        raw = _pack_head(offset, commit_ts, expire, epoch)
+        if metadata:
+            raw += metadata.encode()
+        if type(partitions) is list:
+            size = len(partitions)
+            if 0 <= partition < size:
+                partitions[partition] = raw
+                return
+            if 0 <= partition < 2 * size + _DENSE_SLACK:
+                if partition > size:
+                    partitions += [None] * (partition - size)
+                partitions.append(raw)
+                return
+            partitions = topics[topic] = dict(_packed_items(partitions))
+        partitions[partition] = raw
+
+    def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:
+        partitions = topics.get(topic)
+        if partitions is None:
+            return
+        if type(partitions) is list:
+            if _packed(partitions, partition) is None:
+                return
+            partitions[partition] = None
+            while partitions and partitions[-1] is None:
+                partitions.pop()
+        elif partitions.pop(partition, None) is None:
+            return
+        if not partitions:
+            del topics[topic]
+            if not topics:
+                del self.by_group[group]
 
     def get(self, group: str, topic: str, partition: int) -> OffsetValue | None:
         topics = self.by_group.get(group)
@@ -104,18 +151,18 @@ class OffsetStore:
         partitions = topics.get(topic)
         if partitions is None:
             return None
-        raw = partitions.get(partition)
+        raw = _packed(partitions, partition)
         return None if raw is None else unpack_value(raw)
 
     def has_offsets(self, group: str) -> bool:
         return group in self.by_group
 
     def count(self) -> int:
-        return sum(len(p) for topics in self.by_group.values() for p in topics.values())
+        return sum(sum(1 for _ in _packed_items(p)) for topics in self.by_group.values() for p in topics.values())
 
     def items(self, group: str) -> Iterable[tuple[str, int, OffsetValue]]:
         for topic, partitions in self.by_group.get(group, {}).items():
-            for partition, raw in partitions.items():
+            for partition, raw in _packed_items(partitions):
                 yield topic, partition, unpack_value(raw)
 
     # --- writes in flight ------------------------------------------------------------
@@ -133,7 +180,13 @@ class OffsetStore:
                 if entry is None:
                     topics = by_group.get(group)
                     partitions = None if topics is None else topics.get(topic)
-                    pending[key] = [1, None if partitions is None else partitions.get(partition)]
+                    if partitions is None:
+                        durable = None
+                    elif type(partitions) is list:  # _packed, inline: once per committed partition
+                        durable = partitions[partition] if 0 <= partition < len(partitions) else None
+                    else:
+                        durable = partitions.get(partition)
+                    pending[key] = [1, durable]
                 else:
                     entry[0] += 1
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from coordinator.offsets import OffsetStore, commit_records
 from coordinator.records import OffsetValue
 from tests.offsets_support import commit_request
@@ -67,3 +69,38 @@ async def test_fetch_reads_the_durable_value_across_overlapping_writes():
     third.resolve(OSError("disk gone"))
     assert offset() == 2 and h.coordinator.shard_for("g").offsets.get("g", "t", 0).offset == 2
     assert not h.coordinator.shard_for("g").offsets.pending
+
+
+@pytest.mark.parametrize("partitions", [
+    [0, 1, 2, 3],  # dense: a list
+    [3, 2, 1, 0],  # dense, committed from the top
+    [0, 1, 5000],  # one far beyond the end: becomes a dict
+    [-1, 0, 2],  # negative (not a Kafka partition, but the wire allows it): a dict
+    [0, 40, 7],  # past the list's slack at once: a dict
+])
+def test_dense_and_sparse_partitions_behave_alike(partitions):
+    store = OffsetStore()
+    for i, p in enumerate(partitions):
+        store.apply("g", "t", p, OffsetValue(100 + i, f"m{i}", i))
+    assert sorted((p, v.offset) for _t, p, v in store.items("g")) == sorted(
+        (p, 100 + i) for i, p in enumerate(partitions))
+    assert store.count() == len(partitions)
+    assert store.get("g", "t", 4999) is None and store.get("g", "t", -7) is None
+    for i, p in enumerate(partitions):
+        assert store.get("g", "t", p) == OffsetValue(100 + i, f"m{i}", i)
+        store.apply("g", "t", p, None)
+        assert store.get("g", "t", p) is None
+        assert store.count() == len(partitions) - i - 1
+    assert store.by_group == {}
+
+
+def test_a_dense_topic_keeps_a_small_list():
+    store = OffsetStore()
+    for p in range(100):
+        store.apply("g", "t", p, OffsetValue(p, "", 1))
+    assert type(store.by_group["g"]["t"]) is list and len(store.by_group["g"]["t"]) == 100
+    store.apply("g", "t", 99, None)
+    store.apply("g", "t", 98, None)
+    assert len(store.by_group["g"]["t"]) == 98  # tombstones at the end shrink it
+    store.apply("g", "t", 50, None)
+    assert store.get("g", "t", 51).offset == 51 and store.count() == 97
