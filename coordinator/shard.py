@@ -36,7 +36,7 @@ from kio.schema.errors import ErrorCode
 
 from .errors import NotCoordinator
 from .group import ClassicGroup, GroupState, JoinResult, SyncResult
-from .offsets import OffsetStore
+from .offset_store import OffsetStore
 from .records import OffsetCommitRecord, Record
 from .timers import KeyedTimers, Scheduler
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.offsets import OffsetStore, commit_records
+from coordinator.offset_store import OffsetStore
+from coordinator.offsets import commit_records
 from coordinator.records import OffsetValue
 from tests.offsets_support import commit_request
 

@@ -1,0 +1,191 @@
+"""The committed offsets of one shard, held packed, and the keys with writes in flight.
+
+A million offsets must fit in little memory (the target: <= 150 bytes of server RSS an
+offset, bench/bench_memory.py): an offset is one bytes object (`unpack_value` gives the
+OffsetValue back), and a topic's offsets sit in a list indexed by partition while the
+partitions are dense. Only `Shard.replay` (through `apply`) and the write bookkeeping
+(`begin` / `end`) change the store; coordinator/offsets.py reads it.
+"""
+
+from __future__ import annotations
+
+from struct import Struct
+from typing import Iterable
+
+from .records import OffsetCommitRecord, OffsetValue
+
+Key = tuple[str, str, int]
+
+
+# A committed offset in memory: one bytes object per partition, not an OffsetValue
+# (a 5-tuple plus its int objects: ~190 bytes an offset with the dict slots; these
+# bytes take 64). Native byte order; metadata as UTF-8 after the fixed fields.
+_PACKED = Struct("=qqqi")  # offset, commit timestamp, expire timestamp, leader epoch
+_PACKED_SIZE = _PACKED.size
+_pack_head = _PACKED.pack
+_unpack_head = _PACKED.unpack_from
+
+
+def unpack_value(raw: bytes) -> OffsetValue:
+    offset, commit_ts, expire, epoch = _unpack_head(raw)
+    return OffsetValue(offset, raw[_PACKED_SIZE:].decode() if len(raw) > _PACKED_SIZE else "",
+                       commit_ts, epoch, expire)
+
+
+# A topic's offsets in a group: a list indexed by partition while the partitions are
+# dense (8 bytes a slot instead of ~45 for a dict entry), a dict {partition: packed}
+# from the first partition far past the list's end (or negative).
+Partitions = list | dict
+_DENSE_SLACK = 16  # a list grows to 2 * its length + this, no further
+
+
+def _packed(partitions: Partitions, partition: int) -> bytes | None:
+    if type(partitions) is list:
+        return partitions[partition] if 0 <= partition < len(partitions) else None
+    return partitions.get(partition)
+
+
+def _packed_items(partitions: Partitions) -> Iterable[tuple[int, bytes]]:
+    if type(partitions) is list:
+        return ((p, raw) for p, raw in enumerate(partitions) if raw is not None)
+    return partitions.items()
+
+
+class OffsetStore:
+    """group -> topic -> partitions (see Partitions) -> packed value, plus the keys with
+    writes in flight.
+
+    Values go in as OffsetValue and come out as OffsetValue; in between they are held
+    packed (unpack_value), which is what makes a million offsets fit in ~100 MB.
+    """
+
+    __slots__ = ("by_group", "pending")
+
+    def __init__(self) -> None:
+        self.by_group: dict[str, dict[str, Partitions]] = {}
+        # (group, topic, partition) -> [writes in flight, last durable value or None]
+        self.pending: dict[Key, list] = {}
+
+    def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
+        """The replay of one OffsetCommit record (a None value is a tombstone)."""
+        topics = self.by_group.get(group)
+        if value is None:
+            if topics is not None:
+                self._remove(group, topics, topic, partition)
+            return
+        if topics is None:
+            topics = self.by_group[group] = {}
+        partitions = topics.get(topic)
+        if partitions is None:
+            partitions = topics[topic] = []
+        offset, metadata, commit_ts, epoch, expire = value
+        raw = _pack_head(offset, commit_ts, expire, epoch)
+        if metadata:
+            raw += metadata.encode()
+        if type(partitions) is list:
+            size = len(partitions)
+            if 0 <= partition < size:
+                partitions[partition] = raw
+                return
+            if 0 <= partition < 2 * size + _DENSE_SLACK:
+                if partition > size:
+                    partitions += [None] * (partition - size)
+                partitions.append(raw)
+                return
+            partitions = topics[topic] = dict(_packed_items(partitions))
+        partitions[partition] = raw
+
+    def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:
+        partitions = topics.get(topic)
+        if partitions is None:
+            return
+        if type(partitions) is list:
+            if _packed(partitions, partition) is None:
+                return
+            partitions[partition] = None
+            while partitions and partitions[-1] is None:
+                partitions.pop()
+        elif partitions.pop(partition, None) is None:
+            return
+        if not partitions:
+            del topics[topic]
+            if not topics:
+                del self.by_group[group]
+
+    def get(self, group: str, topic: str, partition: int) -> OffsetValue | None:
+        topics = self.by_group.get(group)
+        if topics is None:
+            return None
+        partitions = topics.get(topic)
+        if partitions is None:
+            return None
+        raw = _packed(partitions, partition)
+        return None if raw is None else unpack_value(raw)
+
+    def has_offsets(self, group: str) -> bool:
+        return group in self.by_group
+
+    def count(self) -> int:
+        return sum(sum(1 for _ in _packed_items(p)) for topics in self.by_group.values() for p in topics.values())
+
+    def items(self, group: str) -> Iterable[tuple[str, int, OffsetValue]]:
+        for topic, partitions in self.by_group.get(group, {}).items():
+            for partition, raw in _packed_items(partitions):
+                yield topic, partition, unpack_value(raw)
+
+    # --- writes in flight ------------------------------------------------------------
+
+    def begin(self, records: list) -> None:
+        """Called before `records` are applied: remember the durable value of each key
+        (as the store holds it, packed; `durable_value` unpacks it when read)."""
+        pending = self.pending
+        by_group = self.by_group
+        for record in records:
+            if type(record) is OffsetCommitRecord:
+                group, topic, partition, _value = record
+                key = (group, topic, partition)
+                entry = pending.get(key)
+                if entry is None:
+                    topics = by_group.get(group)
+                    partitions = None if topics is None else topics.get(topic)
+                    if partitions is None:
+                        durable = None
+                    elif type(partitions) is list:  # _packed, inline: once per committed partition
+                        durable = partitions[partition] if 0 <= partition < len(partitions) else None
+                    else:
+                        durable = partitions.get(partition)
+                    pending[key] = [1, durable]
+                else:
+                    entry[0] += 1
+
+    def end(self, records: list, error: BaseException | None) -> None:
+        """The write of `records` is durable (error None) or failed (revert to durable)."""
+        pending = self.pending
+        for record in records:
+            if type(record) is not OffsetCommitRecord:
+                continue
+            key = (record.group, record.topic, record.partition)
+            entry = pending.get(key)
+            if entry is None:
+                continue
+            if error is not None:
+                self.apply(record.group, record.topic, record.partition, durable_value(entry))
+            entry[0] -= 1
+            if entry[0] <= 0:
+                del pending[key]
+            elif error is None:
+                entry[1] = record.value
+
+    def is_pending(self, group: str, topic: str, partition: int) -> bool:
+        return (group, topic, partition) in self.pending
+
+    def durable(self, group: str, topic: str, partition: int) -> OffsetValue | None:
+        entry = self.pending.get((group, topic, partition)) if self.pending else None
+        return self.get(group, topic, partition) if entry is None else durable_value(entry)
+
+
+def durable_value(entry: list) -> OffsetValue | None:
+    """The durable value a pending entry remembers: packed as the store held it, or an
+    OffsetValue (the record of an earlier write that became durable meanwhile)."""
+    value = entry[1]
+    return unpack_value(value) if type(value) is bytes else value
