@@ -95,10 +95,9 @@ def state(coordinator: GroupCoordinator) -> tuple[dict, dict]:
     for shard in coordinator.all_shards():
         for gid, g in shard.groups.items():
             groups[gid] = (g.state.value, g.generation_id, g.protocol_type, g.protocol_name, tuple(g.members))
-        for gid, topics in shard.offsets.by_group.items():
-            for topic, parts in topics.items():
-                for p, v in parts.items():
-                    offsets[(gid, topic, p)] = v
+        for gid in shard.offsets.by_group:
+            for topic, p, v in shard.offsets.items(gid):
+                offsets[(gid, topic, p)] = tuple(v)
     return groups, offsets
 
 
