@@ -33,7 +33,7 @@ class Scheduler(Protocol):
 
     def wall_ms(self) -> int: ...
 
-    def call_at_ms(self, when_ms: float, callback: Callable[[], None]) -> Cancellable: ...
+    def call_at_ms(self, when_ms: float, callback: Callable[..., None], *args: Any) -> Cancellable: ...
 
 
 class LoopScheduler:
@@ -50,8 +50,8 @@ class LoopScheduler:
     def wall_ms(self) -> int:
         return int(time.time() * 1000)
 
-    def call_at_ms(self, when_ms: float, callback: Callable[[], None]) -> Cancellable:
-        return self.loop.call_at(when_ms / 1000.0, callback)
+    def call_at_ms(self, when_ms: float, callback: Callable[..., None], *args: Any) -> Cancellable:
+        return self.loop.call_at(when_ms / 1000.0, callback, *args)
 
 
 class _FakeHandle:
@@ -70,7 +70,7 @@ class FakeScheduler:
     def __init__(self, start_ms: float = 0.0, wall_base_ms: int = 1_700_000_000_000) -> None:
         self._now = start_ms
         self._wall_base = wall_base_ms - int(start_ms)
-        self._heap: list[tuple[float, int, _FakeHandle, Callable[[], None]]] = []
+        self._heap: list[tuple[float, int, _FakeHandle, Callable[..., None], tuple]] = []
         self._seq = itertools.count()
 
     def now_ms(self) -> float:
@@ -79,20 +79,20 @@ class FakeScheduler:
     def wall_ms(self) -> int:
         return self._wall_base + int(self._now)
 
-    def call_at_ms(self, when_ms: float, callback: Callable[[], None]) -> Cancellable:
+    def call_at_ms(self, when_ms: float, callback: Callable[..., None], *args: Any) -> Cancellable:
         handle = _FakeHandle()
-        heapq.heappush(self._heap, (when_ms, next(self._seq), handle, callback))
+        heapq.heappush(self._heap, (when_ms, next(self._seq), handle, callback, args))
         return handle
 
     def advance(self, delta_ms: float = 0.0) -> None:
         """Move time forward, running every timer due by then in deadline order."""
         target = self._now + delta_ms
         while self._heap and self._heap[0][0] <= target:
-            when, _seq, handle, callback = heapq.heappop(self._heap)
+            when, _seq, handle, callback, args = heapq.heappop(self._heap)
             if handle.cancelled:
                 continue
             self._now = max(self._now, when)
-            callback()
+            callback(*args)
         self._now = target
 
     def pending(self) -> int:
@@ -127,7 +127,9 @@ class KeyedTimers:
             old.handle.cancel()
         entry = _Entry(when_ms, callback)
         self._entries[key] = entry
-        entry.handle = self.scheduler.call_at_ms(when_ms, lambda: self._fire(key, entry))
+        # arguments, not a closure: a session timer lives for a whole session timeout, and every
+        # object it keeps alive is one more for the cyclic GC's full collections to walk
+        entry.handle = self.scheduler.call_at_ms(when_ms, self._fire, key, entry)
 
     def cancel(self, key: Hashable) -> None:
         entry = self._entries.pop(key, None)
