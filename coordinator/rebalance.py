@@ -52,6 +52,9 @@ class Rebalancer:
         self.timers = shard.timers
         self.settings = shard.settings
         self.clock = shard.scheduler
+        # one bound method for every session timer of the shard: timers store it per key, and a
+        # method or closure made per arm would be one more GC-tracked object per member
+        self._on_session_timer = self._session_timer_fired
 
     # --- records ----------------------------------------------------------
 
@@ -80,8 +83,7 @@ class Rebalancer:
     def _arm_session(self, group_id: str, member: Member, when: float) -> None:
         member.armed_at = when
         member_id = member.member_id
-        self.timers.schedule_at(("session", group_id, member_id), when,
-                                lambda: self._session_timer_fired(group_id, member_id))
+        self.timers.schedule_at(("session", group_id, member_id), when, self._on_session_timer, group_id, member_id)
 
     def cancel_session(self, group_id: str, member_id: str, member: Member | None = None) -> None:
         self.timers.cancel(("session", group_id, member_id))
@@ -90,8 +92,7 @@ class Rebalancer:
 
     def schedule_pending_member_expiry(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
         group_id = group.group_id
-        self.timers.schedule(("session", group_id, member_id), timeout_ms,
-                             lambda: self._session_timer_fired(group_id, member_id))
+        self.timers.schedule(("session", group_id, member_id), timeout_ms, self._on_session_timer, group_id, member_id)
 
     def _session_timer_fired(self, group_id: str, member_id: str) -> None:
         """expireClassicGroupMemberHeartbeat, after checking whether the deadline moved."""
@@ -160,8 +161,7 @@ class Rebalancer:
         return self.maybe_complete_join_else_schedule(group)
 
     def _schedule_initial_delay(self, group_id: str, delay: int, remaining: int) -> None:
-        self.timers.schedule(("join", group_id), delay,
-                             lambda: self._initial_delay_fired(group_id, delay, remaining))
+        self.timers.schedule(("join", group_id), delay, self._initial_delay_fired, group_id, delay, remaining)
 
     def _initial_delay_fired(self, group_id: str, delay: int, remaining: int) -> None:
         """tryCompleteInitialRebalanceElseSchedule: each new joiner buys one more delay."""
@@ -183,8 +183,7 @@ class Rebalancer:
 
     def _schedule_join_timeout(self, group: ClassicGroup) -> None:
         group_id = group.group_id
-        self.timers.schedule(("join", group_id), group.rebalance_timeout_ms(),
-                             lambda: self._join_timeout_fired(group_id))
+        self.timers.schedule(("join", group_id), group.rebalance_timeout_ms(), self._join_timeout_fired, group_id)
 
     def _join_timeout_fired(self, group_id: str) -> None:
         group = self.groups.get(group_id)
@@ -238,8 +237,7 @@ class Rebalancer:
 
     def _schedule_pending_sync(self, group: ClassicGroup) -> None:
         group_id, generation = group.group_id, group.generation_id
-        self.timers.schedule(("sync", group_id), group.rebalance_timeout_ms(),
-                             lambda: self._sync_expired(group_id, generation))
+        self.timers.schedule(("sync", group_id), group.rebalance_timeout_ms(), self._sync_expired, group_id, generation)
 
     def _sync_expired(self, group_id: str, generation: int) -> None:
         """expirePendingSync: members that never sent SyncGroup are removed; rebalance."""

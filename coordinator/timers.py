@@ -99,46 +99,58 @@ class FakeScheduler:
         return sum(1 for entry in self._heap if not entry[2].cancelled)
 
 
-class _Entry:
-    __slots__ = ("when", "callback", "handle")
-
-    def __init__(self, when: float, callback: Callable[[], None]) -> None:
-        self.when = when
-        self.callback = callback
-        self.handle: Cancellable | None = None
-
-
 class KeyedTimers:
-    """At most one pending operation per key; a replaced or cancelled one never runs."""
+    """At most one pending operation per key; a replaced or cancelled one never runs.
 
-    __slots__ = ("scheduler", "_entries", "on_error")
+    One heap of `(when_ms, seq, key)` and ONE scheduler timer, armed at the earliest deadline
+    (as Kafka's SystemTimer keeps its own wheel under one thread): a session timer lives for a
+    whole session timeout, and one event-loop handle, bound method and args tuple per key
+    were ~40% of the heartbeat CPU and most of what the cyclic GC's full collections walked.
+    Heap entries hold only atomic values, so the GC untracks them. A key's live entry is the
+    very tuple in `_entries`; an entry popped that is not it (replaced or cancelled) is skipped.
+    Callbacks are stored per key as given, so callers that pass one bound method plus atomic
+    arguments (not a closure per arm) add no GC-tracked object per key.
+    """
+
+    __slots__ = ("scheduler", "on_error", "_entries", "_callbacks", "_args", "_heap", "_seq",
+                 "_handle", "_armed_ms")
 
     def __init__(self, scheduler: Scheduler, on_error: Callable[[Hashable, BaseException], None] | None = None) -> None:
         self.scheduler = scheduler
-        self._entries: dict[Hashable, _Entry] = {}
         self.on_error = on_error
+        self._entries: dict[Hashable, tuple[float, int, Hashable]] = {}
+        self._callbacks: dict[Hashable, Callable[..., Any]] = {}
+        self._args: dict[Hashable, tuple] = {}
+        self._heap: list[tuple[float, int, Hashable]] = []
+        self._seq = 0
+        self._handle: Cancellable | None = None
+        self._armed_ms = _NEVER  # deadline of the scheduler timer; _FIRING: none, re-armed after
 
-    def schedule(self, key: Hashable, delay_ms: float, callback: Callable[[], Any]) -> None:
-        self.schedule_at(key, self.scheduler.now_ms() + max(delay_ms, 0.0), callback)
+    def schedule(self, key: Hashable, delay_ms: float, callback: Callable[..., Any], *args: Any) -> None:
+        self.schedule_at(key, self.scheduler.now_ms() + max(delay_ms, 0.0), callback, *args)
 
-    def schedule_at(self, key: Hashable, when_ms: float, callback: Callable[[], Any]) -> None:
-        old = self._entries.get(key)
-        if old is not None and old.handle is not None:
-            old.handle.cancel()
-        entry = _Entry(when_ms, callback)
+    def schedule_at(self, key: Hashable, when_ms: float, callback: Callable[..., Any], *args: Any) -> None:
+        """Run `callback(*args)` at `when_ms`, replacing what `key` had pending."""
+        self._seq = seq = self._seq + 1
+        entry = (when_ms, seq, key)
         self._entries[key] = entry
-        # arguments, not a closure: a session timer lives for a whole session timeout, and every
-        # object it keeps alive is one more for the cyclic GC's full collections to walk
-        entry.handle = self.scheduler.call_at_ms(when_ms, self._fire, key, entry)
+        self._callbacks[key] = callback
+        self._args[key] = args
+        heap = self._heap
+        heapq.heappush(heap, entry)
+        if when_ms < self._armed_ms:
+            self._arm(when_ms)
+        elif len(heap) > 2 * len(self._entries) + _COMPACT_SLACK and self._armed_ms != _FIRING:
+            self._compact()
 
     def cancel(self, key: Hashable) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is not None and entry.handle is not None:
-            entry.handle.cancel()
+        if self._entries.pop(key, None) is not None:  # its heap entry goes stale
+            del self._callbacks[key]
+            del self._args[key]
 
     def deadline(self, key: Hashable) -> float | None:
         entry = self._entries.get(key)
-        return None if entry is None else entry.when
+        return None if entry is None else entry[0]
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
@@ -147,18 +159,71 @@ class KeyedTimers:
         return len(self._entries)
 
     def cancel_all(self) -> None:
-        for entry in self._entries.values():
-            if entry.handle is not None:
-                entry.handle.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._armed_ms = _NEVER
         self._entries.clear()
+        self._callbacks.clear()
+        self._args.clear()
+        self._heap.clear()
 
-    def _fire(self, key: Hashable, entry: _Entry) -> None:
-        if self._entries.get(key) is not entry:
-            return  # replaced or cancelled after the loop had already queued it: stale
-        del self._entries[key]
+    def _arm(self, when_ms: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_ms = when_ms
+        self._handle = self.scheduler.call_at_ms(when_ms, self._fire)
+
+    def _compact(self) -> None:
+        """Drop stale entries once they outnumber live ones (cancel-heavy keys like join timers)."""
+        self._heap[:] = self._entries.values()
+        heapq.heapify(self._heap)
+
+    def _fire(self) -> None:
+        """Run every live entry due by the armed deadline, then re-arm at the earliest left.
+
+        The cutoff is the armed deadline, not the clock: an event loop may run a timer up to
+        its clock resolution early. Entries scheduled while firing (seq above `last`) wait for
+        the re-arm, so a callback that re-schedules itself at once cannot spin here.
+        """
+        cutoff = max(self._armed_ms, self.scheduler.now_ms())
+        self._handle = None
+        self._armed_ms = _FIRING
+        last = self._seq
+        heap, entries = self._heap, self._entries
+        failure: BaseException | None = None
+        deferred: list[tuple[float, int, Hashable]] = []
         try:
-            entry.callback()
-        except Exception as exc:  # a timer must never take the event loop down
-            if self.on_error is None:
-                raise
-            self.on_error(key, exc)
+            while heap and heap[0][0] <= cutoff:
+                entry = heapq.heappop(heap)
+                key = entry[2]
+                if entries.get(key) is not entry:
+                    continue  # replaced or cancelled
+                if entry[1] > last:
+                    deferred.append(entry)
+                    continue
+                del entries[key]
+                callback = self._callbacks.pop(key)
+                args = self._args.pop(key)
+                try:
+                    callback(*args)
+                except Exception as exc:  # one failing timer must not stop the others, nor the loop
+                    if self.on_error is not None:
+                        self.on_error(key, exc)
+                    elif failure is None:
+                        failure = exc
+        finally:
+            for entry in deferred:
+                heapq.heappush(heap, entry)
+            self._armed_ms = _NEVER
+            while heap and entries.get(heap[0][2]) is not heap[0]:
+                heapq.heappop(heap)
+            if heap:
+                self._arm(heap[0][0])
+        if failure is not None:
+            raise failure
+
+
+_NEVER = float("inf")
+_FIRING = float("-inf")
+_COMPACT_SLACK = 1024

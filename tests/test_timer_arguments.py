@@ -22,8 +22,8 @@ def test_fake_scheduler_passes_arguments_and_keyed_timers_arm_without_a_closure(
     got = []
     clock.call_at_ms(5, lambda *args: got.append(args), "a", "b")
     timers = KeyedTimers(clock)
-    timers.schedule(("session", "g", "m"), 5, lambda: got.append("fired"))
+    timers.schedule(("session", "g", "m"), 5, got.append, "fired")
     _when, _seq, _handle, callback, args = clock._heap[-1]
-    assert callback == timers._fire and args == (("session", "g", "m"), timers._entries[("session", "g", "m")])
+    assert callback == timers._fire and args == ()  # one scheduler timer for all keys, no per-key closure
     clock.advance(5)
     assert got == [("a", "b"), "fired"]
