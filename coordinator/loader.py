@@ -1,6 +1,6 @@
 """Loading an offsets partition: latest usable snapshot + replay of the log after it.
 
-Everything goes through `Shard.replay`, the function live writes use, so a loaded
+Everything goes through `Shard.replay_all`, the function live writes use, so a loaded
 shard equals the live one that wrote the log. Steps (Kafka's CoordinatorLoaderImpl +
 GroupMetadataManager.onLoaded):
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from itertools import islice
 
 import structlog
 
@@ -80,7 +81,6 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     started = time.monotonic()
     partition = shard.partition
     plog = durable.logs[partition]
-    replay = shard.replay
     stats = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
     start = plog.log_start_offset
     min_timestamp = None
@@ -103,10 +103,10 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
         read_from, offset = offset, fold.add(data)
         if offset <= read_from:  # e.g. a negative lastOffsetDelta: never loop on the same read
             raise CorruptRecordError(f"reading offset {read_from} of partition {partition} makes no progress")
-        await _replay_pairs(replay, fold.take_sealed())
+        await _replay_pairs(shard.replay_all, fold.take_sealed())
         await asyncio.sleep(0)  # let other partitions and requests run
     scanned = time.monotonic()
-    stats["replayed"] = await _replay_pairs(replay, fold.take_all())
+    stats["replayed"] = await _replay_pairs(shard.replay_all, fold.take_all())
     count = stats["log_records"] = fold.records
     if count:
         stats["scan_ms"] = round((scanned - scan_started) * 1000, 1)
@@ -123,27 +123,32 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     return stats
 
 
-async def _replay_pairs(replay, pairs) -> int:
-    """Decode and replay (key, value) pairs from LatestRecords; records of other types
-    (e.g. KIP-848 consumer-group records) are skipped, as a classic-only coordinator must."""
+async def _replay_pairs(replay_all, pairs) -> int:
+    """Decode and replay (key, value) pairs from LatestRecords, REPLAY_PER_TURN records a
+    `replay_all`; records of other types (e.g. KIP-848 consumer-group records) are
+    skipped, as a classic-only coordinator must."""
     count = 0
-    for record in decode_all(pairs):
-        replay(record)
-        count += 1
-        if not count % REPLAY_PER_TURN:
+    records = decode_all(pairs)
+    while True:
+        chunk = list(islice(records, REPLAY_PER_TURN))
+        if not chunk:
+            return count
+        replay_all(chunk)
+        count += len(chunk)
+        if len(chunk) == REPLAY_PER_TURN:
             await asyncio.sleep(0)
-    return count
 
 
 async def _replay_snapshot(shard: Shard, path: str) -> int:
     manifest, groups, offsets = await asyncio.to_thread(snapshots.read_tables, path)
-    replay = shard.replay
     count = 0
+    records = []
     for gid, raw in zip(groups.column("group").to_pylist(), groups.column("value").to_pylist()):
         if raw is not None:
             value = snapshots.decode_value(snapshots.GroupMetadataKey(gid), raw)[1]
-            replay(GroupMetadataRecord(gid, value))
+            records.append(GroupMetadataRecord(gid, value))
         count += 1
+    shard.replay_all(records)
     await asyncio.sleep(0)
     n = offsets.num_rows
     for begin in range(0, n, SNAPSHOT_ROWS_PER_CHUNK):
@@ -151,8 +156,8 @@ async def _replay_snapshot(shard: Shard, path: str) -> int:
         cols = [chunk.column(name).to_pylist() for name in (
             "group", "topic", "partition", "offset", "metadata", "commit_timestamp", "leader_epoch",
             "expire_timestamp")]
-        for g, t, p, o, m, ct, le, et in zip(*cols):
-            replay(OffsetCommitRecord(g, t, p, OffsetValue(o, m or "", ct, le, et)))
+        shard.replay_all([OffsetCommitRecord(g, t, p, OffsetValue(o, m or "", ct, le, et))
+                          for g, t, p, o, m, ct, le, et in zip(*cols)])
         count += chunk.num_rows
         await asyncio.sleep(0)
     return count

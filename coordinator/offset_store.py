@@ -3,8 +3,8 @@
 A million offsets must fit in little memory (the target: <= 150 bytes of server RSS an
 offset, bench/bench_memory.py): an offset is one bytes object (`unpack_value` gives the
 OffsetValue back), and a topic's offsets sit in a list indexed by partition while the
-partitions are dense. Only `Shard.replay` (through `apply`) and the write bookkeeping
-(`begin` / `end`) change the store; coordinator/offsets.py reads it.
+partitions are dense. Only `Shard.replay_all` (through `apply_all`) and the end of a
+write (`end`) change the store; coordinator/offsets.py reads it.
 """
 
 from __future__ import annotations
@@ -68,32 +68,70 @@ class OffsetStore:
 
     def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
-        topics = self.by_group.get(group)
-        if value is None:
-            if topics is not None:
-                self._remove(group, topics, topic, partition)
-            return
-        if topics is None:
-            topics = self.by_group[group] = {}
-        partitions = topics.get(topic)
-        if partitions is None:
-            partitions = topics[topic] = []
-        offset, metadata, commit_ts, epoch, expire = value
-        raw = _pack_head(offset, commit_ts, expire, epoch)
-        if metadata:
-            raw += metadata.encode()
-        if type(partitions) is list:
-            size = len(partitions)
-            if 0 <= partition < size:
-                partitions[partition] = raw
-                return
-            if 0 <= partition < 2 * size + _DENSE_SLACK:
-                if partition > size:
-                    partitions += [None] * (partition - size)
-                partitions.append(raw)
-                return
-            partitions = topics[topic] = dict(_packed_items(partitions))
-        partitions[partition] = raw
+        self.apply_all(((group, topic, partition, value),))
+
+    def apply_all(self, records: Iterable[tuple], track: bool = False) -> None:
+        """The replay of OffsetCommit records (group, topic, partition, value-or-None), in
+        order: the one way the store changes. With `track` (a live write), each key first
+        remembers its durable value in `pending` (packed as the store held it;
+        `durable_value` unpacks it), in the same pass; `end` settles it.
+
+        A write's records share their group and topic, so the topic's partitions are
+        looked up once per run of equal (group, topic), not once per record.
+        """
+        by_group = self.by_group
+        pending = self.pending
+        last_group = last_topic = None
+        partitions: Partitions | None = None
+        for group, topic, partition, value in records:
+            if track:
+                key = (group, topic, partition)
+                entry = pending.get(key)
+                if entry is None:
+                    if group is last_group and topic is last_topic and partitions is not None:
+                        current = partitions
+                    else:
+                        topics = by_group.get(group)
+                        current = None if topics is None else topics.get(topic)
+                    if current is None:
+                        durable = None
+                    elif type(current) is list:
+                        durable = current[partition] if 0 <= partition < len(current) else None
+                    else:
+                        durable = current.get(partition)
+                    pending[key] = [1, durable]
+                else:
+                    entry[0] += 1
+            if value is None:
+                topics = by_group.get(group)
+                if topics is not None:
+                    self._remove(group, topics, topic, partition)
+                last_group = None  # _remove may drop the topic's partitions
+                continue
+            if group is not last_group or topic is not last_topic or partitions is None:
+                topics = by_group.get(group)
+                if topics is None:
+                    topics = by_group[group] = {}
+                partitions = topics.get(topic)
+                if partitions is None:
+                    partitions = topics[topic] = []
+                last_group, last_topic = group, topic
+            offset, metadata, commit_ts, epoch, expire = value
+            raw = _pack_head(offset, commit_ts, expire, epoch)
+            if metadata:
+                raw += metadata.encode()
+            if type(partitions) is list:
+                size = len(partitions)
+                if 0 <= partition < size:
+                    partitions[partition] = raw
+                    continue
+                if 0 <= partition < 2 * size + _DENSE_SLACK:
+                    if partition > size:
+                        partitions += [None] * (partition - size)
+                    partitions.append(raw)
+                    continue
+                partitions = by_group[group][topic] = dict(_packed_items(partitions))
+            partitions[partition] = raw
 
     def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:
         partitions = topics.get(topic)
@@ -135,46 +173,27 @@ class OffsetStore:
 
     # --- writes in flight ------------------------------------------------------------
 
-    def begin(self, records: list) -> None:
-        """Called before `records` are applied: remember the durable value of each key
-        (as the store holds it, packed; `durable_value` unpacks it when read)."""
-        pending = self.pending
-        by_group = self.by_group
-        for record in records:
-            if type(record) is OffsetCommitRecord:
-                group, topic, partition, _value = record
-                key = (group, topic, partition)
-                entry = pending.get(key)
-                if entry is None:
-                    topics = by_group.get(group)
-                    partitions = None if topics is None else topics.get(topic)
-                    if partitions is None:
-                        durable = None
-                    elif type(partitions) is list:  # _packed, inline: once per committed partition
-                        durable = partitions[partition] if 0 <= partition < len(partitions) else None
-                    else:
-                        durable = partitions.get(partition)
-                    pending[key] = [1, durable]
-                else:
-                    entry[0] += 1
-
     def end(self, records: list, error: BaseException | None) -> None:
-        """The write of `records` is durable (error None) or failed (revert to durable)."""
+        """The write of `records` (applied with `apply_all(track=True)`) is durable (error
+        None) or failed (revert to the durable value)."""
         pending = self.pending
         for record in records:
             if type(record) is not OffsetCommitRecord:
                 continue
-            key = (record.group, record.topic, record.partition)
+            group, topic, partition, value = record
+            key = (group, topic, partition)
             entry = pending.get(key)
             if entry is None:
                 continue
             if error is not None:
-                self.apply(record.group, record.topic, record.partition, durable_value(entry))
-            entry[0] -= 1
-            if entry[0] <= 0:
+                self.apply(group, topic, partition, durable_value(entry))
+            count = entry[0] - 1
+            if count <= 0:
                 del pending[key]
-            elif error is None:
-                entry[1] = record.value
+            else:
+                entry[0] = count
+                if error is None:
+                    entry[1] = value
 
     def is_pending(self, group: str, topic: str, partition: int) -> bool:
         return (group, topic, partition) in self.pending

@@ -5,7 +5,7 @@ deleteOffsets, deleteAllOffsets, replay) and ClassicGroup.validateOffsetCommit /
 validateOffsetFetch / validateOffsetDelete / isSubscribedToTopic. The functions here
 decide and return records plus per-partition answers; they never change the store
 themselves: `Shard.write` appends the records and applies them through
-`Shard.replay` -> `OffsetStore.apply`, the path loading uses too.
+`Shard.replay_all` -> `OffsetStore.apply_all`, the path loading uses too.
 
 Reads see durable state. While a commit is appended but not yet durable its key is
 *pending*: `OffsetStore.pending` keeps the last durable value, so a plain OffsetFetch

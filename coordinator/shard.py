@@ -5,7 +5,7 @@ shards run on one event loop; each has its own `KeyedTimers` (over the shared sc
 so that timers of one shard never see another's keys, and its own `write`.
 
 `Shard.write(records)` is the durability seam ("records are the truth"): it applies
-the records to the shard's state through `replay` -- the one function loading uses --
+the records to the shard's state through `replay_all` -- the one function loading uses --
 hands them to a `RecordLog` and returns a `PendingWrite`, which both the domain
 (synchronous callbacks, run the moment the log completes it) and handlers (`await`)
 can wait on. Whatever depends on the records being durable -- an OffsetCommit answer,
@@ -164,16 +164,13 @@ class Shard:
     # --- records ------------------------------------------------------------------------
 
     def write(self, records: list[Record]) -> PendingWrite:
-        """Apply `records` through `replay`, append them; the result completes when durable."""
+        """Apply `records` through `replay_all`, append them; the result completes when durable."""
         pending = PendingWrite(records)
         if self.state is ShardState.UNLOADED:
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
         offsets = self.offsets
-        offsets.begin(records)
-        replay = self.replay
-        for record in records:
-            replay(record, True)
+        self.replay_all(records, True)
         inflight = self.inflight
         inflight.add(pending)
 
@@ -189,23 +186,46 @@ class Shard:
         return pending
 
     def replay(self, record: Record, live: bool = False) -> None:
-        """Apply one record to this shard's state: the one path for live writes and loading."""
-        if type(record) is OffsetCommitRecord:
-            group_id, topic, partition, value = record
-            if value is not None and group_id not in self.groups:
-                # OffsetMetadataManager.replay: offsets without a group make a "simple"
-                # group, an Empty classic group without protocol type
-                self.groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
-            self.offsets.apply(group_id, topic, partition, value)
-            return
-        if live:
-            return  # classic groups change in memory first; the record describes them
-        from .loader import group_from_record  # loader imports shard types
+        """Apply one record: `replay_all` of one."""
+        self.replay_all((record,), live)
 
-        if record.value is None:
-            self.groups.pop(record.group_id, None)
-        else:
-            self.groups[record.group_id] = group_from_record(record.group_id, record.value)
+    def replay_all(self, records: Iterable[Record], live: bool = False) -> None:
+        """Apply records to this shard's state, in order: the one path for live writes
+        (`live`: offset keys are tracked as pending until `OffsetStore.end`) and loading.
+
+        Runs of OffsetCommit records go to the store in one `apply_all` call; the common
+        case, a write of commits only, is one run.
+        """
+        run: list = []
+        for record in records:
+            if type(record) is OffsetCommitRecord:
+                run.append(record)
+                continue
+            if run:
+                self._replay_offsets(run, live)
+                run = []
+            if live:
+                continue  # classic groups change in memory first; the record describes them
+            from .loader import group_from_record  # loader imports shard types
+
+            if record.value is None:
+                self.groups.pop(record.group_id, None)
+            else:
+                self.groups[record.group_id] = group_from_record(record.group_id, record.value)
+        if run:
+            self._replay_offsets(run, live)
+
+    def _replay_offsets(self, records: list, live: bool) -> None:
+        groups = self.groups
+        last = None
+        for group_id, _topic, _partition, value in records:
+            if group_id is not last and value is not None:
+                last = group_id
+                if group_id not in groups:
+                    # OffsetMetadataManager.replay: offsets without a group make a "simple"
+                    # group, an Empty classic group without protocol type
+                    groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
+        self.offsets.apply_all(records, live)
 
     # --- unloading --------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ def test_loading_yields_to_the_loop_while_replaying(monkeypatch):
     monkeypatch.setattr(loader.asyncio, "sleep", sleep)
     pairs = [record_codec.encode(OffsetCommitRecord("g", "t", p, OffsetValue(p, "", 1))) for p in range(5)]
     replayed = []
-    assert asyncio.run(loader._replay_pairs(replayed.append, iter(pairs))) == 5
+    assert asyncio.run(loader._replay_pairs(replayed.extend, iter(pairs))) == 5
     assert len(replayed) == 5 and len(turns) == 2
 
 
