@@ -164,3 +164,25 @@ def test_heap_entries_hold_no_gc_tracked_object():
     gc.collect()  # a tuple is untracked once its items are: the inner key tuple goes first
     assert not any(gc.is_tracked(entry) for entry in timers._heap)
     assert not any(gc.is_tracked(args) for args in timers._args.values())
+
+
+def test_one_firing_runs_at_most_a_batch_and_re_arms_for_the_rest():
+    clock, got, timers = fresh()
+    timers.batch = 3
+    for i in range(7):
+        timers.schedule(("session", "g", str(i)), 10, got.append, i)
+    clock._now = 10
+    timers._fire()  # as the loop would: one firing
+    assert got == [0, 1, 2] and timers._armed_ms == 10  # the rest is due at once: the next loop turn
+    clock.advance(0)
+    assert got == list(range(7)) and clock.pending() == 0
+
+
+def test_a_firing_slightly_early_still_runs_what_it_was_armed_for():
+    """An event loop runs a timer up to its clock resolution early; that must not re-arm in a spin."""
+    clock, got, timers = fresh()
+    timers.schedule("k", 10, got.append, "k")
+    timers.schedule("later", 11, got.append, "later")
+    clock._now = 9.999
+    timers._fire()
+    assert got == ["k"] and timers._armed_ms == 11
