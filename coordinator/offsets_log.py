@@ -19,7 +19,7 @@ from typing import Iterator
 
 import structlog
 
-from storage.batch import build_plain_batch, decode_records, iter_batches
+from storage.batch import build_tail_batch, decode_records, iter_batches
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
@@ -152,26 +152,26 @@ def _encode_writes(writes: list[PendingWrite], now: int) -> tuple[list[PendingWr
     recovery). A write that cannot be encoded fails alone."""
     batches: list[bytes] = []
     members: list[PendingWrite] = []
-    pairs: list = []
-    encode_all = record_codec.encode_all
+    tails: list = []
+    encode_tails = record_codec.encode_tails
     for pending in writes:
         if pending.done:  # e.g. failed by an unload meanwhile
             continue
         try:
-            encoded = encode_all(pending.records)
+            encoded = encode_tails(pending.records)
         except ValueError as exc:  # a string too long for its field: the commit is too large
             pending.resolve(RecordTooLargeError(str(exc)))
             continue
         except Exception as exc:  # e.g. a number out of its field's range
             pending.resolve(exc)
             continue
-        if pairs and len(pairs) + len(encoded) > BATCH_RECORDS:
-            batches.append(build_plain_batch(pairs, now))
-            pairs = []
-        pairs += encoded
+        if tails and len(tails) + len(encoded) > BATCH_RECORDS:
+            batches.append(build_tail_batch(tails, now))
+            tails = []
+        tails += encoded
         members.append(pending)
-    if pairs:
-        batches.append(build_plain_batch(pairs, now))
+    if tails:
+        batches.append(build_tail_batch(tails, now))
     return members, batches[0] if len(batches) == 1 else b"".join(batches)
 
 

@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 
 from struct import Struct
 
+from storage.batch import record_tail
 from storage.errors import InvalidRecordError
 from storage.records import (
     GroupMetadataKey,
@@ -26,6 +27,7 @@ from storage.records import (
     read_offset_key,
     read_offset_value,
 )
+from storage.varint import encode_varint
 
 from .records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 
@@ -51,35 +53,46 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
     return encode_key(GroupMetadataKey(record.group_id)), encode_value(record.value)
 
 
-_KEY_PREFIXES: dict[tuple[str, str], bytes] = {}
-_KEY_PREFIX_LIMIT = 10_000  # (group, topic) pairs; ~2 MB at most, cleared when full
+_KEY_HEADS: dict[tuple[str, str], bytes] = {}
+_KEY_HEAD_LIMIT = 10_000  # (group, topic) pairs; ~2 MB at most, cleared when full
 _VALUE_V3_PLAIN = Struct(">hqihq")  # version 3, offset, leader epoch, empty metadata, commit timestamp
+# a record's tail from the key's partition on, for a v3 value without metadata: partition,
+# valueLength (varint 24), the value, headerCount 0
+_PLAIN_TAIL = Struct(">iBhqihqB")
+_PLAIN_VALUE_LENGTH = encode_varint(_VALUE_V3_PLAIN.size)[0]
+_NO_HEADERS = 0
+_NO_HEADER_BYTE = encode_varint(0)
+_TOMBSTONE_TAIL = encode_varint(-1) + _NO_HEADER_BYTE  # valueLength -1 (null), headerCount 0
 
 
-def encode_all(records: list[Record]) -> list[tuple[bytes, bytes | None]]:
-    """[encode(r) for r in records], faster for offset commits (the OffsetCommit hot path):
-    the key prefix of each (group, topic) is cached, and a value without metadata and
-    expire timestamp is one struct pack."""
+def encode_tails(records: list[Record]) -> list[bytes]:
+    """[storage.batch.record_tail(*encode(r)) for r in records] (what build_tail_batch
+    takes), faster for offset commits (the OffsetCommit hot path): the key up to its
+    partition (with its length varint) is cached per (group, topic), and the rest of a
+    value without metadata and expire timestamp is one struct pack."""
     out = []
-    prefixes = _KEY_PREFIXES
+    heads = _KEY_HEADS
     pack_partition = _I.pack
-    pack_plain = _VALUE_V3_PLAIN.pack
+    pack_plain = _PLAIN_TAIL.pack
     for record in records:
         if type(record) is not OffsetCommitRecord:
-            out.append(encode(record))
+            out.append(record_tail(*encode(record)))
             continue
         group, topic, partition, value = record
-        prefix = prefixes.get((group, topic))
-        if prefix is None:
-            if len(prefixes) >= _KEY_PREFIX_LIMIT:
-                prefixes.clear()
-            prefix = prefixes[group, topic] = offset_key_bytes(group, topic, 0)[:-4]
+        head = heads.get((group, topic))
+        if head is None:
+            if len(heads) >= _KEY_HEAD_LIMIT:
+                heads.clear()
+            key = offset_key_bytes(group, topic, 0)
+            head = heads[group, topic] = encode_varint(len(key)) + key[:-4]
         if value is None:
-            out.append((prefix + pack_partition(partition), None))
+            out.append(head + pack_partition(partition) + _TOMBSTONE_TAIL)
         elif value[1] or value[4] != -1:
-            out.append((prefix + pack_partition(partition), offset_value(value)))
+            raw = offset_value(value)
+            out.append(head + pack_partition(partition) + encode_varint(len(raw)) + raw + _NO_HEADER_BYTE)
         else:
-            out.append((prefix + pack_partition(partition), pack_plain(3, value[0], value[3], 0, value[2])))
+            out.append(head + pack_plain(partition, _PLAIN_VALUE_LENGTH, 3, value[0], value[3], 0, value[2],
+                                         _NO_HEADERS))
     return out
 
 
@@ -128,4 +141,4 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
             continue
 
 
-__all__ = ["encode", "encode_all", "decode", "decode_all", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]
+__all__ = ["encode", "encode_tails", "decode", "decode_all", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]

@@ -354,33 +354,41 @@ def build_batch(records: Sequence[Record] | Iterable[tuple], base_offset: int = 
     return bytes(buf)
 
 
+def record_tail(key: bytes, value: bytes | None) -> bytes:
+    """What follows offsetDelta in a record with this key and value and no headers
+    (keyLength, key, valueLength, value, headerCount): build_tail_batch's input."""
+    if value is None:
+        return encode_varint(len(key)) + key + _NULL_NO_HEADERS
+    return encode_varint(len(key)) + key + encode_varint(len(value)) + value + _ZERO
+
+
 def build_plain_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
     """``build_batch([(key, value, timestamp), ...])`` for records that share one
-    timestamp and have keys and no headers (the offsets log's writes), byte for byte,
-    at a fraction of the cost: the records are joined once and checksummed after the
-    header, without a buffer per record, and varints come straight from the table."""
-    count = len(pairs)
+    timestamp and have keys and no headers, byte for byte."""
+    return build_tail_batch([record_tail(key, value) for key, value in pairs], timestamp)
+
+
+def build_tail_batch(tails: Sequence[bytes], timestamp: int) -> bytes:
+    """The batch of records given by their `record_tail`s, all at `timestamp` (the
+    offsets log's writes), byte for byte what build_batch makes, at a fraction of the
+    cost: the records are joined once and checksummed after the header, without a buffer
+    per record, and varints come straight from the table."""
+    count = len(tails)
     if not count:
         raise InvalidRecordError("a batch needs at least one record")
     table = VARINT_TABLE  # index v - VARINT_TABLE_MIN; every length and delta here is >= 0
-    base = -VARINT_TABLE_MIN
+    base = 2 - VARINT_TABLE_MIN  # + attributes and timestampDelta, one byte each
     parts: list[bytes] = []
     extend = parts.extend
     try:
-        for i, (key, value) in enumerate(pairs):
-            delta = table[i + base]
-            key_size = len(key)
-            key_len = table[key_size + base]
-            if value is None:
-                extend((table[4 + len(delta) + len(key_len) + key_size + base], _ATTRS_TS0, delta, key_len, key,
-                        _NULL_NO_HEADERS))
-            else:
-                value_size = len(value)
-                value_len = table[value_size + base]
-                extend((table[3 + len(delta) + len(key_len) + key_size + len(value_len) + value_size + base],
-                        _ATTRS_TS0, delta, key_len, key, value_len, value, _ZERO))
-    except IndexError:  # a size or delta beyond the table (8 KiB): the general builder
-        return build_batch([(key, value, timestamp) for key, value in pairs])
+        for i, tail in enumerate(tails):
+            delta = table[i - 2 + base]
+            extend((table[len(delta) + len(tail) + base], _ATTRS_TS0, delta, tail))
+    except IndexError:  # a record or delta beyond the table (8 KiB): varints one by one
+        parts = []
+        for i, tail in enumerate(tails):
+            delta = encode_varint(i)
+            parts += (encode_varint(2 + len(delta) + len(tail)), _ATTRS_TS0, delta, tail)
     body = b"".join(parts)
     head = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC, 0, 0, count - 1,
                                  timestamp, timestamp, -1, -1, -1, count))

@@ -6,7 +6,7 @@ import pytest
 
 from coordinator import record_codec
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from storage.batch import build_batch, build_plain_batch, decode_records, validate
+from storage.batch import build_batch, build_plain_batch, decode_records, record_tail, validate
 from storage.errors import InvalidRecordError
 
 
@@ -34,7 +34,11 @@ def test_plain_batch_refuses_no_records():
         build_plain_batch([], 0)
 
 
-def test_encode_all_equals_encode_per_record():
+def tails(records: list) -> list[bytes]:
+    return [record_tail(*record_codec.encode(r)) for r in records]
+
+
+def test_encode_tails_equals_encode_per_record():
     records = [
         OffsetCommitRecord("g", "t", 0, OffsetValue(5, "", 1_700_000_000_000)),
         OffsetCommitRecord("g", "t", 1, OffsetValue(2**63 - 1, "", -1, 2**31 - 1)),
@@ -44,18 +48,18 @@ def test_encode_all_equals_encode_per_record():
         OffsetCommitRecord("gü", "t", 0, OffsetValue(1, "", 2)),
         GroupMetadataRecord("g", None),
     ]
-    assert record_codec.encode_all(records) == [record_codec.encode(r) for r in records]
-    assert record_codec.encode_all(records) == [record_codec.encode(r) for r in records]  # cached prefixes
+    assert record_codec.encode_tails(records) == tails(records)
+    assert record_codec.encode_tails(records) == tails(records)  # cached key heads
 
 
-def test_encode_all_refuses_too_long_names():
+def test_encode_tails_refuses_too_long_names():
     with pytest.raises(ValueError):
-        record_codec.encode_all([OffsetCommitRecord("g" * 40_000, "t", 0, OffsetValue(1, "", 2))])
+        record_codec.encode_tails([OffsetCommitRecord("g" * 40_000, "t", 0, OffsetValue(1, "", 2))])
 
 
 def test_the_key_prefix_cache_stays_bounded(monkeypatch):
-    monkeypatch.setattr(record_codec, "_KEY_PREFIX_LIMIT", 2)
-    monkeypatch.setattr(record_codec, "_KEY_PREFIXES", {})
+    monkeypatch.setattr(record_codec, "_KEY_HEAD_LIMIT", 2)
+    monkeypatch.setattr(record_codec, "_KEY_HEADS", {})
     records = [OffsetCommitRecord(f"g{i}", f"t{i % 3}", i, OffsetValue(i, "", 1)) for i in range(7)]
-    assert record_codec.encode_all(records) == [record_codec.encode(r) for r in records]
-    assert len(record_codec._KEY_PREFIXES) <= 2
+    assert record_codec.encode_tails(records) == tails(records)
+    assert len(record_codec._KEY_HEADS) <= 2
