@@ -63,8 +63,9 @@ class OffsetStore:
 
     def __init__(self) -> None:
         self.by_group: dict[str, dict[str, Partitions]] = {}
-        # (group, topic, partition) -> [writes in flight, last durable value or None]
-        self.pending: dict[Key, list] = {}
+        # (group, topic) -> partition -> [writes in flight, last durable value or None]
+        # (by (group, topic) first: a write's keys share it, so its bookkeeping hashes ints)
+        self.pending: dict[tuple[str, str], dict[int, list]] = {}
 
     def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
@@ -83,10 +84,16 @@ class OffsetStore:
         pending = self.pending
         last_group = last_topic = None
         partitions: Partitions | None = None
+        tracked_group = tracked_topic = None
+        tracked: dict[int, list] = {}
         for group, topic, partition, value in records:
             if track:
-                key = (group, topic, partition)
-                entry = pending.get(key)
+                if group is not tracked_group or topic is not tracked_topic:
+                    tracked = pending.get((group, topic))  # type: ignore[assignment]
+                    if tracked is None:
+                        tracked = pending[group, topic] = {}
+                    tracked_group, tracked_topic = group, topic
+                entry = tracked.get(partition)
                 if entry is None:
                     if group is last_group and topic is last_topic and partitions is not None:
                         current = partitions
@@ -99,7 +106,7 @@ class OffsetStore:
                         durable = current[partition] if 0 <= partition < len(current) else None
                     else:
                         durable = current.get(partition)
-                    pending[key] = [1, durable]
+                    tracked[partition] = [1, durable]
                 else:
                     entry[0] += 1
             if value is None:
@@ -177,29 +184,46 @@ class OffsetStore:
         """The write of `records` (applied with `apply_all(track=True)`) is durable (error
         None) or failed (revert to the durable value)."""
         pending = self.pending
+        last = None
+        tracked: dict[int, list] | None = None
         for record in records:
             if type(record) is not OffsetCommitRecord:
                 continue
             group, topic, partition, value = record
-            key = (group, topic, partition)
-            entry = pending.get(key)
+            if last is None or group is not last[0] or topic is not last[1]:
+                if tracked is not None and not tracked:
+                    del pending[last]  # type: ignore[index]
+                last = (group, topic)
+                tracked = pending.get(last)
+                if tracked is None:
+                    continue
+            elif tracked is None:
+                continue
+            entry = tracked.get(partition)
             if entry is None:
                 continue
             if error is not None:
                 self.apply(group, topic, partition, durable_value(entry))
             count = entry[0] - 1
             if count <= 0:
-                del pending[key]
+                del tracked[partition]
             else:
                 entry[0] = count
                 if error is None:
                     entry[1] = value
+        if tracked is not None and not tracked:
+            del pending[last]  # type: ignore[index]
+
+    def pending_entry(self, group: str, topic: str, partition: int) -> list | None:
+        """[writes in flight, durable value] of a key with writes in flight, else None."""
+        tracked = self.pending.get((group, topic))
+        return None if tracked is None else tracked.get(partition)
 
     def is_pending(self, group: str, topic: str, partition: int) -> bool:
-        return (group, topic, partition) in self.pending
+        return self.pending_entry(group, topic, partition) is not None
 
     def durable(self, group: str, topic: str, partition: int) -> OffsetValue | None:
-        entry = self.pending.get((group, topic, partition)) if self.pending else None
+        entry = self.pending_entry(group, topic, partition) if self.pending else None
         return self.get(group, topic, partition) if entry is None else durable_value(entry)
 
 

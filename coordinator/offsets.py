@@ -179,6 +179,7 @@ def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> l
         return [] if missing else _fetch_all(store, group_id, require_stable)
     out = []
     pending = store.pending
+    pending_entry = store.pending_entry
     for topic in topics:
         name = topic.name
         rows: list = []
@@ -186,7 +187,7 @@ def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> l
             if missing:
                 rows.append((index, NO_OFFSET, -1, "", E.none))
                 continue
-            entry = pending.get((group_id, name, index)) if pending else None
+            entry = pending_entry(group_id, name, index) if pending else None
             if entry is not None:
                 if require_stable:
                     rows.append((index, NO_OFFSET, -1, "", E.unstable_offset_commit))
@@ -206,7 +207,7 @@ def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
     pending = store.pending
     by_topic: dict[str, list] = {}
     for topic, partition, value in store.items(group_id):
-        entry = pending.get((group_id, topic, partition)) if pending else None
+        entry = store.pending_entry(group_id, topic, partition) if pending else None
         if entry is not None:
             if require_stable:
                 by_topic.setdefault(topic, []).append((partition, NO_OFFSET, -1, "", E.unstable_offset_commit))
@@ -215,13 +216,16 @@ def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
             if value is None:
                 continue  # committed but not durable yet
         by_topic.setdefault(topic, []).append((partition, value.offset, value.leader_epoch, value.metadata, E.none))
-    for (group, topic, partition), entry in list(pending.items()):
-        # keys a pending tombstone removed from the store are still durable
-        durable = durable_value(entry) if group == group_id else None
-        if durable is not None and store.get(group, topic, partition) is None:
-            row = ((partition, NO_OFFSET, -1, "", E.unstable_offset_commit) if require_stable
-                   else (partition, durable.offset, durable.leader_epoch, durable.metadata, E.none))
-            by_topic.setdefault(topic, []).append(row)
+    for (group, topic), tracked in pending.items():
+        if group != group_id:
+            continue
+        for partition, entry in tracked.items():
+            # keys a pending tombstone removed from the store are still durable
+            durable = durable_value(entry)
+            if durable is not None and store.get(group, topic, partition) is None:
+                row = ((partition, NO_OFFSET, -1, "", E.unstable_offset_commit) if require_stable
+                       else (partition, durable.offset, durable.leader_epoch, durable.metadata, E.none))
+                by_topic.setdefault(topic, []).append(row)
     return list(by_topic.items())
 
 

@@ -60,9 +60,10 @@ def test_tracked_apply_remembers_each_keys_value_from_before_the_write():
         counts: dict = {}
         for g, t, p, _v in write:
             counts[g, t, p] = counts.get((g, t, p), 0) + 1
-        assert set(store.pending) == set(counts)
-        for key, entry in store.pending.items():
-            assert entry[0] == counts[key]
+        assert {(g, t, p) for (g, t), tracked in store.pending.items() for p in tracked} == set(counts)
+        for key, count in counts.items():
+            entry = store.pending_entry(*key)
+            assert entry is not None and entry[0] == count
             assert durable_value(entry) == expected.get(key), (seed, key)
         reference = OffsetStore()
         reference.apply_all(before + write)
