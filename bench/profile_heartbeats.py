@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import cProfile
 import datetime
+import gc
 import pstats
 import struct
 import sys
@@ -39,7 +40,7 @@ from kio.static.primitive import i32, i32Timedelta
 
 from bench.bench_groups import ASSIGNMENT, SUBSCRIPTION
 from bench.loadgen import decode_response, encode
-from coordinator.app import App
+from coordinator.app import YOUNG_GC_THRESHOLD, App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
 from coordinator.server import Connection
@@ -168,12 +169,49 @@ def keep_alive(app: App, frames: list[bytes]) -> None:
         app.dispatcher.dispatch(frame[4:], "127.0.0.1", 1)
 
 
+class GcPauses:
+    """Wall time of each cyclic-GC collection per generation (gc.callbacks), for the p99 they cause."""
+
+    def __init__(self) -> None:
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append(time.perf_counter() - self._started)
+
+    def __enter__(self) -> "GcPauses":
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+    def summary(self) -> str:
+        parts = []
+        for generation, pauses in self.pauses.items():
+            if pauses:
+                parts.append(f"gen{generation} {len(pauses)} x, max {1000 * max(pauses):.1f} ms, "
+                             f"total {1000 * sum(pauses):.0f} ms")
+        return "; ".join(parts) or "none"
+
+
 def own_time(stats: pstats.Stats, predicate) -> float:
     return sum(tt for (path, _line, name), (_cc, _nc, tt, _ct, _callers) in stats.stats.items()
                if predicate(path, name))
 
 
+def server_gc_settings() -> None:
+    """What coordinator.app.run does before serving, so that collections here cost what they cost there."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, 10, 10)
+
+
 async def scenario(args: argparse.Namespace) -> None:
+    server_gc_settings()
     with tempfile.TemporaryDirectory(prefix="profile-hb-") as data:
         config = Config.load(overrides={"log.dirs": data, "listeners": "PLAINTEXT://127.0.0.1:0",
                                         "group.initial.rebalance.delay.ms": "0"}, environ={})
@@ -199,13 +237,23 @@ async def scenario(args: argparse.Namespace) -> None:
             send_all, connection = feeder(app, frames, args.pipeline)
             profiler = cProfile.Profile()
             beats = 0
+            longest_yield = 0.0  # the longest the loop ran timers (and anything else) between rounds
+            gc.collect()  # a clean start: what the forming left behind is not the steady state's cost
+            full_started = time.perf_counter()
+            gc.collect()  # what one full collection of the steady state costs (a pause of the server)
+            full_collection = time.perf_counter() - full_started
+            tracked_before = len(gc.get_objects())
+            pauses = GcPauses()
             started, cpu_started = time.perf_counter(), time.process_time()
             if args.profile:
                 profiler.enable()
-            while time.perf_counter() - started < args.seconds:
-                send_all()
-                beats += len(frames)
-                await asyncio.sleep(0)  # let due timers run, as the server's loop would between reads
+            with pauses:
+                while time.perf_counter() - started < args.seconds:
+                    send_all()
+                    beats += len(frames)
+                    yielded = time.perf_counter()
+                    await asyncio.sleep(0)  # let due timers run, as the server's loop would between reads
+                    longest_yield = max(longest_yield, time.perf_counter() - yielded)
             profiler.disable()
             cpu = time.process_time() - cpu_started
             elapsed = time.perf_counter() - started
@@ -217,6 +265,10 @@ async def scenario(args: argparse.Namespace) -> None:
     print(f"{len(members):,} members in {args.groups:,} groups through the {path}: {beats:,} heartbeats in "
           f"{elapsed:.1f} s = {beats / elapsed:,.0f}/s, {beats / cpu:,.0f} per CPU second"
           f"{' under cProfile' if args.profile else ''}")
+    print(f"GC-tracked objects (unfrozen) after forming: {tracked_before:,}, a full collection of them "
+          f"{1000 * full_collection:.0f} ms; GC pauses while heartbeating: "
+          f"{pauses.summary()}; longest loop turn between rounds: {1000 * longest_yield:.1f} ms; "
+          f"RSS {rss_mib():.0f} MiB")
     if not args.profile:
         return
     stats = pstats.Stats(profiler)
@@ -225,6 +277,14 @@ async def scenario(args: argparse.Namespace) -> None:
     print(f"profiled CPU {total:.2f} s; timer code (coordinator/timers.py + session callbacks) "
           f"{timers:.3f} s = {100 * timers / total:.2f} %")
     stats.sort_stats("tottime").print_stats(16)
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
