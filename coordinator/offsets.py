@@ -14,12 +14,11 @@ require_stable answers UNSTABLE_OFFSET_COMMIT, and a failed write puts the durab
 back (Kafka reverts its timeline to the last committed offset).
 
 Hot path: a commit builds one OffsetValue and one OffsetCommitRecord tuple per
-partition and one (partition, code) tuple for the answer; no other object per partition.
+partition; its answer is the list of partition indexes (codes only when one fails).
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -42,10 +41,6 @@ GROUP_ID_NOT_FOUND_FROM = 9  # OffsetCommit v9+: GROUP_ID_NOT_FOUND instead of I
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
-# OffsetValue(...) / OffsetCommitRecord(...) without the NamedTuple's Python-level
-# __new__ (a third of the cost of a commit's per-partition records); fields in order
-new_value = partial(tuple.__new__, OffsetValue)
-new_record = partial(tuple.__new__, OffsetCommitRecord)
 
 
 # --- helpers on groups ------------------------------------------------------------------
@@ -127,7 +122,9 @@ def validate_commit(shard: "Shard", group_id: str, member_id: str, instance_id: 
 
 def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, max_metadata: int,
                    with_epoch: bool) -> tuple[list, list]:
-    """Records to write and the answer [(topic, [(partition, code), ...])] of a valid commit.
+    """Records to write and the answer of a valid commit: [(topic, partition indexes,
+    codes)], codes None when every partition answers NONE (the common case: no tuple per
+    partition), else the code of each index.
 
     `topics` are the request's topics (kio objects: name, partitions with partition_index,
     committed_offset, committed_metadata and, when `with_epoch`, committed_leader_epoch).
@@ -136,28 +133,43 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
     expire = -1 if retention_ms == DEFAULT_RETENTION else min(max(now_ms + retention_ms, _I64_MIN), _I64_MAX)
     records: list = []
     answer: list = []
+    add = records.append
+    # OffsetCommitRecord(...) / OffsetValue(...) without the NamedTuples' Python-level
+    # __new__ (a third of the cost of a commit's records); fields in order
+    new, Record, Value = tuple.__new__, OffsetCommitRecord, OffsetValue
     ok, too_large = E.none, E.offset_metadata_too_large
+    half = max_metadata // 2
     for topic in topics:
         name = topic.name
-        codes = []
+        indexes: list = []
+        codes: list | None = None
         for p in topic.partitions:
+            index = p.partition_index
             metadata = p.committed_metadata
             if metadata is None:
                 metadata = ""
-            elif len(metadata) > max_metadata // 2 and java_length(metadata) > max_metadata:
-                codes.append((p.partition_index, too_large))
+            elif len(metadata) > half and java_length(metadata) > max_metadata:
+                if codes is None:
+                    codes = [ok] * len(indexes)
+                indexes.append(index)
+                codes.append(too_large)
                 continue
-            epoch = p.committed_leader_epoch if with_epoch else -1
-            records.append(new_record((group_id, name, p.partition_index,
-                                       new_value((p.committed_offset, metadata, now_ms, epoch, expire)))))
-            codes.append((p.partition_index, ok))
-        answer.append((name, codes))
+            add(new(Record, (group_id, name, index, new(Value, (
+                p.committed_offset, metadata, now_ms, p.committed_leader_epoch if with_epoch else -1, expire)))))
+            indexes.append(index)
+            if codes is not None:
+                codes.append(ok)
+        answer.append((name, indexes, codes))
     return records, answer
 
 
 def error_answer(topics: Any, code: ErrorCode) -> list:
-    """Every partition of the request answered with one error."""
-    return [(t.name, [(p.partition_index, code) for p in t.partitions]) for t in topics]
+    """Every partition of the request answered with one error (commit_records' form)."""
+    out = []
+    for t in topics:
+        indexes = [p.partition_index for p in t.partitions]
+        out.append((t.name, indexes, [code] * len(indexes)))
+    return out
 
 
 # --- OffsetFetch ---------------------------------------------------------------------------

@@ -120,14 +120,16 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     commit_topic = {v: _nested(cls, "topics") for v, cls in commit_classes.items()}
     commit_partition = {v: _nested(commit_topic[v], "partitions") for v in commit_classes}
     partition_cache: dict[tuple[int, int, ErrorCode], Any] = {}
+    ok = E.none
 
     def commit_response(version: int, answer: list) -> Any:
+        """The response to an answer [(topic, indexes, codes or None: all NONE)]."""
         topic_cls, partition_cls = commit_topic[version], commit_partition[version]
         cache = partition_cache
         topics = []
-        for name, codes in answer:
+        for name, indexes, codes in answer:
             parts = []
-            for index, code in codes:
+            for index, code in zip(indexes, codes or [ok] * len(indexes)):
                 key = (version, index, code)
                 part = cache.get(key)
                 if part is None:
@@ -141,20 +143,17 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         return commit_classes[version](topics=tuple(topics))
 
     ok_bodies: dict[tuple, Encoded] = {}
-    ok = E.none
 
     def commit_answered(version: int, answer: list) -> Any:
         """commit_response, as a cached encoded body when every partition answers NONE: such
         an answer depends on nothing but the version and the partitions, and a committer
         sends the same partitions again and again."""
         shape: list = [version]
-        for name, codes in answer:
+        for name, indexes, codes in answer:
+            if codes is not None:
+                return commit_response(version, answer)
             shape.append(name)
-            for index, code in codes:
-                if code is not ok:
-                    return commit_response(version, answer)
-                shape.append(index)
-            shape.append(None)  # the end of a topic's partitions
+            shape.append(tuple(indexes))
         key = tuple(shape)
         body = ok_bodies.get(key)
         if body is None:
@@ -166,8 +165,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     def commit_failed(version: int, answer: list, error: BaseException) -> Any:
         code = commit_error_code(error)
         log.warning("offset commit failed", error=repr(error), code=code.name)
-        return commit_response(version, [(name, [(i, code if c is E.none else c) for i, c in codes])
-                                         for name, codes in answer])
+        return commit_response(version, [(name, indexes, [code] * len(indexes) if codes is None
+                                          else [code if c is ok else c for c in codes])
+                                         for name, indexes, codes in answer])
 
     def handle_commit(ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
