@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.run_all            # everything, ~25 minutes, writes docs/BENCHMARKS.md
     .venv/bin/python -m bench.run_all --quick    # every workload briefly, a smoke run (docs untouched)
+    .venv/bin/python -m bench.run_all --only bench_groups,bench_rejoin   # a subset
 
 Each benchmark script owns one section of docs/BENCHMARKS.md, delimited by
 `<!-- BEGIN name -->` / `<!-- END name -->` markers; `write_section` replaces only that section
@@ -104,12 +105,11 @@ def write_section(name: str, title: str, command: str, facts: str, body: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    quick = "--quick" in args
+    import argparse
+
     from bench import (bench_api_versions, bench_codec, bench_groups, bench_memory, bench_offsets, bench_rejoin,
                        bench_steady)
 
-    started = time.monotonic()
     # (script, arguments for the full run, arguments for --quick); each writes its own section
     plan = [
         (bench_codec, [], ["--quick"]),
@@ -121,6 +121,19 @@ def main(argv: list[str] | None = None) -> int:
         (bench_steady, [], ["--reps", "1", "--groups", "1000", "--seconds", "4"]),
         (bench_memory, [], ["--reps", "1", "--offsets", "100000"]),
     ]
+    names = [module.__name__.rsplit(".", 1)[1] for module, _, _ in plan]
+    parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="every workload briefly; docs untouched")
+    parser.add_argument("--only", default=",".join(names),
+                        help=f"comma-separated subset of {','.join(names)} (default: all)")
+    options = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    chosen = options.only.split(",")
+    unknown = sorted(set(chosen) - set(names))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    quick = options.quick
+    plan = [entry for entry, name in zip(plan, names) if name in chosen]
+    started = time.monotonic()
     rc = 0
     for module, full, smoke in plan:
         name = module.__name__.rsplit(".", 1)[1]
