@@ -74,17 +74,20 @@ def encode_tails(records: list[Record]) -> list[bytes]:
     heads = _KEY_HEADS
     pack_partition = _I.pack
     pack_plain = _PLAIN_TAIL.pack
+    last_group = last_topic = head = None
     for record in records:
         if type(record) is not OffsetCommitRecord:
             out.append(record_tail(*encode(record)))
             continue
         group, topic, partition, value = record
-        head = heads.get((group, topic))
-        if head is None:
-            if len(heads) >= _KEY_HEAD_LIMIT:
-                heads.clear()
-            key = offset_key_bytes(group, topic, 0)
-            head = heads[group, topic] = encode_varint(len(key)) + key[:-4]
+        if group is not last_group or topic is not last_topic:  # a write's records share both
+            head = heads.get((group, topic))
+            if head is None:
+                if len(heads) >= _KEY_HEAD_LIMIT:
+                    heads.clear()
+                key = offset_key_bytes(group, topic, 0)
+                head = heads[group, topic] = encode_varint(len(key)) + key[:-4]
+            last_group, last_topic = group, topic
         if value is None:
             out.append(head + pack_partition(partition) + _TOMBSTONE_TAIL)
         elif value[1] or value[4] != -1:
