@@ -10,7 +10,7 @@ write (`end`) change the store; coordinator/offsets.py reads it.
 from __future__ import annotations
 
 from struct import Struct
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .records import OffsetCommitRecord, OffsetValue
 
@@ -71,14 +71,16 @@ class OffsetStore:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
         self.apply_all(((group, topic, partition, value),))
 
-    def apply_all(self, records: Iterable[tuple], track: bool = False) -> None:
+    def apply_all(self, records: Iterable[tuple], track: bool = False,
+                  committed_to: Callable[[str], None] | None = None) -> None:
         """The replay of OffsetCommit records (group, topic, partition, value-or-None), in
         order: the one way the store changes. With `track` (a live write), each key first
         remembers its durable value in `pending` (packed as the store held it;
         `durable_value` unpacks it), in the same pass; `end` settles it.
 
         A write's records share their group and topic, so the topic's partitions are
-        looked up once per run of equal (group, topic), not once per record.
+        looked up once per run of equal (group, topic), not once per record; there
+        `committed_to(group)` (if given) hears of a group an offset is committed to.
         """
         by_group = self.by_group
         pending = self.pending
@@ -116,6 +118,8 @@ class OffsetStore:
                 last_group = None  # _remove may drop the topic's partitions
                 continue
             if group is not last_group or topic is not last_topic or partitions is None:
+                if committed_to is not None:
+                    committed_to(group)
                 topics = by_group.get(group)
                 if topics is None:
                     topics = by_group[group] = {}

@@ -216,16 +216,13 @@ class Shard:
             self._replay_offsets(run, live)
 
     def _replay_offsets(self, records: list, live: bool) -> None:
-        groups = self.groups
-        last = None
-        for group_id, _topic, _partition, value in records:
-            if group_id is not last and value is not None:
-                last = group_id
-                if group_id not in groups:
-                    # OffsetMetadataManager.replay: offsets without a group make a "simple"
-                    # group, an Empty classic group without protocol type
-                    groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
-        self.offsets.apply_all(records, live)
+        self.offsets.apply_all(records, live, self._offset_committed_to)
+
+    def _offset_committed_to(self, group_id: str) -> None:
+        if group_id not in self.groups:
+            # OffsetMetadataManager.replay: offsets without a group make a "simple"
+            # group, an Empty classic group without protocol type
+            self.groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
 
     # --- unloading --------------------------------------------------------------------
 
