@@ -46,9 +46,13 @@ WriteCallback = Callable[[BaseException | None], None]
 
 
 class PendingWrite:
-    """The completion of one append: awaitable, and with callbacks run synchronously."""
+    """The completion of one append: awaitable, and with callbacks run synchronously.
 
-    __slots__ = ("records", "done", "error", "_callbacks", "_future")
+    A shard's write first settles its own bookkeeping (`_store`'s pending keys, the
+    shard's in-flight set), then runs the callbacks: slots, not a closure per write.
+    """
+
+    __slots__ = ("records", "done", "error", "_callbacks", "_future", "_store", "_inflight")
 
     def __init__(self, records: list[Record]) -> None:
         self.records = records
@@ -56,6 +60,8 @@ class PendingWrite:
         self.error: BaseException | None = None
         self._callbacks: list[WriteCallback] = []
         self._future: asyncio.Future | None = None
+        self._store: OffsetStore | None = None
+        self._inflight: set | None = None
 
     def add_callback(self, callback: WriteCallback) -> None:
         if self.done:
@@ -68,6 +74,14 @@ class PendingWrite:
             return
         self.done = True
         self.error = error
+        store = self._store
+        if store is not None:
+            self._store = None
+            self._inflight.discard(self)  # type: ignore[union-attr]
+            try:
+                store.end(self.records, error)
+            except Exception:
+                log.exception("settling a write's offsets failed")
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             try:
@@ -169,16 +183,10 @@ class Shard:
         if self.state is ShardState.UNLOADED:
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
-        offsets = self.offsets
         self.replay_all(records, True)
-        inflight = self.inflight
+        pending._store = self.offsets
+        pending._inflight = inflight = self.inflight
         inflight.add(pending)
-
-        def done(error: BaseException | None) -> None:
-            inflight.discard(pending)
-            offsets.end(records, error)
-
-        pending.add_callback(done)
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller

@@ -72,3 +72,16 @@ def test_tracked_apply_remembers_each_keys_value_from_before_the_write():
         assert not store.pending
         assert {key: store.get(*key) for key in expected} == expected
         assert all(store.get(*key) is None for key in counts if key not in expected)
+
+
+def test_a_write_settles_its_bookkeeping_before_its_callbacks_run():
+    c = coordinator()
+    shard = c.shard_for("a")
+    write = shard.write([OffsetCommitRecord("a", "x", 0, OffsetValue(1, "", 1, -1, -1))])
+    assert shard.offsets.pending_entry("a", "x", 0) is not None and shard.inflight == {write}
+    seen = []
+    write.add_callback(lambda error: seen.append((error, dict(shard.offsets.pending), set(shard.inflight))))
+    c.record_log.complete()
+    assert seen == [(None, {}, set())]
+    write.resolve(RuntimeError("late"))  # a second resolve changes nothing
+    assert shard.offsets.get("a", "x", 0) == OffsetValue(1, "", 1, -1, -1)
