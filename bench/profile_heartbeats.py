@@ -160,6 +160,7 @@ async def form_group(broker: InProcess, group: str, size: int) -> list[tuple[str
 
 
 SESSION_MS = 10_000
+SLOW_TURN_S = 0.005  # the p99 bound
 KEEP_ALIVE_SECONDS = 3.0
 
 
@@ -238,6 +239,7 @@ async def scenario(args: argparse.Namespace) -> None:
             profiler = cProfile.Profile()
             beats = 0
             longest_yield = 0.0  # the longest the loop ran timers (and anything else) between rounds
+            slow_turns = 0  # loop turns over SLOW_TURN_S: each delays every answer queued behind it
             gc.collect()  # a clean start: what the forming left behind is not the steady state's cost
             full_started = time.perf_counter()
             gc.collect()  # what one full collection of the steady state costs (a pause of the server)
@@ -253,7 +255,9 @@ async def scenario(args: argparse.Namespace) -> None:
                     beats += len(frames)
                     yielded = time.perf_counter()
                     await asyncio.sleep(0)  # let due timers run, as the server's loop would between reads
-                    longest_yield = max(longest_yield, time.perf_counter() - yielded)
+                    turn = time.perf_counter() - yielded
+                    longest_yield = max(longest_yield, turn)
+                    slow_turns += turn > SLOW_TURN_S
             profiler.disable()
             cpu = time.process_time() - cpu_started
             elapsed = time.perf_counter() - started
@@ -267,7 +271,8 @@ async def scenario(args: argparse.Namespace) -> None:
           f"{' under cProfile' if args.profile else ''}")
     print(f"GC-tracked objects (unfrozen) after forming: {tracked_before:,}, a full collection of them "
           f"{1000 * full_collection:.0f} ms; GC pauses while heartbeating: "
-          f"{pauses.summary()}; longest loop turn between rounds: {1000 * longest_yield:.1f} ms; "
+          f"{pauses.summary()}; longest loop turn between rounds: {1000 * longest_yield:.1f} ms, "
+          f"{slow_turns} over {1000 * SLOW_TURN_S:.0f} ms; "
           f"RSS {rss_mib():.0f} MiB")
     if not args.profile:
         return
