@@ -15,17 +15,15 @@ from __future__ import annotations
 import asyncio
 import os
 from functools import partial
-from typing import Iterator
 
 import structlog
 
-from storage.batch import build_tail_batch, decode_records, iter_batches
+from storage.batch import build_tail_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
 
 from . import record_codec
-from .records import Record
 from .shard import PendingWrite
 
 log = structlog.get_logger(__name__)
@@ -109,19 +107,6 @@ class DurableLog:
         if self._queued:
             self._append_queued()
 
-    # --- reading (loading, dump) ----------------------------------------------------------
-
-    def read_records(self, partition: int, start: int, max_bytes: int) -> tuple[list[tuple[int, int, Record]], int]:
-        """Decoded records [(offset, timestamp, record)] from `start`, and the next offset.
-
-        Reads whole batches (at least one) up to about `max_bytes`; records of unknown
-        types (e.g. KIP-848 consumer-group records) are skipped, as a classic-only
-        coordinator must.
-        """
-        plog = self.logs[partition]
-        data = plog.read(start, max_bytes)
-        return decode_chunk(data, start)
-
     def has_queued(self, partition: int) -> bool:
         """Writes not yet handed to the partition's log (they go at the end of this loop turn)."""
         return bool(self._queued.get(partition))
@@ -182,33 +167,3 @@ def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future) -> None:
         error = durable.exception()
     for pending in writes:
         pending.resolve(error)
-
-
-def decode_chunk(data: bytes, start: int) -> tuple[list[tuple[int, int, Record]], int]:
-    out: list[tuple[int, int, Record]] = []
-    next_offset = start
-    decode = record_codec.decode
-    for batch in iter_batches(data):
-        if batch.is_control:
-            next_offset = batch.next_offset
-            continue
-        for r in decode_records(batch):
-            if r.offset < start or r.key is None:
-                continue
-            try:
-                out.append((r.offset, r.timestamp, decode(r.key, r.value)))
-            except record_codec.UnknownRecordType:
-                continue
-        next_offset = batch.next_offset
-    return out, next_offset
-
-
-def iter_log(plog: PartitionLog, start: int, max_bytes: int) -> Iterator[list[tuple[int, int, Record]]]:
-    """Chunks of decoded records from `start` to the high watermark."""
-    offset = start
-    while offset < plog.high_watermark:
-        data = plog.read(offset, max_bytes)
-        if not data:
-            return
-        records, offset = decode_chunk(data, offset)
-        yield records
