@@ -30,7 +30,7 @@ from crc32c import crc32c
 
 from .compression import NONE, decompress
 from .errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError, UnsupportedCompressionError
-from .varint import _TABLE as VARINT_TABLE, _TABLE_MIN as VARINT_TABLE_MIN, encode_varint, read_varint
+from .varint import SMALL_VARINT_MIN, SMALL_VARINTS, encode_varint, read_varint
 
 #: Every header field in order; 61 bytes (RECORD_BATCH_OVERHEAD).
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -376,8 +376,8 @@ def build_tail_batch(tails: Sequence[bytes], timestamp: int) -> bytes:
     count = len(tails)
     if not count:
         raise InvalidRecordError("a batch needs at least one record")
-    table = VARINT_TABLE  # index v - VARINT_TABLE_MIN; every length and delta here is >= 0
-    base = 2 - VARINT_TABLE_MIN  # + attributes and timestampDelta, one byte each
+    table = SMALL_VARINTS  # index v - SMALL_VARINT_MIN; every length and delta here is >= 0
+    base = 2 - SMALL_VARINT_MIN  # + attributes and timestampDelta, one byte each
     parts: list[bytes] = []
     extend = parts.extend
     try:

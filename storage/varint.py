@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from .errors import InvalidRecordError
 
-_TABLE_MIN = -8192
-_TABLE_MAX = 8191
+#: encode_varint(v) is SMALL_VARINTS[v - SMALL_VARINT_MIN] for SMALL_VARINT_MIN <= v <= SMALL_VARINT_MAX
+SMALL_VARINT_MIN = -8192
+SMALL_VARINT_MAX = 8191
 
 
 def _encode_slow(value: int) -> bytes:
@@ -24,13 +25,13 @@ def _encode_slow(value: int) -> bytes:
     return bytes(out)
 
 
-_TABLE = [_encode_slow(v) for v in range(_TABLE_MIN, _TABLE_MAX + 1)]
+SMALL_VARINTS = [_encode_slow(v) for v in range(SMALL_VARINT_MIN, SMALL_VARINT_MAX + 1)]
 
 
 def encode_varint(value: int) -> bytes:
     """Zig-zag varint/varlong bytes of a signed 64-bit integer."""
-    if _TABLE_MIN <= value <= _TABLE_MAX:
-        return _TABLE[value - _TABLE_MIN]
+    if SMALL_VARINT_MIN <= value <= SMALL_VARINT_MAX:
+        return SMALL_VARINTS[value - SMALL_VARINT_MIN]
     return _encode_slow(value)
 
 
