@@ -9,13 +9,13 @@ version: keys v0, values v0/v2/v4).
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
-
 from struct import Struct
+from typing import Iterable, Iterator
 
 from storage.batch import record_tail
 from storage.errors import InvalidRecordError
 from storage.records import (
+    OFFSET_VALUE_V3_PLAIN,
     GroupMetadataKey,
     UnknownRecordType,
     decode_key,
@@ -55,11 +55,10 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
 
 _KEY_HEADS: dict[tuple[str, str], bytes] = {}
 _KEY_HEAD_LIMIT = 10_000  # (group, topic) pairs; ~2 MB at most, cleared when full
-_VALUE_V3_PLAIN = Struct(">hqihq")  # version 3, offset, leader epoch, empty metadata, commit timestamp
 # a record's tail from the key's partition on, for a v3 value without metadata: partition,
 # valueLength (varint 24), the value, headerCount 0
 _PLAIN_TAIL = Struct(">iBhqihqB")
-_PLAIN_VALUE_LENGTH = encode_varint(_VALUE_V3_PLAIN.size)[0]
+_PLAIN_VALUE_LENGTH = encode_varint(OFFSET_VALUE_V3_PLAIN.size)[0]
 _NO_HEADERS = 0
 _NO_HEADER_BYTE = encode_varint(0)
 _TOMBSTONE_TAIL = encode_varint(-1) + _NO_HEADER_BYTE  # valueLength -1 (null), headerCount 0
@@ -119,7 +118,7 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
     without metadata is one struct unpack."""
     names: dict[bytes, tuple[str, str]] = {}
     partition_of = _I.unpack_from
-    plain = _VALUE_V3_PLAIN.unpack
+    plain = OFFSET_VALUE_V3_PLAIN.unpack
     new = tuple.__new__  # the NamedTuples without their Python-level __new__
     for key, value in pairs:
         if key[:2] == _KEY_V1:

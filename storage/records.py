@@ -326,7 +326,9 @@ def _fields(schema: Schema, obj: Any, version: int) -> dict[str, Any]:
 _KEY_V1 = b"\x00\x01"
 _VALUE_V3 = b"\x00\x03"
 _VALUE_V3_HEAD = Struct(">hqih")  # version, offset, leader epoch, metadata length
-_VALUE_V3_PLAIN = Struct(">hqihq")  # ... with empty metadata, then the commit timestamp
+#: OffsetCommitValue v3 without metadata (24 bytes): version, offset, leader epoch, metadata length 0,
+#: commit timestamp
+OFFSET_VALUE_V3_PLAIN = Struct(">hqihq")
 _VALUE_V1_HEAD = Struct(">hqh")  # version, offset, metadata length
 _I64_PAIR = Struct(">qq")
 
@@ -348,7 +350,7 @@ def offset_value_bytes(offset: int, metadata: str, commit_timestamp: int, leader
     """OffsetCommitValue v3, or v1 when an expire timestamp is set: encode_value's bytes."""
     if expire_timestamp == -1:
         if not metadata:
-            return _VALUE_V3_PLAIN.pack(3, offset, leader_epoch, 0, commit_timestamp)
+            return OFFSET_VALUE_V3_PLAIN.pack(3, offset, leader_epoch, 0, commit_timestamp)
         raw = _short_string(metadata, "metadata")
         return _VALUE_V3_HEAD.pack(3, offset, leader_epoch, len(raw) - 2) + raw[2:] + _I64.pack(commit_timestamp)
     raw = _short_string(metadata, "metadata")
@@ -378,7 +380,7 @@ def read_offset_value(data: bytes) -> tuple[int, str, int, int, int]:
     OffsetCommitValue of any version (v3 without the schema walk)."""
     if data[:2] == _VALUE_V3:
         if len(data) == 24:
-            _v, offset, epoch, mlen, commit_ts = _VALUE_V3_PLAIN.unpack(data)
+            _v, offset, epoch, mlen, commit_ts = OFFSET_VALUE_V3_PLAIN.unpack(data)
             if mlen == 0:
                 return offset, "", commit_ts, epoch, -1
         try:
