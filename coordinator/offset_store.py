@@ -102,13 +102,7 @@ class OffsetStore:
                     else:
                         topics = by_group.get(group)
                         current = None if topics is None else topics.get(topic)
-                    if current is None:
-                        durable = None
-                    elif type(current) is list:
-                        durable = current[partition] if 0 <= partition < len(current) else None
-                    else:
-                        durable = current.get(partition)
-                    tracked[partition] = [1, durable]
+                    tracked[partition] = [1, None if current is None else _packed(current, partition)]
                 else:
                     entry[0] += 1
             if value is None:
