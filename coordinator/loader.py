@@ -109,9 +109,10 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     stats["replayed"] = await _replay_pairs(shard.replay_all, fold.take_all())
     count = stats["log_records"] = fold.records
     if count:
+        elapsed = max(time.monotonic() - scan_started, 1e-9)  # scan + replay
         stats["scan_ms"] = round((scanned - scan_started) * 1000, 1)
-        stats["records_per_s"] = round(count / max(time.monotonic() - scan_started, 1e-9))
-        stats["mb_per_s"] = round(fold.bytes / 2**20 / max(time.monotonic() - scan_started, 1e-9), 1)
+        stats["records_per_s"] = round(count / elapsed)
+        stats["mb_per_s"] = round(fold.bytes / 2**20 / elapsed, 1)
     if shard.state is not ShardState.LOADING:  # unloaded meanwhile
         return stats
     on_loaded(shard)
