@@ -5,9 +5,9 @@ table row without a handler or a handler without a row. A handler gets the reque
 context and the decoded kio request and returns the kio response, an awaitable of it
 (for delayed operations), or None (no response, as Produce with acks=0).
 
-A fast path may be registered per api key (`register_fast`) for small requests that
-are answered at once: it gets the raw frame and returns the complete response frame, or
-None to send the frame down the generic path. It may specialise parsing and encoding
+A fast path may be registered per api key (`register_fast`) for hot requests: it gets
+the raw frame and returns the complete response frame (or a Deferred one), or None to
+send the frame down the generic path. It may specialise parsing and encoding
 only; the handler's logic must be the one the generic handler calls.
 
 Protocol violations (unknown api key, unsupported version of anything but
@@ -28,6 +28,8 @@ from protocol.apis import API_TABLE, ApiKey, ApiSpec
 from protocol.codec import DecodeError, decode_request, encode_response
 from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
 
+from .late_answer import LateAnswer
+
 log = structlog.get_logger(__name__)
 
 
@@ -46,14 +48,15 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, Any], Any]
-FastPath = Callable[[bytes, int, int], "bytes | None"]  # (frame, api_version, correlation_id)
+FastPath = Callable[[bytes, int, int], "bytes | Deferred | None"]  # (frame, api_version, correlation_id)
 
 
 @dataclass(slots=True)
 class Deferred:
-    """A response still being computed; `finish` encodes it once `future` is done."""
+    """A response still being computed; `finish` encodes it once `future` is done (an
+    asyncio future, or a LateAnswer: the same interface, settled without the loop)."""
 
-    future: asyncio.Future
+    future: asyncio.Future | LateAnswer
     correlation_id: int
     header_version: int
     api_name: str
@@ -140,6 +143,8 @@ class Dispatcher:
         header_version = spec.response_header_versions[version]
         if result is None:
             return None
+        if isinstance(result, LateAnswer):
+            return Deferred(result, correlation_id, header_version, spec.name)
         if hasattr(result, "__await__"):  # coroutine, Future or PendingWrite; cheaper than inspect.isawaitable
             return Deferred(asyncio.ensure_future(result), correlation_id, header_version, spec.name)
         return encode_response(correlation_id, header_version, result)

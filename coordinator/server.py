@@ -21,6 +21,7 @@ from protocol.framing import FrameError, cut_frames
 
 from .config import Config, Listener
 from .dispatch import CloseConnection, Deferred, Dispatcher
+from .late_answer import LateAnswer
 
 log = structlog.get_logger(__name__)
 
@@ -31,7 +32,7 @@ class Connection(asyncio.Protocol):
     __slots__ = (
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
-        "closing", "requests", "close_reason", "max_frame", "max_pending",
+        "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -54,6 +55,7 @@ class Connection(asyncio.Protocol):
         self.close_reason = "peer closed"
         self.max_frame = server.config.socket_request_max_bytes
         self.max_pending = server.config.queued_max_requests
+        self.delivery_scheduled = False
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -84,6 +86,7 @@ class Connection(asyncio.Protocol):
             if isinstance(item, Deferred):
                 item.future.remove_done_callback(self._deferred_done)
         self.pending.clear()
+        self.transport = None  # a delivery still scheduled finds nothing to do
         self.server.connections.discard(self)
         reason = f"{self.close_reason}: {exc}" if exc else self.close_reason
         log.info("connection closed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
@@ -140,7 +143,21 @@ class Connection(asyncio.Protocol):
                 break  # cut_frames stopped short of its limit: no complete frame is left
         self._update_reading()
 
-    def _deferred_done(self, _future: asyncio.Future) -> None:
+    def _deferred_done(self, answer: Any) -> None:
+        """A deferred answer is ready. An asyncio future calls this from the loop: deliver
+        now. A LateAnswer calls it synchronously from inside whatever settled it (a flush
+        settles a connection's answers together): deliver on the next loop callback, once
+        however many become ready before it."""
+        if not isinstance(answer, LateAnswer):
+            self._deliver()
+        elif not self.delivery_scheduled:
+            self.delivery_scheduled = True
+            self.loop.call_soon(self._deliver)
+
+    def _deliver(self) -> None:
+        self.delivery_scheduled = False
+        if self.transport is None:  # the connection is gone
+            return
         pending = self.pending
         out = self.out
         while pending:

@@ -35,6 +35,7 @@ from storage.placement import partition_for
 from kio.schema.errors import ErrorCode
 
 from .errors import NotCoordinator
+from .late_answer import run_callbacks, settle_future
 from .group import ClassicGroup, GroupState, JoinResult, SyncResult
 from .offset_store import OffsetStore
 from .records import OffsetCommitRecord, Record
@@ -83,17 +84,10 @@ class PendingWrite:
             except Exception:
                 log.exception("settling a write's offsets failed")
         callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            try:
-                callback(error)
-            except Exception:  # one failing reaction must not starve the others
-                log.exception("write callback failed")
-        future = self._future
-        if future is not None and not future.done():
-            if error is None:
-                future.set_result(None)
-            else:
-                future.set_exception(error)
+        if callbacks:
+            run_callbacks(callbacks, error, "write callback failed")
+        if self._future is not None:
+            settle_future(self._future, None, error)
 
     def __await__(self) -> Generator[Any, None, None]:
         if not self.done:

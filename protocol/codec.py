@@ -9,6 +9,7 @@ from kio.serial import entity_reader
 
 from .apis import ApiSpec
 from .encoder import writer_for
+from .header import plain_body_offset
 
 _INT32 = Struct(">i")
 _SIZE_AND_CORRELATION = Struct(">ii")
@@ -41,6 +42,19 @@ def decode_request(spec: ApiSpec, version: int, frame: bytes, offset: int) -> An
     except Exception as exc:  # kio raises many types for malformed input
         raise DecodeError(f"{spec.name} v{version} body does not parse: {type(exc).__name__}: {exc}") from exc
     return entity
+
+
+def decode_common(spec: ApiSpec, version: int, frame: bytes, flexible: bool) -> Any | None:
+    """The body of a request whose header is the common kind (header.plain_body_offset), or
+    None: an uncommon header or a body that does not parse. For fast paths, which leave
+    such frames to the generic path (it judges them, and closes the connection if need be)."""
+    offset = plain_body_offset(frame, flexible)
+    if offset < 0:
+        return None
+    try:
+        return decode_request(spec, version, frame, offset)
+    except DecodeError:
+        return None
 
 
 def encode_response(correlation_id: int, header_version: int, entity: Any) -> bytes:

@@ -29,8 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.codec import DecodeError, FixedResponse, decode_request
-from protocol.header import plain_body_offset
+from protocol.codec import FixedResponse, decode_common
 
 from ..dispatch import Dispatcher, RequestContext
 from ..errors import write_error_code
@@ -240,13 +239,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         flexible = heartbeat_flexible.get(version)
         if flexible is None:
             return None  # unsupported version: the generic path answers it
-        offset = plain_body_offset(frame, flexible)
-        if offset < 0:
+        request = decode_common(heartbeat_spec, version, frame, flexible)
+        if request is None:
             return None
-        try:
-            request = decode_request(heartbeat_spec, version, frame, offset)
-        except DecodeError:
-            return None  # the generic path decodes it again and closes the connection
         code = heartbeat_code(request.group_id, request.generation_id, request.member_id,
                               getattr(request, "group_instance_id", None))
         fixed = heartbeat_frames.get((version, code)) or heartbeat_frame(version, code)

@@ -17,24 +17,24 @@ OffsetDelete at top level.
 OffsetCommit is the hot path: no protocol/build.py, kio objects constructed directly,
 partition answers (immutable) cached per (version, partition, error), whole encoded
 bodies cached per (version, topics and partitions) when every partition answers NONE,
-and the deferred answer is a bare future completed by the write's callback (no task
-per request).
+and the deferred answer is a LateAnswer that is the write's callback (no future, no
+task, no closure per request).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
-from protocol.codec import Encoded
+from protocol.codec import Encoded, decode_common, encode_response
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
 
-from ..dispatch import Dispatcher, RequestContext
+from ..dispatch import CloseConnection, Deferred, Dispatcher, RequestContext
+from ..late_answer import WriteAnswer
 from ..errors import commit_error_code, write_error_code
 from ..offsets import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
 from ..services import Services
@@ -63,22 +63,6 @@ def _nested(cls: type, name: str) -> type:
     nested = _shape(cls)[name][0]
     assert nested is not None
     return nested
-
-
-def when_durable(write: Any, ok: Callable[[], Any], failed: Callable[[BaseException], Any]) -> asyncio.Future:
-    """A bare future (no task) completed by the write's callback with ok() or failed(error)."""
-    future = asyncio.get_running_loop().create_future()
-
-    def done(error: BaseException | None) -> None:
-        if future.done():
-            return
-        try:
-            future.set_result(ok() if error is None else failed(error))
-        except Exception as exc:  # never leave the request unanswered
-            future.set_exception(exc)
-
-    write.add_callback(done)
-    return future
 
 
 class LegacyCommit(NamedTuple):
@@ -169,8 +153,8 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                                           else [code if c is ok else c for c in codes])
                                          for name, indexes, codes in answer])
 
-    def handle_commit(ctx: RequestContext, request: Any) -> Any:
-        version = ctx.api_version
+    def commit(version: int, request: Any) -> Any:
+        """OffsetCommit: the response, or a WriteAnswer settled when the records are durable."""
         if version < COMMIT_RETENTION_FROM:
             request = as_v2_commit(version, request)
         group_id = request.group_id
@@ -195,8 +179,36 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return commit_response(version, error_answer(topics, E.unknown_server_error))
         if not records:
             return commit_response(version, answer)
-        return when_durable(shard.write(records), lambda: commit_answered(version, answer),
-                            lambda error: commit_failed(version, answer, error))
+        late = WriteAnswer(commit_answered, commit_failed, (version, answer))
+        shard.write(records).add_callback(late)
+        return late
+
+    def handle_commit(ctx: RequestContext, request: Any) -> Any:
+        return commit(ctx.api_version, request)
+
+    commit_spec = API_TABLE[ApiKey.OFFSET_COMMIT]
+    commit_flexible = {v: commit_spec.request_is_flexible(v) for v in commit_classes
+                       if v >= COMMIT_RETENTION_FROM}
+    commit_header = {v: commit_spec.response_header_versions[v] for v in commit_classes}
+
+    def fast_commit(frame: bytes, version: int, correlation_id: int) -> Any:
+        """OffsetCommit v2+ without RequestHeader, RequestContext or the generic dispatch: kio's
+        reader for the body, then `commit` (handle_commit's logic). None (generic path) for
+        anything unusual: v0/v1, an uncommon header, a body that does not parse."""
+        flexible = commit_flexible.get(version)
+        if flexible is None:
+            return None
+        request = decode_common(commit_spec, version, frame, flexible)
+        if request is None:
+            return None
+        try:
+            result = commit(version, request)
+        except Exception:  # as dispatch_generic does with a failing handler
+            log.exception("handler failed", api=commit_spec.name, version=version)
+            raise CloseConnection(f"internal error handling {commit_spec.name}") from None
+        if result.__class__ is WriteAnswer:
+            return Deferred(result, correlation_id, commit_header[version], commit_spec.name)
+        return encode_response(correlation_id, commit_header[version], result)
 
     # --- OffsetFetch ------------------------------------------------------------------
 
@@ -279,6 +291,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                                                      for i, c in codes))
             for name, codes in answer))
 
+    def delete_failed(_code: ErrorCode, _answer: list, error: BaseException) -> Any:
+        return delete_response(write_error_code(error), [])
+
     def handle_delete(ctx: RequestContext, request: Any) -> Any:
         group_id = request.group_id
         if not group_id:
@@ -295,9 +310,11 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return delete_response(code, [])
         if not records:
             return delete_response(E.none, answer)
-        return when_durable(shard.write(records), lambda: delete_response(E.none, answer),
-                            lambda error: delete_response(write_error_code(error), []))
+        late = WriteAnswer(delete_response, delete_failed, (E.none, answer))
+        shard.write(records).add_callback(late)
+        return late
 
     dispatcher.register(ApiKey.OFFSET_COMMIT, handle_commit)
+    dispatcher.register_fast(ApiKey.OFFSET_COMMIT, fast_commit)
     dispatcher.register(ApiKey.OFFSET_FETCH, handle_fetch)
     dispatcher.register(ApiKey.OFFSET_DELETE, handle_delete)
