@@ -10,7 +10,9 @@ SEATED_IN_WAVES get one wave of connections // size groups at a time); then ever
 Heartbeat every `--interval` s (Kafka's heartbeat.interval.ms default, 3 s), members spread evenly, open
 loop, for one interval of warm-up plus `--seconds` timed. Reported per server: heartbeats answered vs
 sent in the window (answers later than 2 s after it count as unanswered), answers with an error code,
-latency p50/p99, server CPU, loadgen CPU, server RSS after the run; then every member leaves (LeaveGroup
+latency p50/p99 from each request's write to its answer's arrival at the generator's socket (kernel
+receive timestamp) and p99 to the moment the generator read it, how late the generator's 1 ms tick
+woke (p99), server CPU, loadgen CPU, server RSS after the run; then every member leaves (LeaveGroup
 v1) so the next run does not share the server with expiring members. The join phase is bounded
 (JOIN_LIMIT_S): a server that cannot seat the whole fleet in time is reported with the reason and
 not asked again in later repetitions.
@@ -53,15 +55,21 @@ def steady_job(host: str, port: int, groups: int, size: int, interval: float, se
             await asyncio.wait_for(fleet.leave(), 60)
         finally:
             fleet.close()
-        lat = stats["latencies_ns"]
-        pct = (lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] / 1000) if lat else (lambda q: float("nan"))
+        lat, read = stats["arrived_ns"], stats["latencies_ns"]
         return Result(requests=stats["answered"], seconds=seconds, rps=stats["answered"] / seconds,
-                      p50_us=pct(0.5), p99_us=pct(0.99), mean_us=sum(lat) / max(1, len(lat)) / 1000,
+                      p50_us=quantile(lat, 0.5) / 1000, p99_us=quantile(lat, 0.99) / 1000,
+                      mean_us=sum(lat) / max(1, len(lat)) / 1000,
                       max_us=lat[-1] / 1000 if lat else float("nan"), response_bytes=0,
                       client_cpu=stats["client_cpu"],
-                      extra={"sent": stats["sent"], "errors": stats["errors"], "join_s": joined})
+                      extra={"sent": stats["sent"], "errors": stats["errors"], "join_s": joined,
+                             "read_p99_us": quantile(read, 0.99) / 1000,
+                             "tick_late_p99_ms": quantile(stats["loop_late_s"], 0.99) * 1000})
 
     return uvloop.run(go())
+
+
+def quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,18 +104,23 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append((r, rss_bytes(ep)))
                 print(f"rep {rep + 1} {name:<13} answered {r.requests:,}/{r.extra['sent']:,}  errors "
                       f"{r.extra['errors'] or 0}  p50 {r.p50_us / 1000:.2f} ms  p99 {r.p99_us / 1000:.2f} ms  "
-                      f"server CPU {r.server_cpu or 0:.2f}  loadgen CPU {r.client_cpu:.2f}  joined in "
-                      f"{r.extra['join_s']:.1f} s", flush=True)
+                      f"(as read {r.extra['read_p99_us'] / 1000:.2f} ms; generator tick late p99 "
+                      f"{r.extra['tick_late_p99_ms']:.2f} ms)  "
+                      f"server CPU {r.server_cpu or 0:.2f}  loadgen CPU {r.client_cpu:.2f}  "
+                      f"other CPU {r.other_cpu or 0:.2f}  joined in {r.extra['join_s']:.1f} s", flush=True)
     rows = [row(name, runs[name]) for name in names]
     members = args.groups * args.size
     text = (f"{args.groups:,} groups x {args.size} members ({members:,} members, "
             f"{members / args.interval:,.0f} heartbeats/s offered), heartbeat interval {args.interval:g} s, "
             f"{args.seconds:g} s timed, {args.reps} interleaved repetitions (medians):\n\n"
             + markdown_table(["server", "answered / sent", "with error", "p50 ms", "p99 ms", "min-max p99 ms",
-                              "server CPU", "loadgen CPU", "server RSS MB", "join s"], rows)
+                              "p99 as read ms", "tick late p99 ms", "server CPU", "loadgen CPU", "other CPU",
+                              "server RSS MB", "join s"], rows)
             + "\n\n" + NOTES + "".join(f"\n- {f}" for f in failures))
     print("\n" + text)
     figures = {"steady_p99_ms": {n: median([r.p99_us for r, _ in v]) / 1000 for n, v in runs.items() if v},
+               "steady_p99_as_read_ms": {n: median([r.extra["read_p99_us"] for r, _ in v]) / 1000
+                                         for n, v in runs.items() if v},
                "steady_unanswered": {n: max(r.extra["sent"] - r.requests for r, _ in v) for n, v in runs.items() if v}}
     if not args.no_docs:
         write_section("steady", f"Steady state: {args.groups:,} groups x {args.size} members (bench/bench_steady.py)",
@@ -118,21 +131,29 @@ def main(argv: list[str] | None = None) -> int:
 
 def row(name: str, runs: list[tuple[Result, int]]) -> list[Any]:
     if not runs:
-        return [name, "failed", "", "", "", "", "", "", "", ""]
+        return [name, "failed", "", "", "", "", "", "", "", "", "", "", ""]
     results = [r for r, _ in runs]
     p99 = [r.p99_us / 1000 for r in results]
     return [name, f"{sum(r.requests for r in results):,} / {sum(r.extra['sent'] for r in results):,}",
             f"{sum(sum(r.extra['errors'].values()) for r in results):,}",
             f"{median([r.p50_us for r in results]) / 1000:.2f}", f"{median(p99):.2f}",
-            f"{min(p99):.2f}-{max(p99):.2f}", f"{median([r.server_cpu or 0.0 for r in results]):.2f}",
-            f"{median([r.client_cpu for r in results]):.2f}", f"{median([rss / 2**20 for _, rss in runs]):,.0f}",
+            f"{min(p99):.2f}-{max(p99):.2f}", f"{median([r.extra['read_p99_us'] for r in results]) / 1000:.2f}",
+            f"{median([r.extra['tick_late_p99_ms'] for r in results]):.2f}",
+            f"{median([r.server_cpu or 0.0 for r in results]):.2f}",
+            f"{median([r.client_cpu for r in results]):.2f}", f"{median([r.other_cpu or 0.0 for r in results]):.2f}",
+            f"{median([rss / 2**20 for _, rss in runs]):,.0f}",
             f"{median([r.extra['join_s'] for r in results]):.1f}"]
 
 
 NOTES = """Notes:
-- Latency is from the moment a heartbeat is written to the moment its answer is read, on the load
-  generator's core; the generator sends every 1 ms the heartbeats that fell due, so a burst adds at
-  most ~1 ms of the offered rate's queueing. "answered / sent" sums all repetitions.
+- Latency is from the moment a heartbeat is written to the moment its answer reached the load
+  generator's socket (the kernel's receive timestamp, SO_TIMESTAMPNS; for an answer read together with
+  a later one, the later one's): what the server and the network take, whatever the generator is doing.
+  "p99 as read" ends when the generator's loop read the answer instead: it adds the generator's own
+  delays, which "tick late" shows (how much later than asked its 1 ms sending tick woke). The generator
+  sends every 1 ms the heartbeats that fell due, so a burst adds at most ~1 ms of the offered rate's
+  queueing. "answered / sent" sums all repetitions. "other CPU" is what the rest of the machine used
+  meanwhile (of 2 cores): a repetition with other work on the server's core is not a clean figure.
 - The join is not timed as a benchmark (it includes each server's initial rebalance delay: ours 3 s,
   noida-db ~0.3 s, tansu half the session timeout, the mock session timeout - 1 s). noida-db and tansu
   answer one request per connection at a time and stall when queued JoinGroups of several groups share

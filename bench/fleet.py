@@ -15,7 +15,10 @@ and share the connections freely. Frames are pre-encoded; answers are matched to
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import struct
+import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -32,20 +35,33 @@ from bench.loadgen import decode_response, encode
 from bench.members import ASSIGNMENT, SUBSCRIPTION, ms
 
 _SIZE = struct.Struct(">i")
+# Kernel receive timestamps (Linux): SO_TIMESTAMPNS puts the time an answer reached the socket in a
+# struct timespec (CLOCK_REALTIME) next to the bytes recvmsg returns (for TCP, that of the last segment read).
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("@qq")
+_TIMESTAMP_SPACE = socket.CMSG_SPACE(_TIMESPEC.size)
+_READ_SIZE = 256 * 1024
 _CODE_AT_8 = struct.Struct(">h")  # v0-header answers with a throttle time: corr, throttle, error code
 MEMBER_ID_REQUIRED = ErrorCode.member_id_required.value
 
 
 class Pipe(asyncio.Protocol):
     """One connection. `send(frames)` returns one future per frame, resolved in order with the
-    response body (correlation id first); `send_timed(frames)` counts answers in `on_timed` instead."""
+    response body (correlation id first); `send_timed(frames)` counts answers in `on_timed` instead.
+
+    Times are `time.time_ns()` (CLOCK_REALTIME, the kernel's receive-timestamp clock). After `tap()`
+    the pipe reads a duplicate of its socket with kernel receive timestamps, so `on_timed` learns when
+    each answer reached the socket as well as when this process got round to reading it: a busy load
+    generator delays the second, never the first."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
-        self.waiting: deque[Any] = deque()  # a Future, or the perf_counter_ns a timed frame left at
-        self.on_timed: Callable[[int, int, bytes], None] | None = None  # (sent ns, answered ns, body)
+        self.waiting: deque[Any] = deque()  # a Future, or the time_ns a timed frame left at
+        # (sent ns, arrived at the socket ns, read ns, body); arrived == read when not tapped
+        self.on_timed: Callable[[int, int, int, bytes], None] | None = None
         self.lost: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._tap: socket.socket | None = None
 
     @classmethod
     async def open(cls, host: str, port: int) -> Pipe:
@@ -63,15 +79,59 @@ class Pipe(asyncio.Protocol):
         return futures
 
     def send_timed(self, frames: Sequence[bytes]) -> None:
-        now = time.perf_counter_ns()
+        now = time.time_ns()
         self.waiting.extend([now] * len(frames))
         self.transport.write(b"".join(frames))  # type: ignore[union-attr]
 
+    def tap(self) -> None:
+        """Read through a duplicate of the socket with SO_TIMESTAMPNS instead of the transport."""
+        if self._tap is not None or self.transport is None or self.lost.done():
+            return
+        fd = os.dup(self.transport.get_extra_info("socket").fileno())
+        sock = socket.socket(fileno=fd)
+        sock.setblocking(False)
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.transport.pause_reading()
+        self._tap = sock
+        asyncio.get_running_loop().add_reader(fd, self._readable)
+
+    def untap(self) -> None:
+        """Back to the transport (what the socket holds unread is read by it)."""
+        sock, self._tap = self._tap, None
+        if sock is None:
+            return
+        asyncio.get_running_loop().remove_reader(sock.fileno())
+        sock.close()
+        if not self.lost.done() and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def _readable(self) -> None:
+        try:
+            data, ancillary, _flags, _address = self._tap.recvmsg(_READ_SIZE, _TIMESTAMP_SPACE)  # type: ignore[union-attr]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lose(exc)
+            return
+        if not data:
+            self._lose(ConnectionError("server closed the connection"))
+            return
+        arrived = 0
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
+                arrived = seconds * 1_000_000_000 + nanoseconds
+        self._received(data, arrived)
+
     def data_received(self, data: bytes) -> None:
+        self._received(data, 0)
+
+    def _received(self, data: bytes, arrived: int) -> None:
         buf = self.buf
         buf += data
         pos, end = 0, len(buf)
-        now = time.perf_counter_ns()
+        now = time.time_ns()
+        arrived = arrived or now
         while end - pos >= 4:
             (size,) = _SIZE.unpack_from(buf, pos)
             if end - pos - 4 < size:
@@ -83,7 +143,7 @@ class Pipe(asyncio.Protocol):
                 return
             item = self.waiting.popleft()
             if isinstance(item, int):
-                self.on_timed(item, now, body)  # type: ignore[misc]
+                self.on_timed(item, arrived, now, body)  # type: ignore[misc]
             elif not item.done():
                 item.set_result(body)
         del buf[:pos]
@@ -92,6 +152,7 @@ class Pipe(asyncio.Protocol):
         self._lose(exc or ConnectionError("server closed the connection"))
 
     def _lose(self, exc: BaseException) -> None:
+        self.untap()
         for item in self.waiting:
             if not isinstance(item, int) and not item.done():
                 item.set_exception(exc)
@@ -193,57 +254,83 @@ class Fleet:
                         report: Callable[[str], None], drain: float = 2.0, tick: float = 0.001) -> dict[str, Any]:
         """Each member sends Heartbeat v3 every `interval` s, members spread evenly over it (open loop:
         a slow server does not slow the senders). Answers to heartbeats sent in the timed window are
-        counted; whatever has not come back `drain` s after the window is unanswered."""
+        counted; whatever has not come back `drain` s after the window is unanswered.
+
+        Two latencies per answer, both from the write of the request: to the answer's arrival at the
+        socket (kernel receive timestamp, `arrived_ns`) and to the moment this process read it
+        (`latencies_ns`). The second also holds the generator's own delays: `loop_late_s` says how
+        late its 1 ms tick woke in the window."""
         frames = [encode(HeartbeatRequest(group_id=m.group, generation_id=i32(m.generation), member_id=m.member_id,
                                           group_instance_id=None)) for m in self.members]
         latencies: list[int] = []
+        arrivals: list[int] = []
         codes: Counter[int] = Counter()
         window = {"on": False, "sent": 0, "from_ns": 1 << 62, "to_ns": 1 << 62}
 
-        def on_timed(sent_ns: int, answered_ns: int, body: bytes) -> None:
+        def on_timed(sent_ns: int, arrived_ns: int, read_ns: int, body: bytes) -> None:
             if window["from_ns"] <= sent_ns < window["to_ns"]:
-                latencies.append(answered_ns - sent_ns)
+                latencies.append(read_ns - sent_ns)
+                arrivals.append(arrived_ns - sent_ns)
                 codes[_CODE_AT_8.unpack_from(body, 4)[0]] += 1
+
+        broken: asyncio.Future = asyncio.get_running_loop().create_future()  # the first connection lost
+
+        def lose(lost: asyncio.Future) -> None:
+            if not broken.done():
+                broken.set_result(lost.result())
 
         for pipe in self.pipes:
             pipe.on_timed = on_timed
+            pipe.lost.add_done_callback(lose)
+            if sys.platform == "linux":
+                pipe.tap()
         n = len(self.members)
         started = time.perf_counter()
         timed_from, timed_to = started + warmup, started + warmup + seconds
         done = 0  # heartbeats sent so far (member done % n is next)
         cpu0 = 0.0
-        while True:
-            now = time.perf_counter()
-            if not window["on"] and now >= timed_from:
-                window["on"], window["from_ns"] = True, time.perf_counter_ns()
-                report("start")
-                cpu0 = time.process_time()
-            if now >= timed_to:
-                break
-            due = int((now - started) / interval * n)
-            batches: dict[Pipe, list[bytes]] = {}
-            for k in range(done, due):
-                i = k % n
-                batches.setdefault(self.members[i].pipe, []).append(frames[i])
-            if window["on"]:
-                window["sent"] += due - done
-            done = due
-            for pipe, batch in batches.items():
-                pipe.send_timed(batch)
-            lost = [p for p in self.pipes if p.lost.done()]
-            if lost:
-                raise RuntimeError(f"server closed {len(lost)} connections: {lost[0].lost.result()!r}")
-            await asyncio.sleep(tick)
-        window["to_ns"] = time.perf_counter_ns()
-        client_cpu = (time.process_time() - cpu0) / seconds
-        report("stop")
-        answered_by = time.perf_counter() + drain
-        while sum(codes.values()) < window["sent"] and time.perf_counter() < answered_by:
-            await asyncio.sleep(0.02)
-        window["to_ns"] = 0  # later answers are not counted
+        lateness: list[float] = []  # per tick in the window: how much later than `tick` the loop woke
+        woken_by = started
+        try:
+            while True:
+                now = time.perf_counter()
+                if window["on"]:
+                    lateness.append(now - woken_by)
+                elif now >= timed_from:
+                    window["on"], window["from_ns"] = True, time.time_ns()
+                    report("start")
+                    cpu0 = time.process_time()
+                if now >= timed_to:
+                    break
+                due = int((now - started) / interval * n)
+                batches: dict[Pipe, list[bytes]] = {}
+                for k in range(done, due):
+                    i = k % n
+                    batches.setdefault(self.members[i].pipe, []).append(frames[i])
+                if window["on"]:
+                    window["sent"] += due - done
+                done = due
+                for pipe, batch in batches.items():
+                    pipe.send_timed(batch)
+                if broken.done():  # not a scan of every pipe per tick: that was ~1/4 of the generator's core
+                    lost = sum(1 for p in self.pipes if p.lost.done())
+                    raise RuntimeError(f"server closed {lost} connections: {broken.result()!r}")
+                woken_by = time.perf_counter() + tick
+                await asyncio.sleep(tick)
+            window["to_ns"] = time.time_ns()
+            client_cpu = (time.process_time() - cpu0) / seconds
+            report("stop")
+            answered_by = time.perf_counter() + drain
+            while sum(codes.values()) < window["sent"] and time.perf_counter() < answered_by:
+                await asyncio.sleep(0.02)
+            window["to_ns"] = 0  # later answers are not counted
+        finally:
+            for pipe in self.pipes:
+                pipe.untap()
         return {"sent": window["sent"], "answered": sum(codes.values()), "errors": {ErrorCode(c).name: k for c, k
                                                                                in codes.items() if c},
-                "latencies_ns": sorted(latencies), "seconds": seconds, "client_cpu": client_cpu}
+                "latencies_ns": sorted(latencies), "arrived_ns": sorted(arrivals), "seconds": seconds,
+                "client_cpu": client_cpu, "loop_late_s": sorted(lateness)}
 
     async def leave(self) -> None:
         """LeaveGroup v1 for every member, so a later run does not share the server with expiring ones."""
