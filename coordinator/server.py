@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from protocol.framing import FrameError, cut_frames
+from protocol.framing import FrameError, cut_frames, single_frame
 
 from .config import Config, Listener
 from .dispatch import CloseConnection, Deferred, Dispatcher
@@ -26,6 +26,7 @@ from .late_answer import LateAnswer
 log = structlog.get_logger(__name__)
 
 _connection_ids = itertools.count(1)
+_CLOSED = object()  # Connection._dispatch: the request broke the protocol; the connection closes
 
 
 class Connection(asyncio.Protocol):
@@ -72,8 +73,38 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self.loop.time()
+        if not self.buffer and not self.pending and not self.closing and not self.writing_paused:
+            request = single_frame(data, self.max_frame)
+            if request is not None:  # one whole request, nothing queued: answer it straight away
+                self._answer_single(request)
+                return
         self.buffer += data
         self._process()
+
+    def _answer_single(self, request: bytes) -> None:
+        """_process for one frame with nothing buffered or pending (a client that waits
+        for each answer): no buffer, no frame list, no output list."""
+        result = self._dispatch(request)
+        if result is None or result is _CLOSED:
+            return
+        if result.__class__ is bytes:
+            self.transport.write(result)  # type: ignore[union-attr]
+            return
+        self._hold(result)
+        self._update_reading()
+
+    def _dispatch(self, request: bytes) -> Any:
+        """The dispatcher's answer to one frame, or _CLOSED after a protocol violation."""
+        self.requests += 1
+        try:
+            return self.dispatcher.dispatch(request, self.peer_host, self.peer_port)
+        except CloseConnection as exc:
+            self._violation(str(exc))
+            return _CLOSED
+
+    def _hold(self, deferred: Deferred) -> None:
+        self.pending.append(deferred)
+        deferred.future.add_done_callback(self._deferred_done)
 
     def eof_received(self) -> bool | None:
         self.close_reason = "peer closed"
@@ -106,10 +137,9 @@ class Connection(asyncio.Protocol):
 
     def _process(self) -> None:
         """Answer every complete frame in the buffer, as far as back-pressure allows."""
-        dispatch = self.dispatcher.dispatch
+        dispatch = self._dispatch
         pending = self.pending
         out = self.out
-        host, port = self.peer_host, self.peer_port
         while not self.closing and not self.writing_paused:
             room = self.max_pending - len(pending)
             if room <= 0:
@@ -122,22 +152,18 @@ class Connection(asyncio.Protocol):
             if not frames:
                 break
             for frame in frames:
-                self.requests += 1
-                try:
-                    result = dispatch(frame, host, port)
-                except CloseConnection as exc:
-                    self._violation(str(exc))
-                    return
+                result = dispatch(frame)
                 if result is None:
                     continue
+                if result is _CLOSED:
+                    return
                 if result.__class__ is bytes:
                     if pending:
                         pending.append(result)
                     else:
                         out.append(result)
                 else:
-                    pending.append(result)
-                    result.future.add_done_callback(self._deferred_done)
+                    self._hold(result)
             self._write_out()  # may call pause_writing(), which ends the loop
             if len(frames) < room:
                 break  # cut_frames stopped short of its limit: no complete frame is left

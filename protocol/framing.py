@@ -53,6 +53,18 @@ def cut_frames(buffer: bytearray, max_frame_bytes: int, limit: int = 1 << 30) ->
     return frames
 
 
+def single_frame(data: bytes, max_frame_bytes: int) -> bytes | None:
+    """The frame, when `data` is exactly one complete frame of a valid size, else None
+    (then the caller buffers it and `cut_frames` judges it). A client that waits for each
+    answer sends one frame per read: this skips the buffer for it."""
+    if len(data) < 4:
+        return None
+    (size,) = _SIZE.unpack_from(data)
+    if size != len(data) - 4 or size > max_frame_bytes:
+        return None
+    return data[4:]
+
+
 def frame(payload: bytes | bytearray) -> bytes:
     """Prefix `payload` with its 4-byte big-endian length."""
     return _SIZE.pack(len(payload)) + payload

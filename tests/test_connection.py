@@ -155,3 +155,24 @@ async def test_oversized_frame_closes():
     connection, transport, _ = make_connection(**{"socket.request.max.bytes": "10"})
     connection.data_received(struct.pack(">i", 11))
     assert transport.closed
+
+
+async def test_one_frame_per_read_is_answered_at_once_or_waits_behind_a_pending_answer():
+    connection, transport, dispatcher = make_connection(**{"queued.max.requests": "10"})
+    connection.data_received(frame(b"Sa"))  # nothing queued: answered straight away
+    assert transport.hosts() == ["a"] and not connection.buffer
+    connection.data_received(frame(b"Db"))
+    connection.data_received(frame(b"Sc"))  # "b" is pending: "c" waits behind it
+    assert transport.hosts() == ["a"]
+    dispatcher.futures["b"].set_result(answer("b"))
+    await asyncio.sleep(0)
+    assert transport.hosts() == ["a", "b", "c"]
+
+
+async def test_one_oversized_or_bad_frame_per_read_still_closes():
+    connection, transport, _ = make_connection(**{"socket.request.max.bytes": "10"})
+    connection.data_received(frame(b"X" * 11))
+    assert transport.closed
+    connection, transport, _ = make_connection()
+    connection.data_received(frame(b"X"))  # the dispatcher refuses it
+    assert transport.closed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from protocol.framing import cut_frames, frame
+from protocol.framing import cut_frames, frame, single_frame
 
 
 @given(payloads=st.lists(st.binary(max_size=40), max_size=40), cuts=st.lists(st.integers(0, 2000), max_size=12),
@@ -23,3 +23,22 @@ def test_any_chunking_gives_back_every_frame_in_order(payloads, cuts, limit):
             if len(frames) < limit:
                 break
     assert got == payloads and buffer == bytearray()
+
+
+def test_single_frame_takes_exactly_one_whole_valid_frame():
+    assert single_frame(frame(b"abc"), 1000) == b"abc"
+    assert single_frame(frame(b""), 1000) == b""
+    assert single_frame(frame(b"abc")[:-1], 1000) is None  # incomplete
+    assert single_frame(frame(b"abc") + b"\x00", 1000) is None  # more than one frame's bytes
+    assert single_frame(b"\x00\x00", 1000) is None  # not even a size
+    assert single_frame(frame(b"x" * 11), 10) is None  # oversized: cut_frames rejects it
+    assert single_frame(b"\xff\xff\xff\xff", 1000) is None  # negative size: cut_frames rejects it
+
+
+@given(stream=st.binary(max_size=64))
+def test_single_frame_agrees_with_cut_frames(stream):
+    got = single_frame(stream, 40)
+    if got is None:
+        return
+    buffer = bytearray(stream)
+    assert cut_frames(buffer, 40) == [got] and not buffer
