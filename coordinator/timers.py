@@ -35,14 +35,46 @@ class Scheduler(Protocol):
 
     def call_at_ms(self, when_ms: float, callback: Callable[..., None], *args: Any) -> Cancellable: ...
 
+    def call_soon(self, callback: Callable[[], None]) -> None: ...
+
+
+class TurnBudget:
+    """How long timer firings may run back to back in one event-loop turn, shared by every
+    KeyedTimers of a scheduler (one per shard: 50 shards firing in the same turn share it).
+
+    The first firing of a turn starts the budget and asks the scheduler to call back "soon": an
+    event loop runs that after every timer due in this turn (asyncio: in the next turn's ready
+    queue; uvloop: in the idle phase after the timers), so the budget covers exactly one turn's
+    timers. `work_clock` is real time, also under a fake scheduler (tests replace it)."""
+
+    __slots__ = ("scheduler", "limit_s", "work_clock", "_stop_at")
+
+    def __init__(self, scheduler: Scheduler, limit_s: float | None = None,
+                 work_clock: Callable[[], float] = time.perf_counter) -> None:
+        self.scheduler = scheduler
+        self.limit_s = FIRING_BUDGET_S if limit_s is None else limit_s
+        self.work_clock = work_clock
+        self._stop_at: float | None = None
+
+    def stop_at(self) -> float:
+        """The work_clock time at which this turn's timer work should stop."""
+        if self._stop_at is None:
+            self._stop_at = self.work_clock() + self.limit_s
+            self.scheduler.call_soon(self._next_turn)
+        return self._stop_at
+
+    def _next_turn(self) -> None:
+        self._stop_at = None
+
 
 class LoopScheduler:
     """Timers on an asyncio event loop; monotonic time is the loop's clock."""
 
-    __slots__ = ("loop",)
+    __slots__ = ("loop", "turn_budget")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.turn_budget = TurnBudget(self)
 
     def now_ms(self) -> float:
         return self.loop.time() * 1000.0
@@ -52,6 +84,9 @@ class LoopScheduler:
 
     def call_at_ms(self, when_ms: float, callback: Callable[..., None], *args: Any) -> Cancellable:
         return self.loop.call_at(when_ms / 1000.0, callback, *args)
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        self.loop.call_soon(callback)
 
 
 class _FakeHandle:
@@ -72,6 +107,7 @@ class FakeScheduler:
         self._wall_base = wall_base_ms - int(start_ms)
         self._heap: list[tuple[float, int, _FakeHandle, Callable[..., None], tuple]] = []
         self._seq = itertools.count()
+        self.turn_budget = TurnBudget(self)
 
     def now_ms(self) -> float:
         return self._now
@@ -83,6 +119,10 @@ class FakeScheduler:
         handle = _FakeHandle()
         heapq.heappush(self._heap, (when_ms, next(self._seq), handle, callback, args))
         return handle
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        """After whatever is due now and was scheduled before (as a loop's next turn)."""
+        self.call_at_ms(self._now, callback)
 
     def advance(self, delta_ms: float = 0.0) -> None:
         """Move time forward, running every timer due by then in deadline order."""
@@ -112,13 +152,14 @@ class KeyedTimers:
     arguments (not a closure per arm) add no GC-tracked object per key.
     """
 
-    __slots__ = ("scheduler", "on_error", "batch", "_entries", "_callbacks", "_args", "_heap", "_seq",
-                 "_handle", "_armed_ms")
+    __slots__ = ("scheduler", "on_error", "batch", "budget", "_entries", "_callbacks", "_args",
+                 "_heap", "_seq", "_handle", "_armed_ms")
 
     def __init__(self, scheduler: Scheduler, on_error: Callable[[Hashable, BaseException], None] | None = None) -> None:
         self.scheduler = scheduler
         self.on_error = on_error
         self.batch = FIRING_BATCH
+        self.budget: TurnBudget = getattr(scheduler, "turn_budget", None) or TurnBudget(scheduler)
         self._entries: dict[Hashable, tuple[float, int, Hashable]] = {}
         self._callbacks: dict[Hashable, Callable[..., Any]] = {}
         self._args: dict[Hashable, tuple] = {}
@@ -186,9 +227,12 @@ class KeyedTimers:
         The cutoff is the armed deadline, not the clock: an event loop may run a timer up to
         its clock resolution early. Entries scheduled while firing (seq above `last`) wait for
         the re-arm, so a callback that re-schedules itself at once cannot spin here. At most
-        `batch` operations run per firing: members that joined together have session timers
-        due together, and the rest wait one loop turn (the re-arm is in the past), so reads
-        and answers go between batches instead of behind one long burst.
+        `batch` operations run per firing, and none once the scheduler's `TurnBudget` (~1 ms
+        for all shards' firings in one loop turn) is spent: members that joined together have
+        session timers due together (100,000 lazy re-arms every session timeout), and the rest
+        wait one loop turn (the re-arm is in the past), so reads and answers go between short
+        bursts instead of queueing behind one long one. At least one operation runs per firing,
+        so the timers always progress.
         """
         cutoff = max(self._armed_ms, self.scheduler.now_ms())
         self._handle = None
@@ -198,6 +242,8 @@ class KeyedTimers:
         failure: BaseException | None = None
         deferred: list[tuple[float, int, Hashable]] = []
         budget = self.batch
+        clock = self.budget.work_clock
+        stop_at = self.budget.stop_at()
         try:
             while budget and heap and heap[0][0] <= cutoff:
                 entry = heapq.heappop(heap)
@@ -218,6 +264,8 @@ class KeyedTimers:
                         self.on_error(key, exc)
                     elif failure is None:
                         failure = exc
+                if clock() >= stop_at:
+                    break
         finally:
             for entry in deferred:
                 heapq.heappush(heap, entry)
@@ -230,8 +278,10 @@ class KeyedTimers:
             raise failure
 
 
-# ~1-3 us per session-timer operation: a batch holds the loop for a few ms at most
+# ~1-3 us per session-timer operation: a batch holds the loop for a few ms at most, and the turn
+# budget all shards' firings for about one ms (whatever one operation costs on a loaded core)
 FIRING_BATCH = 1000
+FIRING_BUDGET_S = 0.001
 _NEVER = float("inf")
 _FIRING = float("-inf")
 _COMPACT_SLACK = 1024
