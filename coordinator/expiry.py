@@ -60,14 +60,13 @@ def expired_records(shard: "Shard", group: ClassicGroup, now_ms: int, retention_
         return [], False
     store = shard.offsets
     group_id = group.group_id
-    candidates, blocked = [], False
+    in_flight = store.durable_view(group_id) if store.inflight else {}
+    candidates, blocked = [], bool(in_flight)  # a key with a write in flight keeps the group alive
     for topic, partition, value in store.items(group_id):
-        if store.is_pending(group_id, topic, partition) or (only is not None and (topic, partition) not in only):
+        if (topic, partition) in in_flight or (only is not None and (topic, partition) not in only):
             blocked = True  # never expires now, and keeps the group alive
         else:
             candidates.append((topic, partition, value))
-    if any(key[0] == group_id for key in store.pending):
-        blocked = True
     decision = expire_group(view, candidates, now_ms, retention_ms)
     records = [OffsetCommitRecord(group_id, topic, partition, None) for topic, partition, _r in decision.expired]
     delete = (decision.delete_group and not blocked and group.state is S.EMPTY and not group.members

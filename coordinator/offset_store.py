@@ -1,16 +1,16 @@
-"""The committed offsets of one shard, held packed, and the keys with writes in flight.
+"""The committed offsets of one shard, held packed, and the writes in flight.
 
 A million offsets must fit in little memory (the target: <= 150 bytes of server RSS an
 offset, bench/bench_memory.py): an offset is one bytes object (`unpack_value` gives the
 OffsetValue back), and a topic's offsets sit in a list indexed by partition while the
 partitions are dense. Only `Shard.replay_all` (through `apply_all`) and the end of a
-write (`end`) change the store; coordinator/offsets.py reads it.
+write that failed (`end`) change the store; coordinator/offsets.py reads it.
 """
 
 from __future__ import annotations
 
 from struct import Struct
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from .records import OffsetCommitRecord, OffsetValue
 
@@ -52,61 +52,51 @@ def _packed_items(partitions: Partitions) -> Iterable[tuple[int, bytes]]:
 
 
 class OffsetStore:
-    """group -> topic -> partitions (see Partitions) -> packed value, plus the keys with
-    writes in flight.
+    """group -> topic -> partitions (see Partitions) -> packed value, plus the writes in
+    flight.
 
     Values go in as OffsetValue and come out as OffsetValue; in between they are held
     packed (unpack_value), which is what makes a million offsets fit in ~100 MB.
+
+    A live write is applied at once (reads of the live state see it) and registered in
+    `inflight` with its undo list: the packed value (or None) each of its offset records
+    replaced, in record order. The durable value of a key is the undo value of the first
+    write in flight that changed it, else the live one (`durable_view`). A write that
+    becomes durable costs nothing per key (`end` drops it); only a failed one walks its
+    keys, and the writes after it.
     """
 
-    __slots__ = ("by_group", "pending")
+    __slots__ = ("by_group", "inflight")
 
     def __init__(self) -> None:
         self.by_group: dict[str, dict[str, Partitions]] = {}
-        # (group, topic) -> partition -> [writes in flight, last durable value or None]
-        # (by (group, topic) first: a write's keys share it, so its bookkeeping hashes ints)
-        self.pending: dict[tuple[str, str], dict[int, list]] = {}
+        # a write in flight (its token: the shard's PendingWrite) -> (its records, its undo
+        # list), in write order
+        self.inflight: dict[Any, tuple[list, list]] = {}
 
     def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
         self.apply_all(((group, topic, partition, value),))
 
-    def apply_all(self, records: Iterable[tuple], track: bool = False,
+    def apply_all(self, records: Iterable[tuple], undo: list | None = None,
                   committed_to: Callable[[str], None] | None = None) -> None:
         """The replay of OffsetCommit records (group, topic, partition, value-or-None), in
-        order: the one way the store changes. With `track` (a live write), each key first
-        remembers its durable value in `pending` (packed as the store held it;
-        `durable_value` unpacks it), in the same pass; `end` settles it.
+        order: the one way the store changes. With `undo` (a live write), the packed value
+        each record replaces (None: there was none) is appended to it, in the same pass.
 
         A write's records share their group and topic, so the topic's partitions are
         looked up once per run of equal (group, topic), not once per record; there
         `committed_to(group)` (if given) hears of a group an offset is committed to.
         """
         by_group = self.by_group
-        pending = self.pending
         last_group = last_topic = None
         partitions: Partitions | None = None
-        tracked_group = tracked_topic = None
-        tracked: dict[int, list] = {}
         for group, topic, partition, value in records:
-            if track:
-                if group is not tracked_group or topic is not tracked_topic:
-                    tracked = pending.get((group, topic))  # type: ignore[assignment]
-                    if tracked is None:
-                        tracked = pending[group, topic] = {}
-                    tracked_group, tracked_topic = group, topic
-                entry = tracked.get(partition)
-                if entry is None:
-                    if group is last_group and topic is last_topic and partitions is not None:
-                        current = partitions
-                    else:
-                        topics = by_group.get(group)
-                        current = None if topics is None else topics.get(topic)
-                    tracked[partition] = [1, None if current is None else _packed(current, partition)]
-                else:
-                    entry[0] += 1
             if value is None:
                 topics = by_group.get(group)
+                if undo is not None:
+                    current = None if topics is None else topics.get(topic)
+                    undo.append(None if current is None else _packed(current, partition))
                 if topics is not None:
                     self._remove(group, topics, topic, partition)
                 last_group = None  # _remove may drop the topic's partitions
@@ -128,14 +118,20 @@ class OffsetStore:
             if type(partitions) is list:
                 size = len(partitions)
                 if 0 <= partition < size:
+                    if undo is not None:
+                        undo.append(partitions[partition])
                     partitions[partition] = raw
                     continue
                 if 0 <= partition < 2 * size + _DENSE_SLACK:
+                    if undo is not None:
+                        undo.append(None)
                     if partition > size:
                         partitions += [None] * (partition - size)
                     partitions.append(raw)
                     continue
                 partitions = by_group[group][topic] = dict(_packed_items(partitions))
+            if undo is not None:
+                undo.append(partitions.get(partition))
             partitions[partition] = raw
 
     def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:
@@ -178,55 +174,56 @@ class OffsetStore:
 
     # --- writes in flight ------------------------------------------------------------
 
-    def end(self, records: list, error: BaseException | None) -> None:
-        """The write of `records` (applied with `apply_all(track=True)`) is durable (error
-        None) or failed (revert to the durable value)."""
-        pending = self.pending
-        last = None
-        tracked: dict[int, list] | None = None
-        for record in records:
-            if type(record) is not OffsetCommitRecord:
-                continue
-            group, topic, partition, value = record
-            if last is None or group is not last[0] or topic is not last[1]:
-                if tracked is not None and not tracked:
-                    del pending[last]  # type: ignore[index]
-                last = (group, topic)
-                tracked = pending.get(last)
-                if tracked is None:
-                    continue
-            elif tracked is None:
-                continue
-            entry = tracked.get(partition)
-            if entry is None:
-                continue
-            if error is not None:
-                self.apply(group, topic, partition, durable_value(entry))
-            count = entry[0] - 1
-            if count <= 0:
-                del tracked[partition]
-            else:
-                entry[0] = count
-                if error is None:
-                    entry[1] = value
-        if tracked is not None and not tracked:
-            del pending[last]  # type: ignore[index]
+    def begin(self, token: Any, records: list, undo: list) -> None:
+        """`records` (applied with `apply_all(records, undo)`) are in flight until `end(token)`."""
+        self.inflight[token] = (records, undo)
 
-    def pending_entry(self, group: str, topic: str, partition: int) -> list | None:
-        """[writes in flight, durable value] of a key with writes in flight, else None."""
-        tracked = self.pending.get((group, topic))
-        return None if tracked is None else tracked.get(partition)
+    def end(self, token: Any, error: BaseException | None) -> None:
+        """The write is durable (error None: nothing to do per key) or failed: each key it
+        changed goes back to its value from before the write, unless a later write in
+        flight changed the key too; that write then remembers the value as durable (and
+        the live value stays its own, which a failure of its own would take back)."""
+        if error is None:
+            self.inflight.pop(token, None)
+            return
+        if token not in self.inflight:
+            return
+        later: list[tuple[list, list]] = []
+        found = False
+        for other, entry in self.inflight.items():
+            if found:
+                later.append(entry)
+            elif other is token:
+                found = True
+        records, undo = self.inflight.pop(token)
+        before: dict[Key, bytes | None] = {}
+        for record, raw in zip(_offset_records(records), undo):
+            before.setdefault((record[0], record[1], record[2]), raw)  # the first change of a key
+        for later_records, later_undo in later:
+            for i, record in enumerate(_offset_records(later_records)):
+                key = (record[0], record[1], record[2])
+                if key in before:
+                    later_undo[i] = before.pop(key)
+            if not before:
+                break
+        for (group, topic, partition), raw in before.items():
+            self.apply(group, topic, partition, None if raw is None else unpack_value(raw))
 
-    def is_pending(self, group: str, topic: str, partition: int) -> bool:
-        return self.pending_entry(group, topic, partition) is not None
+    def durable_view(self, group: str) -> dict[tuple[str, int], bytes | None]:
+        """{(topic, partition): durable packed value or None} of the group's keys that a
+        write in flight changed (`unpack_value` reads a value); empty when none did."""
+        view: dict[tuple[str, int], bytes | None] = {}
+        for records, undo in self.inflight.values():
+            for record, raw in zip(_offset_records(records), undo):
+                if record[0] == group:
+                    view.setdefault((record[1], record[2]), raw)
+        return view
 
-    def durable(self, group: str, topic: str, partition: int) -> OffsetValue | None:
-        entry = self.pending_entry(group, topic, partition) if self.pending else None
-        return self.get(group, topic, partition) if entry is None else durable_value(entry)
+
+def _offset_records(records: list) -> Iterable[tuple]:
+    return (r for r in records if type(r) is OffsetCommitRecord)
 
 
-def durable_value(entry: list) -> OffsetValue | None:
-    """The durable value a pending entry remembers: packed as the store held it, or an
-    OffsetValue (the record of an earlier write that became durable meanwhile)."""
-    value = entry[1]
-    return unpack_value(value) if type(value) is bytes else value
+def durable_value(raw: bytes | None) -> OffsetValue | None:
+    """A value of `OffsetStore.durable_view`, unpacked."""
+    return None if raw is None else unpack_value(raw)

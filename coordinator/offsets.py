@@ -8,7 +8,7 @@ themselves: `Shard.write` appends the records and applies them through
 `Shard.replay_all` -> `OffsetStore.apply_all`, the path loading uses too.
 
 Reads see durable state. While a commit is appended but not yet durable its key is
-*pending*: `OffsetStore.pending` keeps the last durable value, so a plain OffsetFetch
+*pending*: `OffsetStore.durable_view` gives the last durable value, so a plain OffsetFetch
 answers what survived a crash (Kafka reads at the last committed offset), one with
 require_stable answers UNSTABLE_OFFSET_COMMIT, and a failed write puts the durable value
 back (Kafka reverts its timeline to the last committed offset).
@@ -190,8 +190,7 @@ def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> l
     if topics is None:
         return [] if missing else _fetch_all(store, group_id, require_stable)
     out = []
-    pending = store.pending
-    pending_entry = store.pending_entry
+    view = store.durable_view(group_id) if store.inflight and not missing else {}
     for topic in topics:
         name = topic.name
         rows: list = []
@@ -199,12 +198,11 @@ def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> l
             if missing:
                 rows.append((index, NO_OFFSET, -1, "", E.none))
                 continue
-            entry = pending_entry(group_id, name, index) if pending else None
-            if entry is not None:
+            if view and (name, index) in view:
                 if require_stable:
                     rows.append((index, NO_OFFSET, -1, "", E.unstable_offset_commit))
                     continue
-                value = durable_value(entry)
+                value = durable_value(view[name, index])
             else:
                 value = store.get(group_id, name, index)
             if value is None:
@@ -216,28 +214,24 @@ def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> l
 
 
 def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
-    pending = store.pending
+    view = store.durable_view(group_id) if store.inflight else {}
     by_topic: dict[str, list] = {}
     for topic, partition, value in store.items(group_id):
-        entry = store.pending_entry(group_id, topic, partition) if pending else None
-        if entry is not None:
+        if view and (topic, partition) in view:
             if require_stable:
                 by_topic.setdefault(topic, []).append((partition, NO_OFFSET, -1, "", E.unstable_offset_commit))
                 continue
-            value = durable_value(entry)
+            value = durable_value(view[topic, partition])
             if value is None:
                 continue  # committed but not durable yet
         by_topic.setdefault(topic, []).append((partition, value.offset, value.leader_epoch, value.metadata, E.none))
-    for (group, topic), tracked in pending.items():
-        if group != group_id:
-            continue
-        for partition, entry in tracked.items():
-            # keys a pending tombstone removed from the store are still durable
-            durable = durable_value(entry)
-            if durable is not None and store.get(group, topic, partition) is None:
-                row = ((partition, NO_OFFSET, -1, "", E.unstable_offset_commit) if require_stable
-                       else (partition, durable.offset, durable.leader_epoch, durable.metadata, E.none))
-                by_topic.setdefault(topic, []).append(row)
+    for (topic, partition), raw in view.items():
+        # keys a pending tombstone removed from the store are still durable
+        durable = durable_value(raw)
+        if durable is not None and store.get(group_id, topic, partition) is None:
+            row = ((partition, NO_OFFSET, -1, "", E.unstable_offset_commit) if require_stable
+                   else (partition, durable.offset, durable.leader_epoch, durable.metadata, E.none))
+            by_topic.setdefault(topic, []).append(row)
     return list(by_topic.items())
 
 

@@ -49,11 +49,11 @@ WriteCallback = Callable[[BaseException | None], None]
 class PendingWrite:
     """The completion of one append: awaitable, and with callbacks run synchronously.
 
-    A shard's write first settles its own bookkeeping (`_store`'s pending keys, the
-    shard's in-flight set), then runs the callbacks: slots, not a closure per write.
+    A shard's write first settles its own bookkeeping (`_store`'s writes in flight),
+    then runs the callbacks: slots, not a closure per write.
     """
 
-    __slots__ = ("records", "done", "error", "_callbacks", "_future", "_store", "_inflight")
+    __slots__ = ("records", "done", "error", "_callbacks", "_future", "_store")
 
     def __init__(self, records: list[Record]) -> None:
         self.records = records
@@ -62,7 +62,6 @@ class PendingWrite:
         self._callbacks: list[WriteCallback] = []
         self._future: asyncio.Future | None = None
         self._store: OffsetStore | None = None
-        self._inflight: set | None = None
 
     def add_callback(self, callback: WriteCallback) -> None:
         if self.done:
@@ -78,9 +77,8 @@ class PendingWrite:
         store = self._store
         if store is not None:
             self._store = None
-            self._inflight.discard(self)  # type: ignore[union-attr]
             try:
-                store.end(self.records, error)
+                store.end(self, error)
             except Exception:
                 log.exception("settling a write's offsets failed")
         callbacks, self._callbacks = self._callbacks, []
@@ -163,7 +161,6 @@ class Shard:
         self.offsets = OffsetStore()
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed)
         self.membership = Membership(self)
-        self.inflight: set[PendingWrite] = set()
 
     def set_state(self, state: ShardState) -> None:
         self.state = state
@@ -177,10 +174,10 @@ class Shard:
         if self.state is ShardState.UNLOADED:
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
-        self.replay_all(records, True)
-        pending._store = self.offsets
-        pending._inflight = inflight = self.inflight
-        inflight.add(pending)
+        undo: list = []
+        self.replay_all(records, True, undo)
+        pending._store = store = self.offsets
+        store.begin(pending, records, undo)
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
@@ -191,9 +188,9 @@ class Shard:
         """Apply one record: `replay_all` of one."""
         self.replay_all((record,), live)
 
-    def replay_all(self, records: Iterable[Record], live: bool = False) -> None:
+    def replay_all(self, records: Iterable[Record], live: bool = False, undo: list | None = None) -> None:
         """Apply records to this shard's state, in order: the one path for live writes
-        (`live`: offset keys are tracked as pending until `OffsetStore.end`) and loading.
+        (`live`; `undo` gets what each offset record replaced, see OffsetStore) and loading.
 
         Runs of OffsetCommit records go to the store in one `apply_all` call; the common
         case, a write of commits only, is one run.
@@ -204,7 +201,7 @@ class Shard:
                 run.append(record)
                 continue
             if run:
-                self._replay_offsets(run, live)
+                self._replay_offsets(run, undo)
                 run = []
             if live:
                 continue  # classic groups change in memory first; the record describes them
@@ -215,10 +212,10 @@ class Shard:
             else:
                 self.groups[record.group_id] = group_from_record(record.group_id, record.value)
         if run:
-            self._replay_offsets(run, live)
+            self._replay_offsets(run, undo)
 
-    def _replay_offsets(self, records: list, live: bool) -> None:
-        self.offsets.apply_all(records, live, self._offset_committed_to)
+    def _replay_offsets(self, records: list, undo: list | None) -> None:
+        self.offsets.apply_all(records, undo, self._offset_committed_to)
 
     def _offset_committed_to(self, group_id: str) -> None:
         if group_id not in self.groups:
@@ -246,9 +243,10 @@ class Shard:
             if group.state is not GroupState.DEAD:
                 group.transition_to(GroupState.DEAD, now)
         self.groups.clear()
-        for pending in list(self.inflight):
+        writes = list(self.offsets.inflight)
+        self.offsets.inflight.clear()  # the store goes with the partition: nothing to take back
+        for pending in writes:
             pending.resolve(NotCoordinator(f"partition {self.partition} was unloaded"))
-        self.inflight.clear()
         self.offsets = OffsetStore()
         log.info("partition unloaded", partition=self.partition)
 

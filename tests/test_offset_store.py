@@ -69,7 +69,7 @@ async def test_fetch_reads_the_durable_value_across_overlapping_writes():
     assert offset() == 2  # the second write's record is now the durable value
     third.resolve(OSError("disk gone"))
     assert offset() == 2 and h.coordinator.shard_for("g").offsets.get("g", "t", 0).offset == 2
-    assert not h.coordinator.shard_for("g").offsets.pending
+    assert not h.coordinator.shard_for("g").offsets.inflight
 
 
 @pytest.mark.parametrize("partitions", [

@@ -48,40 +48,60 @@ def test_replay_all_equals_one_record_at_a_time():
         assert state(batch) == state(one), seed
 
 
-def test_tracked_apply_remembers_each_keys_value_from_before_the_write():
+def test_a_live_apply_remembers_what_each_record_replaced_and_a_failed_write_takes_it_back():
     for seed in range(20):
-        rng = random.Random(seed)
         store = OffsetStore()
         before = [r for r in random_records(seed) if type(r) is OffsetCommitRecord]
         store.apply_all(before)
         expected = {(g, t, p): store.get(g, t, p) for g, t, p, _v in before}
         write = [r for r in random_records(seed + 100) if type(r) is OffsetCommitRecord]
-        store.apply_all(write, track=True)
-        counts: dict = {}
-        for g, t, p, _v in write:
-            counts[g, t, p] = counts.get((g, t, p), 0) + 1
-        assert {(g, t, p) for (g, t), tracked in store.pending.items() for p in tracked} == set(counts)
-        for key, count in counts.items():
-            entry = store.pending_entry(*key)
-            assert entry is not None and entry[0] == count
-            assert durable_value(entry) == expected.get(key), (seed, key)
-        reference = OffsetStore()
-        reference.apply_all(before + write)
-        assert sorted(store.items("a")) == sorted(reference.items("a"))
-        store.end(write, RuntimeError("disk gone"))
-        assert not store.pending
+        undo: list = []
+        store.apply_all(write, undo)
+        assert len(undo) == len(write)
+        replay = OffsetStore()
+        replay.apply_all(before)
+        for record, raw in zip(write, undo):  # each undo value is what the key held just before
+            assert durable_value(raw) == replay.get(*record[:3]), seed
+            replay.apply_all([record])
+        token = object()
+        store.begin(token, write, undo)
+        for group in "ab":  # the durable view: each changed key's value from before the write
+            assert {(group, t, p): durable_value(raw) for (t, p), raw in store.durable_view(group).items()} == {
+                (g, t, p): expected.get((g, t, p)) for g, t, p, _v in write if g == group}
+        assert sorted(store.items("a")) == sorted(replay.items("a"))
+        store.end(token, RuntimeError("disk gone"))
+        assert not store.inflight
         assert {key: store.get(*key) for key in expected} == expected
-        assert all(store.get(*key) is None for key in counts if key not in expected)
+        assert all(store.get(*r[:3]) is None for r in write if r[:3] not in expected)
+
+
+def test_a_failed_write_leaves_a_later_writes_keys_live_and_hands_it_the_durable_value():
+    store = OffsetStore()
+    v = [OffsetValue(i, "", i, -1, -1) for i in range(4)]
+    store.apply("g", "t", 0, v[0])
+    first, second = object(), object()
+    for token, records in ((first, [OffsetCommitRecord("g", "t", 0, v[1]), OffsetCommitRecord("g", "t", 1, v[1])]),
+                           (second, [OffsetCommitRecord("g", "t", 0, v[2])])):
+        undo: list = []
+        store.apply_all(records, undo)
+        store.begin(token, records, undo)
+    store.end(first, OSError("disk gone"))
+    assert store.get("g", "t", 0) == v[2] and store.get("g", "t", 1) is None  # the later write's value stays live
+    assert {k: durable_value(raw) for k, raw in store.durable_view("g").items()} == {("t", 0): v[0]}
+    store.end(second, OSError("disk gone"))
+    assert store.get("g", "t", 0) == v[0] and not store.inflight
+    store.end(second, None)  # settled already: nothing happens
+    assert store.get("g", "t", 0) == v[0]
 
 
 def test_a_write_settles_its_bookkeeping_before_its_callbacks_run():
     c = coordinator()
     shard = c.shard_for("a")
     write = shard.write([OffsetCommitRecord("a", "x", 0, OffsetValue(1, "", 1, -1, -1))])
-    assert shard.offsets.pending_entry("a", "x", 0) is not None and shard.inflight == {write}
+    assert shard.offsets.durable_view("a") == {("x", 0): None} and list(shard.offsets.inflight) == [write]
     seen = []
-    write.add_callback(lambda error: seen.append((error, dict(shard.offsets.pending), set(shard.inflight))))
+    write.add_callback(lambda error: seen.append((error, dict(shard.offsets.inflight))))
     c.record_log.complete()
-    assert seen == [(None, {}, set())]
+    assert seen == [(None, {})]
     write.resolve(RuntimeError("late"))  # a second resolve changes nothing
     assert shard.offsets.get("a", "x", 0) == OffsetValue(1, "", 1, -1, -1)
