@@ -5,10 +5,11 @@ in-process, for the code in the current directory (or PYTHONPATH=<snapshot>):
 
 Each figure is the minimum over `--repeat` short timings (the machine is shared: the
 minimum is the least disturbed), so compare two trees A B A B in one session rather
-than across sessions. Steps: header parse, kio decode, commit_records, Shard.write +
-resolve (replay_all, pending bookkeeping, PendingWrite) with a log that does nothing,
-encode_tails + build_tail_batch, and dispatch -> handler -> write -> answer in one
-(MemoryLog: no encoding, no fsync).
+than across sessions. Steps: header parse, kio decode, commit_records (the records and
+their log tails, in one pass), Shard.write + resolve (replay_all, the write in flight,
+PendingWrite) with a log that does nothing, encode_tails (what the log does for writes
+that come without tails) + build_tail_batch, and dispatch -> handler -> write -> answer
+in one (MemoryLog: no encoding, no fsync).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def measure(repeat: int) -> dict[str, float]:
     header = parse_request_header(frame, flexible)
     request = decode_request(spec, version, frame, header.body_offset)
     group = request.group_id
-    records, _answer = commit_records(group, request.topics, 1_700_000_000_000, -1, 4096, True)
+    records, _answer, _tails = commit_records(group, request.topics, 1_700_000_000_000, -1, 4096, True)
     shard = GroupCoordinator(GroupSettings(), FakeScheduler(), _NullLog()).shard_for(group)
     tails = record_codec.encode_tails(records) * 32
 
@@ -69,9 +70,9 @@ def measure(repeat: int) -> dict[str, float]:
     out = {
         "header": _best(lambda: parse_request_header(frame, flexible), repeat),
         "decode (kio)": _best(lambda: decode_request(spec, version, frame, header.body_offset), repeat),
-        "commit_records": _best(lambda: commit_records(group, request.topics, 1, -1, 4096, True), repeat),
+        "commit_records (+ tails)": _best(lambda: commit_records(group, request.topics, 1, -1, 4096, True), repeat),
         "shard.write + resolve": _best(write, repeat),
-        "encode_tails": _best(encode, repeat),
+        "encode_tails (writes without tails)": _best(encode, repeat),
         "build_tail_batch (per request of 32)": _best(lambda: build_tail_batch(tails, 1), repeat, 10, 32),
     }
     out["dispatch .. answer (MemoryLog)"] = asyncio.run(_whole_path(repeat))

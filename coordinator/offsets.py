@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 from .group import ClassicGroup, GroupState
+from . import record_codec
 from .offset_store import OffsetStore, durable_value
 from .records import OffsetCommitRecord, OffsetValue
 
@@ -121,10 +122,14 @@ def validate_commit(shard: "Shard", group_id: str, member_id: str, instance_id: 
 
 
 def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, max_metadata: int,
-                   with_epoch: bool) -> tuple[list, list]:
-    """Records to write and the answer of a valid commit: [(topic, partition indexes,
-    codes)], codes None when every partition answers NONE (the common case: no tuple per
-    partition), else the code of each index.
+                   with_epoch: bool) -> tuple[list, list, list | None]:
+    """Records to write, their log tails and the answer of a valid commit.
+
+    The answer is [(topic, partition indexes, codes)], codes None when every partition
+    answers NONE (the common case: no tuple per partition), else the code of each index.
+    The tails are record_codec.encode_tails(records), made in the same pass (the hot
+    path: one loop over the partitions, not two), or None when a name or metadata cannot
+    be encoded (the log's encoding then fails the write, as for any other write).
 
     `topics` are the request's topics (kio objects: name, partitions with partition_index,
     committed_offset, committed_metadata and, when `with_epoch`, committed_leader_epoch).
@@ -132,17 +137,25 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
     # an int64 on disk: Kafka's long addition would wrap; we clamp instead
     expire = -1 if retention_ms == DEFAULT_RETENTION else min(max(now_ms + retention_ms, _I64_MIN), _I64_MAX)
     records: list = []
+    tails: list | None = []
     answer: list = []
     add = records.append
     # OffsetCommitRecord(...) / OffsetValue(...) without the NamedTuples' Python-level
     # __new__ (a third of the cost of a commit's records); fields in order
     new, Record, Value = tuple.__new__, OffsetCommitRecord, OffsetValue
+    plain_tail = record_codec.plain_commit_tail
     ok, too_large = E.none, E.offset_metadata_too_large
     half = max_metadata // 2
     for topic in topics:
         name = topic.name
         indexes: list = []
         codes: list | None = None
+        head = None
+        if tails is not None:
+            try:
+                head = record_codec.key_head(group_id, name)
+            except ValueError:
+                tails = None
         for p in topic.partitions:
             index = p.partition_index
             metadata = p.committed_metadata
@@ -154,13 +167,22 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
                 indexes.append(index)
                 codes.append(too_large)
                 continue
-            add(new(Record, (group_id, name, index, new(Value, (
-                p.committed_offset, metadata, now_ms, p.committed_leader_epoch if with_epoch else -1, expire)))))
+            offset, epoch = p.committed_offset, p.committed_leader_epoch if with_epoch else -1
+            record = new(Record, (group_id, name, index, new(Value, (offset, metadata, now_ms, epoch, expire))))
+            add(record)
+            if tails is not None:
+                if metadata or expire != -1:
+                    try:
+                        tails += record_codec.encode_tails([record])
+                    except Exception:  # the log's encoding fails the write with the reason
+                        tails = None
+                else:
+                    tails.append(plain_tail(head, index, offset, epoch, now_ms))
             indexes.append(index)
             if codes is not None:
                 codes.append(ok)
         answer.append((name, indexes, codes))
-    return records, answer
+    return records, answer, tails
 
 
 def error_answer(topics: Any, code: ErrorCode) -> list:

@@ -143,7 +143,9 @@ def _encode_writes(writes: list[PendingWrite], now: int) -> tuple[list[PendingWr
         if pending.done:  # e.g. failed by an unload meanwhile
             continue
         try:
-            encoded = encode_tails(pending.records)
+            encoded = pending.tails
+            if encoded is None:
+                encoded = encode_tails(pending.records)
         except ValueError as exc:  # a string too long for its field: the commit is too large
             pending.resolve(RecordTooLargeError(str(exc)))
             continue

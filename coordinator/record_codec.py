@@ -64,15 +64,36 @@ _NO_HEADER_BYTE = encode_varint(0)
 _TOMBSTONE_TAIL = encode_varint(-1) + _NO_HEADER_BYTE  # valueLength -1 (null), headerCount 0
 
 
+def key_head(group: str, topic: str) -> bytes:
+    """The tail of an OffsetCommit record up to its key's partition: keyLength varint and
+    the key without its last 4 bytes. Cached per (group, topic). Raises ValueError for a
+    name too long for its field."""
+    head = _KEY_HEADS.get((group, topic))
+    if head is None:
+        if len(_KEY_HEADS) >= _KEY_HEAD_LIMIT:
+            _KEY_HEADS.clear()
+        key = offset_key_bytes(group, topic, 0)
+        head = _KEY_HEADS[group, topic] = encode_varint(len(key)) + key[:-4]
+    return head
+
+
+def plain_commit_tail(head: bytes, partition: int, offset: int, epoch: int, commit_ts: int) -> bytes:
+    """The record tail of a commit whose value has no metadata and no expire timestamp
+    (v3): `head` (key_head) plus one struct pack. What encode_tails gives for it."""
+    return head + _pack_plain(partition, _PLAIN_VALUE_LENGTH, 3, offset, epoch, 0, commit_ts, _NO_HEADERS)
+
+
+_pack_plain = _PLAIN_TAIL.pack
+
+
 def encode_tails(records: list[Record]) -> list[bytes]:
     """[storage.batch.record_tail(*encode(r)) for r in records] (what build_tail_batch
     takes), faster for offset commits (the OffsetCommit hot path): the key up to its
     partition (with its length varint) is cached per (group, topic), and the rest of a
     value without metadata and expire timestamp is one struct pack."""
     out = []
-    heads = _KEY_HEADS
     pack_partition = _I.pack
-    pack_plain = _PLAIN_TAIL.pack
+    pack_plain = _pack_plain
     last_group = last_topic = head = None
     for record in records:
         if type(record) is not OffsetCommitRecord:
@@ -80,12 +101,7 @@ def encode_tails(records: list[Record]) -> list[bytes]:
             continue
         group, topic, partition, value = record
         if group is not last_group or topic is not last_topic:  # a write's records share both
-            head = heads.get((group, topic))
-            if head is None:
-                if len(heads) >= _KEY_HEAD_LIMIT:
-                    heads.clear()
-                key = offset_key_bytes(group, topic, 0)
-                head = heads[group, topic] = encode_varint(len(key)) + key[:-4]
+            head = key_head(group, topic)
             last_group, last_topic = group, topic
         if value is None:
             out.append(head + pack_partition(partition) + _TOMBSTONE_TAIL)
@@ -143,4 +159,4 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
             continue
 
 
-__all__ = ["encode", "encode_tails", "decode", "decode_all", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]
+__all__ = ["encode", "encode_tails", "key_head", "plain_commit_tail", "decode", "decode_all", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]

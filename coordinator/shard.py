@@ -53,10 +53,11 @@ class PendingWrite:
     then runs the callbacks: slots, not a closure per write.
     """
 
-    __slots__ = ("records", "done", "error", "_callbacks", "_future", "_store")
+    __slots__ = ("records", "tails", "done", "error", "_callbacks", "_future", "_store")
 
-    def __init__(self, records: list[Record]) -> None:
+    def __init__(self, records: list[Record], tails: list[bytes] | None = None) -> None:
         self.records = records
+        self.tails = tails  # record_codec.encode_tails(records), when the writer made them already
         self.done = False
         self.error: BaseException | None = None
         self._callbacks: list[WriteCallback] = []
@@ -168,9 +169,10 @@ class Shard:
 
     # --- records ------------------------------------------------------------------------
 
-    def write(self, records: list[Record]) -> PendingWrite:
-        """Apply `records` through `replay_all`, append them; the result completes when durable."""
-        pending = PendingWrite(records)
+    def write(self, records: list[Record], tails: list[bytes] | None = None) -> PendingWrite:
+        """Apply `records` through `replay_all`, append them; the result completes when durable.
+        `tails`, if given, must be record_codec.encode_tails(records) (the log uses them)."""
+        pending = PendingWrite(records, tails)
         if self.state is ShardState.UNLOADED:
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending

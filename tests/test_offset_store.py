@@ -41,10 +41,10 @@ def test_tombstones_remove_empty_topics_and_groups():
 def test_retention_beyond_int64_is_clamped():
     request = commit_request(2, "g", {("t", 0): 7})
     topics = request.topics
-    [record], _answer = commit_records("g", topics, now_ms=10, retention_ms=I64_MAX, max_metadata=4096,
+    [record], _answer, _tails = commit_records("g", topics, now_ms=10, retention_ms=I64_MAX, max_metadata=4096,
                                        with_epoch=False)
     assert record.value.expire_timestamp == I64_MAX
-    [record], _answer = commit_records("g", topics, now_ms=-10, retention_ms=I64_MIN, max_metadata=4096,
+    [record], _answer, _tails = commit_records("g", topics, now_ms=-10, retention_ms=I64_MIN, max_metadata=4096,
                                        with_epoch=False)
     assert record.value.expire_timestamp == I64_MIN
     store = OffsetStore()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode as E
 
 from coordinator.offsets import commit_records
+from coordinator.record_codec import encode_tails
 from storage.errors import StorageError
 from tests.offsets_support import OffsetsHarness, codes
 from tests.test_offsets_commit_answers import mixed_commit
@@ -12,12 +13,12 @@ from tests.test_offsets_commit_answers import mixed_commit
 
 def test_answer_lists_codes_only_when_a_partition_fails():
     ok = mixed_commit(7, {0: "", 1: "ok"})
-    records, answer = commit_records("g", ok.topics, 5, -1, 4, True)
-    assert answer == [("t", [0, 1], None)] and len(records) == 2
+    records, answer, tails = commit_records("g", ok.topics, 5, -1, 4, True)
+    assert answer == [("t", [0, 1], None)] and len(records) == 2 and tails == encode_tails(records)
     mixed = mixed_commit(7, {0: "too long", 1: "ok", 2: "too long", 3: ""})
-    records, answer = commit_records("g", mixed.topics, 5, -1, 4, True)
+    records, answer, tails = commit_records("g", mixed.topics, 5, -1, 4, True)
     assert answer == [("t", [0, 1, 2, 3], [E.offset_metadata_too_large, E.none, E.offset_metadata_too_large, E.none])]
-    assert [r.partition for r in records] == [1, 3]
+    assert [r.partition for r in records] == [1, 3] and tails == encode_tails(records)
 
 
 async def test_a_failed_write_keeps_the_partition_errors_and_maps_the_rest():

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
+from kio.static.primitive import i32, i64
 
 from coordinator import record_codec
+from coordinator.offsets import commit_records
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from storage.batch import build_batch, build_plain_batch, decode_records, record_tail, validate
 from storage.errors import InvalidRecordError
@@ -63,3 +66,32 @@ def test_the_key_prefix_cache_stays_bounded(monkeypatch):
     records = [OffsetCommitRecord(f"g{i}", f"t{i % 3}", i, OffsetValue(i, "", 1)) for i in range(7)]
     assert record_codec.encode_tails(records) == tails(records)
     assert len(record_codec._KEY_HEADS) <= 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(partitions=st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(-(2**63), 2**63 - 1),
+                                     st.integers(-(2**31), 2**31 - 1), st.sampled_from(["", "m", "päck" * 40, None])),
+                           min_size=1, max_size=12),
+       retention=st.sampled_from([-1, 0, 86_400_000]), with_epoch=st.booleans(),
+       group=st.sampled_from(["g", "gröup", "x" * 300]), topic=st.sampled_from(["t", "töpic"]))
+def test_commit_records_tails_are_encode_tails_of_its_records(partitions, retention, with_epoch, group, topic):
+    from tests.offsets_support import schema
+
+    m = schema("offset_commit", 8)
+    request = m.OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=i32(-1), member_id="",
+                                    group_instance_id=None, topics=(m.OffsetCommitRequestTopic(name=topic, partitions=tuple(
+                                        m.OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(o),
+                                                                       committed_leader_epoch=i32(e), committed_metadata=md)
+                                        for p, o, e, md in partitions)),))
+    records, _answer, made = commit_records(group, request.topics, 1_700_000_000_000, retention, 4096, with_epoch)
+    assert made == record_codec.encode_tails(records)
+
+
+def test_commit_records_gives_no_tails_for_names_the_log_cannot_encode():
+    from tests.offsets_support import commit_request
+
+    long_topic = "t" * 40_000  # beyond an int16 string length: the log's encoding fails the write
+    records, _answer, made = commit_records("g", commit_request(8, "g", {(long_topic, 0): 1}).topics, 1, -1, 4096, True)
+    assert len(records) == 1 and made is None
+    with pytest.raises(ValueError):
+        record_codec.encode_tails(records)

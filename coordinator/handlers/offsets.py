@@ -170,17 +170,19 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             if code is not None:
                 return commit_response(version, error_answer(topics, code))
             retention = request.retention_time // _ONE_MS if version <= COMMIT_RETENTION_UNTIL else -1
-            records, answer = commit_records(group_id, topics, shard.scheduler.wall_ms(), retention,
-                                             settings.offset_metadata_max_bytes, version >= COMMIT_EPOCH_FROM)
+            records, answer, tails = commit_records(group_id, topics, shard.scheduler.wall_ms(), retention,
+                                                    settings.offset_metadata_max_bytes, version >= COMMIT_EPOCH_FROM)
             if version == COMMIT_TIMESTAMP_VERSION:
-                records = with_commit_timestamps(records, topics)
+                stamped = with_commit_timestamps(records, topics)
+                if stamped is not records:
+                    records, tails = stamped, None  # the tails carry the server's timestamps
         except Exception:
             log.exception("OffsetCommit failed", group=group_id)
             return commit_response(version, error_answer(topics, E.unknown_server_error))
         if not records:
             return commit_response(version, answer)
         late = WriteAnswer(commit_answered, commit_failed, (version, answer))
-        shard.write(records).add_callback(late)
+        shard.write(records, tails).add_callback(late)
         return late
 
     def handle_commit(ctx: RequestContext, request: Any) -> Any:
