@@ -58,14 +58,16 @@ def pwrite_all(fd: int, buffers: list, position: int) -> None:
             rest, position = rest[k:], position + k
 
 
-def run_job(job: FlushJob, fsync) -> None:
-    """Executed in a worker thread. Any exception fails every future of the job."""
+def run_job(job: FlushJob, fsync, data_sync=None) -> None:
+    """Executed in a worker thread. Any exception fails every future of the job. The log
+    segments written are synced with `data_sync` (default `fsync`), the rest with `fsync`."""
     for fd, position, buffers in job.writes:
         pwrite_all(fd, buffers, position)
     for fd, position, data in job.index_writes:
         pwrite_all(fd, [data], position)
+    sync_data = data_sync or fsync
     for fd in job.fsync_fds:
-        fsync(fd)
+        sync_data(fd)
     try:
         for fd in job.finalize_fds:
             fsync(fd)

@@ -412,3 +412,20 @@ async def test_policy_none_interval_fsync(path):
     assert await asyncio.get_running_loop().run_in_executor(None, fs.called.wait, 10)
     assert fs.calls >= 1
     await lg.close()
+
+
+async def test_flushes_sync_the_data_with_fdatasync_and_everything_else_with_fsync(path):
+    lg = PartitionLog.open(path)
+    assert lg._fsync is os.fsync and lg._data_sync is os.fdatasync  # the defaults
+    await lg.close()
+    calls: list[tuple[str, int]] = []
+    lg = PartitionLog.open(path, fsync=lambda fd: calls.append(("fsync", fd)))
+    assert lg._data_sync is lg._fsync  # an injected fsync does every sync
+    await lg.close()
+    from storage.flush import FlushJob, run_job
+
+    job = FlushJob(fsync_fds=[11], sync_dir=None)
+    run_job(job, lambda fd: calls.append(("fsync", fd)), lambda fd: calls.append(("data", fd)))
+    assert calls[-1] == ("data", 11)
+    run_job(FlushJob(fsync_fds=[12]), lambda fd: calls.append(("fsync", fd)))
+    assert calls[-1] == ("fsync", 12)  # without data_sync, fsync syncs the data too
