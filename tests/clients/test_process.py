@@ -35,7 +35,9 @@ def fake(code: str, name: str = "fake") -> ClientProcess:
 
 def test_events_views_and_graceful_stop():
     client = fake(GRACEFUL)
-    client.wait_until(lambda c: any("some log" in line for line in c.stderr), 10, "stderr line")
+    # stdout and stderr are read by two threads: wait for the last line of each
+    client.wait_until(lambda c: any("some log" in line for line in c.stderr)
+                      and any("not a protocol line" in line for line in c.stderr), 10, "stdout and stderr lines")
     assert client.assignment == {("t", 0)}
     assert [r["value"] for r in client.records] == ["v"]
     assert client.committed == {("t", 0): 1}
