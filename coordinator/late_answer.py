@@ -1,9 +1,10 @@
 """LateAnswer: a response finished later by a synchronous callback, not an asyncio future.
 
 A durable OffsetCommit is answered when its fsync completes. With an asyncio future per
-request, every completion costs the future, a `call_soon` per done-callback and a loop
-turn per answer before the connection sees it (measured: about a fifth of the server's
-CPU for pipelined 10-partition commits). A LateAnswer calls its waiters at once, from
+request, every completion costs the future, a closure, a `call_soon` per done-callback
+and a loop callback per answer before the connection sees it (bench.commit_cpu: the
+event loop's CPU per pipelined 10-partition commit fell ~7-10% with this class and the
+commit fast path together). A LateAnswer calls its waiters at once, from
 whatever settles it (a write's callback); the connection coalesces them into one loop
 callback however many of its answers one flush completes.
 
