@@ -58,6 +58,7 @@ _KEY_HEAD_LIMIT = 10_000  # (group, topic) pairs; ~2 MB at most, cleared when fu
 # a record's tail from the key's partition on, for a v3 value without metadata: partition,
 # valueLength (varint 24), the value, headerCount 0
 _PLAIN_TAIL = Struct(">iBhqihqB")
+_pack_plain = _PLAIN_TAIL.pack
 _PLAIN_VALUE_LENGTH = encode_varint(OFFSET_VALUE_V3_PLAIN.size)[0]
 _NO_HEADERS = 0
 _NO_HEADER_BYTE = encode_varint(0)
@@ -83,17 +84,14 @@ def plain_commit_tail(head: bytes, partition: int, offset: int, epoch: int, comm
     return head + _pack_plain(partition, _PLAIN_VALUE_LENGTH, 3, offset, epoch, 0, commit_ts, _NO_HEADERS)
 
 
-_pack_plain = _PLAIN_TAIL.pack
-
-
 def encode_tails(records: list[Record]) -> list[bytes]:
     """[storage.batch.record_tail(*encode(r)) for r in records] (what build_tail_batch
-    takes), faster for offset commits (the OffsetCommit hot path): the key up to its
-    partition (with its length varint) is cached per (group, topic), and the rest of a
-    value without metadata and expire timestamp is one struct pack."""
+    takes), faster for offset commits: the key up to its partition (with its length
+    varint) is cached per (group, topic), and the rest of a value without metadata and
+    expire timestamp is one struct pack (plain_commit_tail). Live commits come with their
+    tails from commit_records; the log calls this for the other writes."""
     out = []
     pack_partition = _I.pack
-    pack_plain = _pack_plain
     last_group = last_topic = head = None
     for record in records:
         if type(record) is not OffsetCommitRecord:
@@ -109,8 +107,7 @@ def encode_tails(records: list[Record]) -> list[bytes]:
             raw = offset_value(value)
             out.append(head + pack_partition(partition) + encode_varint(len(raw)) + raw + _NO_HEADER_BYTE)
         else:
-            out.append(head + pack_plain(partition, _PLAIN_VALUE_LENGTH, 3, value[0], value[3], 0, value[2],
-                                         _NO_HEADERS))
+            out.append(plain_commit_tail(head, partition, value[0], value[3], value[2]))
     return out
 
 

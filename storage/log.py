@@ -114,8 +114,9 @@ class PartitionLog:
 
         ``fsync`` and ``executor`` are injectable for tests and benchmarks. A flush makes
         its appended bytes durable with ``os.fdatasync`` (the data and the file size that
-        reaches it, without the timestamps fsync also writes: measured ~15% less latency
-        per durable OffsetCommit answer) unless ``fsync`` is injected, which then does
+        reaches it, without the timestamps fsync also writes: 298 vs 346 µs p50 for a
+        200-byte append + sync on the benchmark VM; a few % of a 1x1 OffsetCommit's
+        answer time) unless ``fsync`` is injected, which then does
         every sync (tests inject one to fail or count them). Rolled index files,
         directories and recovery use ``fsync``.
         """
