@@ -150,10 +150,14 @@ NOTES = """Notes:
   generator's socket (the kernel's receive timestamp, SO_TIMESTAMPNS; for an answer read together with
   a later one, the later one's): what the server and the network take, whatever the generator is doing.
   "p99 as read" ends when the generator's loop read the answer instead: it adds the generator's own
-  delays, which "tick late" shows (how much later than asked its 1 ms sending tick woke). The generator
-  sends every 1 ms the heartbeats that fell due, so a burst adds at most ~1 ms of the offered rate's
-  queueing. "answered / sent" sums all repetitions. "other CPU" is what the rest of the machine used
-  meanwhile (of 2 cores): a repetition with other work on the server's core is not a clean figure.
+  delays. The generator sends every 1 ms the heartbeats that fell due and reads answers only until
+  the next tick is due ("tick late": how much later than planned a tick started), with its cyclic GC
+  off, so its sending stays on time and a burst adds at most ~1 ms of the offered rate's queueing;
+  when its core is short, it is the reading that lags ("p99 as read"). "answered / sent" sums all
+  repetitions. "other CPU" is what the rest of the machine used meanwhile (of 2 cores): a repetition
+  with other work on the server's core is not a clean figure. The kernel's own threads count there
+  too: on this VM a DAMON monitor (kdamond, proactive page-out) takes either core for up to ~5 ms
+  about three times a second, and the heartbeats that arrive meanwhile queue behind it.
 - The join is not timed as a benchmark (it includes each server's initial rebalance delay: ours 3 s,
   noida-db ~0.3 s, tansu half the session timeout, the mock session timeout - 1 s). noida-db and tansu
   answer one request per connection at a time and stall when queued JoinGroups of several groups share
