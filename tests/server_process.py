@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -68,7 +69,9 @@ class ServerProcess:
 
 def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = None,
                  properties_file: str | None = None, env: dict[str, str] | None = None,
-                 timeout: float = 20.0) -> ServerProcess:
+                 timeout: float = 20.0, rlimits: dict[int, int] | None = None) -> ServerProcess:
+    """`rlimits` maps resource.RLIMIT_* to a soft and hard limit set in the child before it runs
+    (as `prlimit` would): e.g. {resource.RLIMIT_AS: 3 << 30} for a container-like memory limit."""
     log_dir = log_dir or tempfile.mkdtemp(prefix="coordinator-test-")
     settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir, **(overrides or {})}
     args = [sys.executable, "-m", "coordinator", "serve"]
@@ -79,6 +82,7 @@ def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = 
     process = subprocess.Popen(
         args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True, env={**os.environ, **(env or {})},
+        preexec_fn=(lambda: _set_rlimits(rlimits)) if rlimits else None,
     )
     lines: list[str] = []
     ready = threading.Event()
@@ -104,3 +108,8 @@ def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = 
         process.wait()
         raise RuntimeError(f"server did not start: {lines[-20:]}")
     return ServerProcess(process, found["host"], found["port"], log_dir, lines)
+
+
+def _set_rlimits(rlimits: dict[int, int]) -> None:
+    for which, value in rlimits.items():
+        resource.setrlimit(which, (value, value))
