@@ -210,27 +210,60 @@ async def _exchange(members: Sequence[Member], frame_for: Callable[[Member], byt
     return list(await asyncio.gather(*answers))
 
 
+async def _join(m: Member, session_timeout_ms: int) -> Any:
+    """JoinGroup until answered without MEMBER_ID_REQUIRED (the first join of a v4+ member only fetches
+    its member id); the answer's fields are copied to `m`. RuntimeError names any other error."""
+    for _attempt in range(2):
+        (future,) = m.pipe.send([_join_frame(m, session_timeout_ms)])
+        response = decode_response(JoinGroupRequest, await future)
+        if response.error_code.value == MEMBER_ID_REQUIRED:
+            m.member_id = response.member_id
+            continue
+        if response.error_code is not ErrorCode.none:
+            raise RuntimeError(f"JoinGroup of {m.group}: {response.error_code.name}")
+        m.member_id, m.generation = response.member_id, response.generation_id
+        m.leader, m.peers = response.leader, response.members
+        return response
+    raise RuntimeError(f"{m.group}: a member was asked for a member id twice")
+
+
+async def _seat_group(group: list[Member], session_timeout_ms: int) -> None:
+    """Join every member of one group into one generation.
+
+    The server ends a new group's first rebalance when its initial delay has passed, so members whose
+    joins arrive after that (other connections, a busy machine, or a delay of 0) find a generation that
+    was completed without them: its leader is answered with fewer members than the group has. Those
+    members join again, as a real consumer would when its heartbeat says REBALANCE_IN_PROGRESS, and the
+    next generation waits for all of them."""
+    running = {asyncio.ensure_future(_join(m, session_timeout_ms)): m for m in group}
+    answered: dict[int, Any] = {}  # id(member) -> its JoinGroup answer
+    by_id = {id(m): m for m in group}
+    try:
+        while running:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                answered[id(running.pop(task))] = task.result()
+            for leader in [r for r in answered.values() if r.leader == r.member_id and len(r.members) < len(group)]:
+                cut_short = {p.member_id for p in leader.members}
+                for key, answer in list(answered.items()):
+                    if answer.member_id in cut_short and answer.generation_id == leader.generation_id:
+                        del answered[key]
+                        running[asyncio.ensure_future(_join(by_id[key], session_timeout_ms))] = by_id[key]
+    finally:
+        for task in running:
+            task.cancel()
+    generations = {m.generation for m in group}
+    leaders = [m for m in group if m.member_id == m.leader]
+    if len(generations) != 1 or len(leaders) != 1 or len(leaders[0].peers) != len(group):
+        raise RuntimeError(f"{group[0].group}: generations {sorted(generations)}, {len(leaders)} leaders")
+
+
 async def _seat(members: list[Member], session_timeout_ms: int) -> None:
-    pending = members
-    for _attempt in range(2):  # the first JoinGroup of a v4+ member only fetches its member id
-        answers = await _exchange(pending, lambda m: _join_frame(m, session_timeout_ms))
-        retry = []
-        for m, body in zip(pending, answers):
-            response = decode_response(JoinGroupRequest, body)
-            if response.error_code.value == MEMBER_ID_REQUIRED:
-                m.member_id = response.member_id
-                retry.append(m)
-            elif response.error_code is not ErrorCode.none:
-                raise RuntimeError(f"JoinGroup of {m.group}: {response.error_code.name}")
-            else:
-                m.member_id, m.generation = response.member_id, response.generation_id
-                m.leader, m.peers = response.leader, response.members
-        pending = retry
-    if pending:
-        raise RuntimeError(f"{len(pending)} members were asked for a member id twice")
+    groups: dict[str, list[Member]] = {}
+    for m in members:
+        groups.setdefault(m.group, []).append(m)
+    await asyncio.gather(*(_seat_group(group, session_timeout_ms) for group in groups.values()))
     leaders = [m for m in members if m.member_id == m.leader]
-    if len(leaders) != len({m.group for m in members}):
-        raise RuntimeError(f"{len(leaders)} leaders for {len({m.group for m in members})} groups")
     followers = [m for m in members if m.member_id != m.leader]
     follower_answers = asyncio.ensure_future(_exchange(followers, _sync_frame))
     await asyncio.sleep(0.2)  # followers first: librdkafka's mock needs the leader's assignment last
