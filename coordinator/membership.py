@@ -96,6 +96,10 @@ class Membership(Rebalancer):
     def join(self, p: JoinParams, reply: JoinWaiter) -> None:
         if not p.group_id:
             return reply(JoinResult(ErrorCode.invalid_group_id, p.member_id))
+        if p.group_instance_id == "":
+            # Kafka's clients refuse an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId) and its
+            # KIP-848 path answers INVALID_REQUEST ("InstanceId can't be empty."): no static member without a name.
+            return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
         settings = self.settings
         if not settings.min_session_timeout_ms <= p.session_timeout_ms <= settings.max_session_timeout_ms:
             return reply(JoinResult(ErrorCode.invalid_session_timeout, p.member_id))

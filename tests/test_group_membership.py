@@ -23,6 +23,13 @@ def test_empty_group_id_is_invalid():
     assert h.join(group_id="")[0].error is E.invalid_group_id
 
 
+@pytest.mark.parametrize("member_id", ["", "some-member"])
+def test_empty_group_instance_id_is_an_invalid_request_and_makes_no_group(member_id):
+    h = Harness()
+    assert h.join(member_id, instance="")[0].error is E.invalid_request
+    assert h.coordinator.group("g") is None
+
+
 @pytest.mark.parametrize("session", [5999, 1800001, -1, 0])
 def test_session_timeout_outside_bounds(session):
     h = Harness()
