@@ -1,10 +1,12 @@
 """The topic-level configs CreateTopics accepts, with Kafka's names, defaults and checks.
 
 Kafka answers an unknown topic config name, or a value that does not parse, with
-INVALID_CONFIG (LogConfig.validate). We accept the subset below; what each one does
-here is stated next to it: segment.bytes, max.message.bytes and
-message.timestamp.type are enforced; cleanup.policy and retention.* are stored and
-reported but not enforced (no retention or compaction runs on topic logs yet).
+INVALID_CONFIG (LogConfig.validate). We accept the subset below, all enforced:
+segment.bytes, max.message.bytes, message.timestamp.type, and retention.ms,
+retention.bytes and cleanup.policy (delete; compact is accepted and turns the time and
+size deletion off, as in Kafka, but no compaction of topic logs runs: see
+docs/DATA_PLANE.md). The defaults come from the broker settings (log.retention.*,
+log.cleanup.policy, log.segment.bytes, message.max.bytes).
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from storage.retention import RetentionPolicy
+
+from ..config import parse_cleanup_policy
 from ..errors import InvalidConfig
 
 INT32_MAX = 2**31 - 1
@@ -31,13 +36,6 @@ def _int(low: int, high: int) -> Callable[[str], str]:
     return check
 
 
-def _cleanup_policy(text: str) -> str:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError(f"{text!r} is not a list of delete, compact")
-    return ",".join(parts)
-
-
 def _timestamp_type(text: str) -> str:
     if text.strip() not in ("CreateTime", "LogAppendTime"):
         raise ValueError(f"{text!r} is not CreateTime or LogAppendTime")
@@ -52,21 +50,22 @@ class ConfigSpec:
 
 # name -> spec. Defaults come from the broker settings (see `defaults`).
 TOPIC_CONFIGS: dict[str, ConfigSpec] = {
-    "cleanup.policy": ConfigSpec(_cleanup_policy, enforced=False),
-    "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=False),
-    "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=False),
+    "cleanup.policy": ConfigSpec(parse_cleanup_policy, enforced=True),
+    "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
+    "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
     "segment.bytes": ConfigSpec(_int(14, INT32_MAX), enforced=True),
     "max.message.bytes": ConfigSpec(_int(0, INT32_MAX), enforced=True),
     "message.timestamp.type": ConfigSpec(_timestamp_type, enforced=True),
 }
 
 
-def defaults(segment_bytes: int, message_max_bytes: int) -> dict[str, str]:
-    """Each supported config's value when a topic does not set it (Kafka's defaults)."""
+def defaults(segment_bytes: int, message_max_bytes: int, retention_ms: int = 604800000,
+             retention_bytes: int = -1, cleanup_policy: str = "delete") -> dict[str, str]:
+    """Each supported config's value when a topic does not set it (the broker settings)."""
     return {
-        "cleanup.policy": "delete",
-        "retention.ms": "604800000",
-        "retention.bytes": "-1",
+        "cleanup.policy": cleanup_policy,
+        "retention.ms": str(retention_ms),
+        "retention.bytes": str(retention_bytes),
         "segment.bytes": str(segment_bytes),
         "max.message.bytes": str(message_max_bytes),
         "message.timestamp.type": "CreateTime",
@@ -96,9 +95,12 @@ class EffectiveConfig:
     segment_bytes: int
     max_message_bytes: int
     log_append_time: bool
+    retention: RetentionPolicy
 
     @classmethod
     def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> "EffectiveConfig":
         merged = {**base, **overrides}
+        retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]),
+                                    "delete" in merged["cleanup.policy"].split(","))
         return cls(int(merged["segment.bytes"]), int(merged["max.message.bytes"]),
-                   merged["message.timestamp.type"] == "LogAppendTime")
+                   merged["message.timestamp.type"] == "LogAppendTime", retention)
