@@ -100,18 +100,31 @@ class LogStartMixin:
         doomed = self._segments[:n]
         del self._segments[:n], self._bases[:n]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
-        inflight = self._inflight
-        if inflight is not None:  # a running flush job may still fsync a doomed segment's fd
-            await asyncio.wait([inflight])
-        await asyncio.get_running_loop().run_in_executor(executor, _remove, self.path, doomed, self._fsync)
+        try:
+            # Durable first: files a crash or an unlink error leaves behind are below the log start
+            # offset after a restart, so the next check deletes them (log start offset breach).
+            await self.checkpoint_log_start()
+        finally:
+            inflight = self._inflight
+            if inflight is not None:  # a running flush job may still fsync a doomed segment's fd
+                await asyncio.wait([inflight])
+            await asyncio.get_running_loop().run_in_executor(executor, _remove, self.path, doomed, self._fsync)
         return n
 
 
 def _remove(directory: str, segments: list[Segment], fsync) -> None:
+    """Close every segment's files, then unlink them (the first error is raised after trying all)."""
     for seg in segments:
         seg.close()
-        unlink_segment(seg)
+    errors = []
+    for seg in segments:
+        try:
+            unlink_segment(seg)
+        except OSError as exc:
+            errors.append(exc)
     try:
         fsync_dir(directory, fsync)
     except FileNotFoundError:  # the topic was deleted meanwhile
         pass
+    if errors:
+        raise errors[0]
