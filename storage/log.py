@@ -34,6 +34,7 @@ from typing import Iterable, NamedTuple
 import structlog
 
 from . import log_start as log_start_checkpoint
+from .log_compaction import CompactionMixin
 from .log_retention import LogStartMixin
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
@@ -77,7 +78,7 @@ def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, f"{topic}-{partition}")
 
 
-class PartitionLog(LogStartMixin):
+class PartitionLog(LogStartMixin, CompactionMixin):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,

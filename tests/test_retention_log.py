@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from storage import log_start
+from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import OffsetOutOfRangeError
 from storage.log import PartitionLog
 from tests.data_plane_support import Plane, batch, ms, req
@@ -135,9 +136,13 @@ async def settle(plane: Plane) -> None:
         await asyncio.gather(*plane.data.retention._early)
 
 
-def list_offsets(timestamp: int):
+def list_offsets_for(topic: str, timestamp: int):
     return req(ApiKey.LIST_OFFSETS, 9, replica_id=-1, isolation_level=0, topics=[
-        {"name": "t", "partitions": [{"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}])
+        {"name": topic, "partitions": [{"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}])
+
+
+def list_offsets(timestamp: int):
+    return list_offsets_for("t", timestamp)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
@@ -236,3 +241,79 @@ async def test_a_failed_deletion_is_logged_and_retried(tmp_path, monkeypatch):
         assert plane.data.partition("t", 0).log.log_start_offset == 4
         assert await plane.data.retention.check_all() == 2
         assert log_files(str(tmp_path / "t-0")) == ["00000000000000000004.log"]
+
+
+# ------------------------------------------------------------------------ compaction
+
+async def produce_keyed(plane: Plane, topic: str, pairs: list[tuple[bytes, bytes | None]]) -> None:
+    now = int(time.time() * 1000)
+    for i, (key, value) in enumerate(pairs):
+        await plane.produce(topic, 0, build_batch([(key, value, now + i)]))
+
+
+async def read_all(plane: Plane, topic: str, start: int = 0) -> list[tuple[int, bytes, bytes | None]]:
+    out = []
+    offset = start
+    while True:
+        fetched = await plane.fetch(topic, 0, offset)
+        assert fetched.error_code == ErrorCode.none
+        batches = list(iter_batches(fetched.records or b""))
+        if not batches:
+            return out
+        for b in batches:
+            out += [(r.offset, r.key, r.value) for r in decode_records(b) if r.offset >= offset]
+        offset = batches[-1].next_offset
+
+
+async def test_compact_topic_keeps_the_latest_record_of_each_key(tmp_path):
+    keys = [b"a", b"b", b"c"]
+    pairs = [(keys[i % 3], b"v%d" % i) for i in range(9)] + [(b"b", None), (b"d", b"last")]
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("k", 1, {"segment.bytes": SMALL, "cleanup.policy": "compact"})
+        await produce_keyed(plane, "k", pairs)
+        before = await read_all(plane, "k")
+        assert len(before) == 11
+        segments = [s.base_offset for s in plane.data.partition("k", 0).log.segments]
+        assert segments == [0, 2, 4, 6, 8, 10]  # offset 10 is in the active segment: not cleaned
+        assert await plane.data.retention.check_all() == 0  # nothing deleted, but compacted
+        after = await read_all(plane, "k")
+        # latest below the bound 10: a@6, b@9 (a tombstone: kept until its delete horizon), c@8
+        assert after == [(6, b"a", b"v6"), (8, b"c", b"v8"), (9, b"b", None), (10, b"d", b"last")]
+        assert plane.data.partition("k", 0).log.log_start_offset == 0  # compaction never moves it
+        assert (await plane.call(list_offsets_for("k", -1))).topics[0].partitions[0].offset == 11
+        assert not [n for n in os.listdir(tmp_path / "k-0") if n.endswith(".cleaned")]
+    async with Plane(str(tmp_path)) as plane:  # restart: the compacted segments open (indexes rebuilt)
+        assert await read_all(plane, "k") == after
+        await produce_keyed(plane, "k", [(b"a", b"new")])
+        assert (await read_all(plane, "k"))[-1] == (11, b"a", b"new")
+
+
+async def test_compaction_waits_for_the_dirty_ratio(tmp_path):
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("k", 1, {"segment.bytes": SMALL, "cleanup.policy": "compact,delete",
+                                    "min.cleanable.dirty.ratio": "0.9"})
+        await produce_keyed(plane, "k", [(b"a", b"%d" % i) for i in range(5)])
+        await plane.data.retention.check_all()
+        assert [o for o, _k, _v in await read_all(plane, "k")] == [3, 4]
+        await produce_keyed(plane, "k", [(b"a", b"x"), (b"a", b"y")])  # dirty 140 of 210 closed bytes < 0.9
+        await plane.data.retention.check_all()
+        assert [o for o, _k, _v in await read_all(plane, "k")] == [3, 4, 5, 6]
+
+
+async def test_tombstones_go_once_their_delete_horizon_passed(tmp_path):
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("k", 1, {"segment.bytes": SMALL, "cleanup.policy": "compact",
+                                    "delete.retention.ms": "1000", "min.cleanable.dirty.ratio": "0"})
+        await produce_keyed(plane, "k", [(b"gone", b"v"), (b"gone", None), (b"kept", b"v"), (b"kept", b"w"),
+                                         (b"x", b"active")])
+        retention = plane.data.retention
+        now = int(time.time() * 1000)
+        retention.clock = lambda: now
+        await retention.check_all()
+        assert [(o, k) for o, k, _v in await read_all(plane, "k")] == [(1, b"gone"), (3, b"kept"), (4, b"x")]
+        retention.clock = lambda: now + 999
+        await retention.check_all()
+        assert [(o, k) for o, k, _v in await read_all(plane, "k")] == [(1, b"gone"), (3, b"kept"), (4, b"x")]
+        retention.clock = lambda: now + 1001
+        await retention.check_all()
+        assert [(o, k) for o, k, _v in await read_all(plane, "k")] == [(3, b"kept"), (4, b"x")]

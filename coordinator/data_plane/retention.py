@@ -86,18 +86,22 @@ class RetentionManager:
             if not self._live(part):
                 return 0  # its topic was deleted meanwhile
             lg = part.log
-            decision = plan(lg.segment_infos(), part.config.retention, now_ms=self.clock(),
+            now = self.clock()
+            decision = plan(lg.segment_infos(), part.config.retention, now_ms=now,
                             log_start_offset=lg.log_start_offset, high_watermark=lg.high_watermark)
-            if decision.count == 0:
-                return 0
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-retention")
+            deleted = 0
             try:
-                deleted = await lg.delete_oldest(decision.count, self._executor)
+                if decision.count:
+                    deleted = await lg.delete_oldest(decision.count, self._worker())
+                    log.info("data_plane.retention.deleted", topic=part.topic, partition=part.index,
+                             segments=deleted, reasons=list(decision.reasons), log_start_offset=lg.log_start_offset)
+                if part.config.compaction is not None:
+                    await lg.compact(part.config.compaction, now, self._worker())
             except Exception as exc:  # noqa: BLE001 - a disk error must not stop retention of other logs
                 log.warning("data_plane.retention.failed", topic=part.topic, partition=part.index, error=repr(exc))
-                return 0
-            if deleted:
-                log.info("data_plane.retention.deleted", topic=part.topic, partition=part.index,
-                         segments=deleted, reasons=list(decision.reasons), log_start_offset=lg.log_start_offset)
             return deleted
+
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-retention")
+        return self._executor

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from storage.log_compaction import CompactionPolicy
 from storage.retention import RetentionPolicy
 
 from ..config import parse_cleanup_policy
@@ -36,6 +37,16 @@ def _int(low: int, high: int) -> Callable[[str], str]:
     return check
 
 
+def _ratio(text: str) -> str:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"value {value} is outside [0, 1]")
+    return str(value)
+
+
 def _timestamp_type(text: str) -> str:
     if text.strip() not in ("CreateTime", "LogAppendTime"):
         raise ValueError(f"{text!r} is not CreateTime or LogAppendTime")
@@ -53,6 +64,8 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {
     "cleanup.policy": ConfigSpec(parse_cleanup_policy, enforced=True),
     "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
     "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
+    "delete.retention.ms": ConfigSpec(_int(0, INT64_MAX), enforced=True),
+    "min.cleanable.dirty.ratio": ConfigSpec(_ratio, enforced=True),
     "segment.bytes": ConfigSpec(_int(14, INT32_MAX), enforced=True),
     "max.message.bytes": ConfigSpec(_int(0, INT32_MAX), enforced=True),
     "message.timestamp.type": ConfigSpec(_timestamp_type, enforced=True),
@@ -66,6 +79,8 @@ def defaults(segment_bytes: int, message_max_bytes: int, retention_ms: int = 604
         "cleanup.policy": cleanup_policy,
         "retention.ms": str(retention_ms),
         "retention.bytes": str(retention_bytes),
+        "delete.retention.ms": "86400000",
+        "min.cleanable.dirty.ratio": "0.5",
         "segment.bytes": str(segment_bytes),
         "max.message.bytes": str(message_max_bytes),
         "message.timestamp.type": "CreateTime",
@@ -96,11 +111,14 @@ class EffectiveConfig:
     max_message_bytes: int
     log_append_time: bool
     retention: RetentionPolicy
+    compaction: CompactionPolicy | None  # None unless cleanup.policy has compact
 
     @classmethod
     def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> "EffectiveConfig":
         merged = {**base, **overrides}
-        retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]),
-                                    "delete" in merged["cleanup.policy"].split(","))
+        policies = merged["cleanup.policy"].split(",")
+        retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]), "delete" in policies)
+        compaction = CompactionPolicy(int(merged["delete.retention.ms"]), float(merged["min.cleanable.dirty.ratio"])) \
+            if "compact" in policies else None
         return cls(int(merged["segment.bytes"]), int(merged["max.message.bytes"]),
-                   merged["message.timestamp.type"] == "LogAppendTime", retention)
+                   merged["message.timestamp.type"] == "LogAppendTime", retention, compaction)
