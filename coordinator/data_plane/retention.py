@@ -5,8 +5,10 @@ rules of ``storage/retention.py`` (time, size, log start offset) pick a prefix o
 segments, ``PartitionLog.delete_oldest`` drops them from the log on the event loop and
 closes and unlinks their files on this manager's own worker thread, so a slow unlink of a
 large file delays neither the loop nor the flush threads. One partition is handled at a
-time; DeleteRecords asks for an early check of its partition (``soon``). A failure is
-logged and the partition is tried again at the next check; it never stops the task.
+time; DeleteRecords asks for an early check of its partition (``soon``). Topics with
+``compact`` in cleanup.policy are then compacted (``PartitionLog.compact``) on the same
+thread. A failure is logged and the partition is tried again at the next check; it never
+stops the task.
 """
 
 from __future__ import annotations

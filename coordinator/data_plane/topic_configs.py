@@ -3,10 +3,10 @@
 Kafka answers an unknown topic config name, or a value that does not parse, with
 INVALID_CONFIG (LogConfig.validate). We accept the subset below, all enforced:
 segment.bytes, max.message.bytes, message.timestamp.type, and retention.ms,
-retention.bytes and cleanup.policy (delete; compact is accepted and turns the time and
-size deletion off, as in Kafka, but no compaction of topic logs runs: see
-docs/DATA_PLANE.md). The defaults come from the broker settings (log.retention.*,
-log.cleanup.policy, log.segment.bytes, message.max.bytes).
+retention.bytes, cleanup.policy, delete.retention.ms and min.cleanable.dirty.ratio
+(retention and compaction: docs/DATA_PLANE.md). The defaults come from the broker
+settings (log.retention.*, log.cleanup.policy, log.segment.bytes, message.max.bytes)
+or are Kafka's.
 """
 
 from __future__ import annotations
