@@ -143,3 +143,41 @@ def test_delete_records_through_the_admin_client_survives_restart_and_kill(tmp_p
         assert raw_fetch(server, "t", 79).error_code == ErrorCode.offset_out_of_range
     finally:
         server.stop()
+
+
+def consume_all(server, topic: str, expected_end: int) -> list[tuple[int, bytes, bytes]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "reader", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out: list[tuple[int, bytes, bytes]] = []
+    deadline = time.monotonic() + 30
+    try:
+        while (not out or out[-1][0] < expected_end - 1) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                out.append((msg.offset(), msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return out
+
+
+def test_compacted_topic_keeps_the_latest_value_per_key_for_a_real_consumer(tmp_path):
+    server = start_server(str(tmp_path), {"log.retention.check.interval.ms": "100"})
+    try:
+        create(server, "compacted", **{"cleanup.policy": "compact"})
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all", "batch.size": SEGMENT // 2})
+        for i in range(200):
+            producer.produce("compacted", b"value-%d" % i + VALUE, key=b"key-%d" % (i % 10))
+        assert producer.flush(30) == 0
+        server.wait_for_event("storage.log.compacted", timeout=15)
+        records = consume_all(server, "compacted", 200)
+        assert records[-1][0] == 199 and len(records) < 200
+        latest = {key: value for _offset, key, value in records}
+        assert latest == {b"key-%d" % k: b"value-%d" % (190 + k) + VALUE for k in range(10)}
+        assert watermarks(server, "compacted") == (0, 200)
+    finally:
+        server.stop()
