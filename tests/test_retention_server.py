@@ -69,6 +69,11 @@ def segment_bases(log_dir: str, topic: str) -> list[int]:
     return sorted(int(n[:20]) for n in os.listdir(path) if n.endswith(".log"))
 
 
+def log_bytes(log_dir: str, topic: str) -> int:
+    path = os.path.join(log_dir, f"{topic}-0")
+    return sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path) if n.endswith(".log"))
+
+
 def wait_until(predicate, timeout: float = 15.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -84,9 +89,11 @@ def test_retention_bytes_deletes_old_segments_and_moves_the_log_start(tmp_path):
     try:
         create(server, "sized", **{"retention.bytes": str(3 * SEGMENT)})
         create(server, "kept")
-        produce(server, "sized", 200)  # ~54 KB: ~13 segments of 4 KB
+        produce(server, "sized", 200)  # ~46 KB: ~12 segments of up to 4 KB
         produce(server, "kept", 200)
-        wait_until(lambda: len(segment_bases(str(tmp_path), "sized")) <= 4)
+        # what stays: at least retention.bytes, and less than that plus the oldest segment kept
+        wait_until(lambda: log_bytes(str(tmp_path), "sized") < 4 * SEGMENT)
+        assert log_bytes(str(tmp_path), "sized") >= 3 * SEGMENT
         low, high = watermarks(server, "sized")
         assert high == 200 and low == segment_bases(str(tmp_path), "sized")[0] > 0
         assert raw_fetch(server, "sized", low - 1).error_code == ErrorCode.offset_out_of_range
@@ -104,10 +111,7 @@ def test_retention_ms_deletes_segments_whose_records_are_old(tmp_path):
     try:
         create(server, "aged", **{"retention.ms": "1500"})
         produce(server, "aged", 100)
-        segments = len(segment_bases(str(tmp_path), "aged"))
-        assert segments > 3
-        time.sleep(0.5)
-        assert len(segment_bases(str(tmp_path), "aged")) == segments  # not old yet
+        assert len(segment_bases(str(tmp_path), "aged")) > 3  # (the boundary is unit-tested with a fake clock)
         wait_until(lambda: len(segment_bases(str(tmp_path), "aged")) == 1)  # only the active one stays
         assert watermarks(server, "aged")[0] == segment_bases(str(tmp_path), "aged")[0]
     finally:
