@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import structlog
 
-from .batch import LOG_OVERHEAD, RecordBatch, decode_records, ensure_valid
+from .batch import HEADER_SIZE, LOG_OVERHEAD, RecordBatch, decode_records, ensure_valid
 from .cleaner import CleanStats, clean_segment
+from .errors import CorruptRecordError
 from .recovery import fsync_dir, open_segment
 from .segment import Segment
 
@@ -57,6 +58,8 @@ def _batches(path: str, limit: int):
             if len(head) < LOG_OVERHEAD:
                 return
             size = _LENGTH.unpack(head)[1] + LOG_OVERHEAD
+            if size < HEADER_SIZE:
+                raise CorruptRecordError(f"{path}: batch at {position} has impossible length {size}")
             data = head + f.read(size - LOG_OVERHEAD)
             if len(data) < size or position + size > limit:
                 return
@@ -154,6 +157,9 @@ class CompactionMixin:
             cleaned, seg_stats = await loop.run_in_executor(
                 executor, _clean_into, path, size, latest, upper, now_ms, policy.delete_retention_ms, self._fsync)
             stats.add(seg_stats)
+            if seg_stats.batches_copied == seg_stats.batches_read:  # nothing changed: keep the old file
+                await loop.run_in_executor(executor, os.unlink, cleaned)
+                continue
             if self._closed or seg not in self._segments:
                 os.unlink(cleaned)
                 return stats
