@@ -317,3 +317,17 @@ async def test_tombstones_go_once_their_delete_horizon_passed(tmp_path):
         retention.clock = lambda: now + 1001
         await retention.check_all()
         assert [(o, k) for o, k, _v in await read_all(plane, "k")] == [(3, b"kept"), (4, b"x")]
+
+
+async def test_many_delete_records_share_one_early_check(tmp_path):
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("t", 1, {"segment.bytes": SMALL})
+        await produce_n(plane, 6)
+        retention = plane.data.retention
+        async with retention._lock:  # a check is running: the requests below queue behind it
+            pending = [plane.send(delete_records(2, (0, o))) for o in (1, 2, 3, 4)]
+            for out in pending:
+                await asyncio.wait_for(asyncio.shield(out.future), 5)
+            assert len(retention._early) == 1
+        await settle(plane)
+        assert [s.base_offset for s in plane.data.partition("t", 0).log.segments] == [4]

@@ -44,6 +44,7 @@ class RetentionManager:
         self._executor: ThreadPoolExecutor | None = None
         self._task: asyncio.Task | None = None
         self._early: set[asyncio.Task] = set()
+        self._early_keys: set[tuple[str, int]] = set()
 
     def start(self) -> None:
         if self._task is None:
@@ -78,30 +79,44 @@ class RetentionManager:
         return total
 
     def soon(self, part: "Partition") -> None:
-        """Check ``part`` now, in the background (after DeleteRecords moved its log start offset)."""
-        task = asyncio.get_running_loop().create_task(self.check(part))
+        """Check ``part`` now, in the background (after DeleteRecords moved its log start offset);
+        at most one such check per partition waits at a time, however many requests ask."""
+        if part.key in self._early_keys:
+            return
+        self._early_keys.add(part.key)
+
+        async def early() -> None:
+            async with self._lock:
+                self._early_keys.discard(part.key)  # from here on, a new request needs a new check
+                await self._check(part)
+
+        task = asyncio.get_running_loop().create_task(early())
         self._early.add(task)
         task.add_done_callback(self._early.discard)
 
     async def check(self, part: "Partition") -> int:
+        """Delete what retention allows in ``part`` (then compact it); returns how many segments went."""
         async with self._lock:
-            if not self._live(part):
-                return 0  # its topic was deleted meanwhile
-            lg = part.log
-            now = self.clock()
-            decision = plan(lg.segment_infos(), part.config.retention, now_ms=now,
-                            log_start_offset=lg.log_start_offset, high_watermark=lg.high_watermark)
-            deleted = 0
-            try:
-                if decision.count:
-                    deleted = await lg.delete_oldest(decision.count, self._worker())
-                    log.info("data_plane.retention.deleted", topic=part.topic, partition=part.index,
-                             segments=deleted, reasons=list(decision.reasons), log_start_offset=lg.log_start_offset)
-                if part.config.compaction is not None:
-                    await lg.compact(part.config.compaction, now, self._worker())
-            except Exception as exc:  # noqa: BLE001 - a disk error must not stop retention of other logs
-                log.warning("data_plane.retention.failed", topic=part.topic, partition=part.index, error=repr(exc))
-            return deleted
+            return await self._check(part)
+
+    async def _check(self, part: "Partition") -> int:
+        if not self._live(part):
+            return 0  # its topic was deleted meanwhile
+        lg = part.log
+        now = self.clock()
+        decision = plan(lg.segment_infos(), part.config.retention, now_ms=now,
+                        log_start_offset=lg.log_start_offset, high_watermark=lg.high_watermark)
+        deleted = 0
+        try:
+            if decision.count:
+                deleted = await lg.delete_oldest(decision.count, self._worker())
+                log.info("data_plane.retention.deleted", topic=part.topic, partition=part.index,
+                         segments=deleted, reasons=list(decision.reasons), log_start_offset=lg.log_start_offset)
+            if part.config.compaction is not None:
+                await lg.compact(part.config.compaction, now, self._worker())
+        except Exception as exc:  # noqa: BLE001 - a disk error must not stop retention of other logs
+            log.warning("data_plane.retention.failed", topic=part.topic, partition=part.index, error=repr(exc))
+        return deleted
 
     def _worker(self) -> ThreadPoolExecutor:
         if self._executor is None:
