@@ -10,17 +10,13 @@ import time
 import pytest
 
 from tests.hostile_support import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.test_retention_server import log_bytes
 
 pytestmark = pytest.mark.integration
 
 RETENTION_BYTES = 256 * 1024
 SEGMENT_BYTES = 64 * 1024
 FLOOD_BYTES = 24 * 1024 * 1024
-
-
-def topic_bytes(log_dir: str, topic: str) -> int:
-    path = os.path.join(log_dir, f"{topic}-0")
-    return sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path) if n.endswith(".log"))
 
 
 def test_a_flooding_producer_is_bounded_by_log_retention_bytes(tmp_path):
@@ -47,9 +43,9 @@ def test_a_flooding_producer_is_bounded_by_log_retention_bytes(tmp_path):
             assert producer.flush(60) == 0
             # one check later, what is left is at most retention.bytes plus the active segment
             deadline = time.monotonic() + 10
-            while topic_bytes(str(tmp_path), "flood") > RETENTION_BYTES + SEGMENT_BYTES and time.monotonic() < deadline:
+            while log_bytes(str(tmp_path), "flood") > RETENTION_BYTES + SEGMENT_BYTES and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert topic_bytes(str(tmp_path), "flood") <= RETENTION_BYTES + SEGMENT_BYTES
+            assert log_bytes(str(tmp_path), "flood") <= RETENTION_BYTES + SEGMENT_BYTES
             watchdog.check()
         assert server.process.poll() is None
         assert_commits_survive(server, "victims", committed)

@@ -70,8 +70,14 @@ def segment_bases(log_dir: str, topic: str) -> list[int]:
 
 
 def log_bytes(log_dir: str, topic: str) -> int:
-    path = os.path.join(log_dir, f"{topic}-0")
-    return sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path) if n.endswith(".log"))
+    total = 0
+    for entry in os.scandir(os.path.join(log_dir, f"{topic}-0")):
+        if entry.name.endswith(".log"):
+            try:
+                total += entry.stat().st_size
+            except FileNotFoundError:  # deleted by retention while we looked
+                pass
+    return total
 
 
 def wait_until(predicate, timeout: float = 15.0):
