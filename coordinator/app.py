@@ -12,7 +12,7 @@ from .cluster import Node, load_or_create_cluster_id
 from .config import Config
 from .dispatch import Dispatcher
 from .handlers import api_versions, find_coordinator, groups, metadata
-from .handlers import fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
+from .handlers import delete_records, fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
 from .offsets_runtime import OffsetsRuntime
 from .server import Server
 from .services import Services
@@ -23,7 +23,7 @@ log = structlog.get_logger(__name__)
 YOUNG_GC_THRESHOLD = 50_000
 
 HANDLER_MODULES = (api_versions, metadata, find_coordinator, groups, offsets,
-                   produce, fetch, list_offsets, topics_admin, init_producer_id)
+                   produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:

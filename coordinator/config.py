@@ -88,6 +88,21 @@ def _str(text: str) -> str:
     return text.strip()
 
 
+def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Empty text means "not set" (None), as Kafka's settings with a null default."""
+    def parse_optional(text: str) -> Any:
+        return None if not text.strip() else parse(text)
+
+    return parse_optional
+
+
+def parse_cleanup_policy(text: str) -> str:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        raise ValueError(f"{text!r} is not a list of delete, compact")
+    return ",".join(parts)
+
+
 INT32_MAX = 2**31 - 1
 
 # property name -> (attribute, parser, default text, doc)
@@ -152,6 +167,19 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                          "fsync every log.flush.interval.ms."),
     "log.flush.interval.ms": ("log_flush_interval_ms", _int(1, INT32_MAX), "1000",
                               "With log.flush.policy=none: the longest time between fsyncs of a topic log."),
+    "log.retention.hours": ("log_retention_hours", _int(-(2**31), INT32_MAX), "168",
+                            "Default retention.ms of topics, in hours (used when log.retention.ms and "
+                            "log.retention.minutes are not set)."),
+    "log.retention.minutes": ("log_retention_minutes", _optional(_int(-(2**31), INT32_MAX)), "",
+                              "Default retention.ms of topics, in minutes; overrides log.retention.hours."),
+    "log.retention.ms": ("log_retention_ms", _optional(_int(-(2**63))), "",
+                         "Default retention.ms of topics; overrides the minutes and hours; -1 = no time limit."),
+    "log.retention.bytes": ("log_retention_bytes", _int(-(2**63)), "-1",
+                            "Default retention.bytes of topics (per partition); -1 = no size limit."),
+    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", _int(1), "300000",
+                                        "How often topic logs are checked for segments retention may delete."),
+    "log.cleanup.policy": ("log_cleanup_policy", parse_cleanup_policy, "delete",
+                           "Default cleanup.policy of topics: delete, compact, or compact,delete."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
 }
 
@@ -192,6 +220,12 @@ class Config:
     message_max_bytes: int
     log_flush_policy: str
     log_flush_interval_ms: int
+    log_retention_hours: int
+    log_retention_minutes: int | None
+    log_retention_ms: int | None
+    log_retention_bytes: int
+    log_retention_check_interval_ms: int
+    log_cleanup_policy: str
     log_level: str
 
     @classmethod
@@ -231,6 +265,17 @@ class Config:
         config.advertised()  # validate advertised.listeners now, not at first use
         return config
 
+    @property
+    def log_retention_time_ms(self) -> int:
+        """Kafka's KafkaConfig.logRetentionTimeMillis: log.retention.ms, else minutes, else hours; < 0 -> -1."""
+        if self.log_retention_ms is not None:
+            millis = self.log_retention_ms
+        elif self.log_retention_minutes is not None:
+            millis = self.log_retention_minutes * 60_000
+        else:
+            millis = self.log_retention_hours * 3_600_000
+        return -1 if millis < 0 else millis
+
     def advertised(self, bound: Mapping[str, Listener] | None = None) -> tuple[Listener, ...]:
         """The listeners clients are told about; unset or wildcard parts come from what was bound."""
         bound = bound or {listener.name: listener for listener in self.listeners}
@@ -257,7 +302,7 @@ class Config:
         out = {}
         for name, (attr, _p, _d, _doc) in SETTINGS.items():
             value = by_attr[attr]
-            out[name] = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+            out[name] = ",".join(map(str, value)) if isinstance(value, tuple) else "" if value is None else str(value)
         return out
 
 

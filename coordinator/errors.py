@@ -152,6 +152,10 @@ class TopicDeletionDisabled(KafkaError):
     code = ErrorCode.topic_deletion_disabled
 
 
+class PolicyViolation(KafkaError):
+    code = ErrorCode.policy_violation
+
+
 class UnknownLeaderEpoch(KafkaError):
     code = ErrorCode.unknown_leader_epoch
 

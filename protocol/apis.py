@@ -40,6 +40,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
@@ -111,6 +112,7 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.LIST_OFFSETS, 1, 9),
     (ApiKey.CREATE_TOPICS, 2, 7),
     (ApiKey.DELETE_TOPICS, 1, 6),
+    (ApiKey.DELETE_RECORDS, 0, 2),
     (ApiKey.INIT_PRODUCER_ID, 0, 5),
 )
 

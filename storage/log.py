@@ -33,6 +33,9 @@ from typing import Iterable, NamedTuple
 
 import structlog
 
+from . import log_start as log_start_checkpoint
+from .log_compaction import CompactionMixin
+from .log_retention import LogStartMixin
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
@@ -75,7 +78,7 @@ def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, f"{topic}-{partition}")
 
 
-class PartitionLog:
+class PartitionLog(LogStartMixin, CompactionMixin):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
@@ -92,6 +95,8 @@ class PartitionLog:
         self._data_sync = data_sync or fsync
         self._executor = executor or default_executor()
         self._leo = self._hw = segments[-1].next_offset
+        self._log_start = self._checkpointed_start = segments[0].base_offset
+        self._checkpoint_lock: asyncio.Lock | None = None
         self._pending: list[list] = []  # [segment, position, [buffers]]
         self._pending_futures: list[asyncio.Future] = []
         self._rolled: list[Segment] = []
@@ -121,14 +126,17 @@ class PartitionLog:
         directories and recovery use ``fsync``.
         """
         segments = open_segments(path, index_interval_bytes, fsync)
-        return cls(path, segments, segment_bytes=segment_bytes, flush_policy=flush_policy,
+        log_ = cls(path, segments, segment_bytes=segment_bytes, flush_policy=flush_policy,
                    flush_interval_ms=flush_interval_ms, index_interval_bytes=index_interval_bytes,
                    fsync=fsync, executor=executor, data_sync=os.fdatasync if fsync is os.fsync else fsync)
+        log_._restore_log_start(log_start_checkpoint.read(path))
+        return log_
 
     # --------------------------------------------------------------- properties
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        """First readable offset: the first segment's base, or above it after DeleteRecords."""
+        return self._log_start
 
     @property
     def log_end_offset(self) -> int:
@@ -314,10 +322,10 @@ class PartitionLog:
         return b""
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """First record with timestamp >= ``timestamp`` (ListOffsets by time)."""
+        """First record at or above the log start offset with timestamp >= ``timestamp`` (ListOffsets by time)."""
         for seg in self._segments:
             if seg.max_timestamp >= timestamp:
-                found = seg.find_timestamp(timestamp, seg.durable_size)
+                found = seg.find_timestamp(timestamp, seg.durable_size, self._log_start)
                 if found is not None:
                     return TimestampOffset(*found)
         return None
@@ -364,6 +372,7 @@ class PartitionLog:
         self._bases = [s.base_offset for s in self._segments]
         self._leo = self._segments[-1].next_offset
         self._hw = min(self._hw, self._leo)
+        self._log_start = max(self._segments[0].base_offset, min(self._log_start, self._leo))
         fsync_dir(self.path, self._fsync)
         log.info("storage.log.truncated", dir=self.path, offset=offset, log_end_offset=self._leo)
 

@@ -159,13 +159,14 @@ class Segment:
             return os.pread(self.fd, size, position)
         return data[:end]
 
-    def find_timestamp(self, timestamp: int, limit: int) -> tuple[int, int] | None:
-        """(timestamp, offset) of the first record with timestamp >= ``timestamp``."""
-        _, start = self.offset_index.lookup(self.time_index.lookup(timestamp))
+    def find_timestamp(self, timestamp: int, limit: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record with timestamp >= ``timestamp`` and offset >= ``min_offset``
+        (the log start offset: Kafka's LogSegment.findOffsetByTimestamp(timestamp, startingOffset))."""
+        _, start = self.offset_index.lookup(max(min_offset, self.time_index.lookup(timestamp)))
         for _, batch in self.walk(start, limit):
-            if batch.max_timestamp >= timestamp:
+            if batch.max_timestamp >= timestamp and batch.last_offset >= min_offset:
                 for rec in decode_records(batch):
-                    if rec.timestamp >= timestamp:
+                    if rec.timestamp >= timestamp and rec.offset >= min_offset:
                         return rec.timestamp, rec.offset
         return None
 

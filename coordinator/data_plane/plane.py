@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
+from storage.errors import OffsetOutOfRangeError, StorageError
 from storage.log import PartitionLog, partition_dir
 
 from ..errors import (
@@ -33,6 +34,7 @@ from ..errors import (
     InvalidRequest,
     InvalidTopic,
     KafkaError,
+    PolicyViolation,
     TopicAlreadyExists,
     TopicDeletionDisabled,
     UnknownTopicOrPartition,
@@ -42,6 +44,7 @@ from . import topic_configs
 from .producer_ids import ProducerIdAllocator
 from .producer_state import ProducerStateTable
 from .purgatory import FetchPurgatory
+from .retention import RetentionManager
 from .topic_configs import EffectiveConfig
 from .validation import check_batch, stamp_log_append_time
 
@@ -62,12 +65,17 @@ class DataPlaneSettings:
     message_max_bytes: int = 1048588
     flush_policy: str = "fsync"
     flush_interval_ms: int = 1000
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    cleanup_policy: str = "delete"
+    retention_check_interval_ms: int = 300000
 
     @classmethod
     def from_config(cls, config: Any) -> "DataPlaneSettings":
         return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
-                   config.log_flush_policy.lower(), config.log_flush_interval_ms)
+                   config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,
+                   config.log_retention_bytes, config.log_cleanup_policy, config.log_retention_check_interval_ms)
 
 
 class Partition:
@@ -96,7 +104,12 @@ class DataPlane:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = FetchPurgatory()
         self.producer_ids = ProducerIdAllocator(settings.log_dir)
-        self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes)
+        self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes,
+                                                   settings.retention_ms, settings.retention_bytes,
+                                                   settings.cleanup_policy)
+        self.retention = RetentionManager(lambda part: self.partitions.get(part.key) is part,
+                                          lambda: list(self.partitions.values()),
+                                          settings.retention_check_interval_ms)
         self._started = False
 
     # ------------------------------------------------------------ life cycle
@@ -110,8 +123,10 @@ class DataPlane:
                 self._open_topic(topic, fresh=False)
         log.info("data_plane.started", topics=sum(1 for t in self.catalog.all() if not t.internal),
                  partitions=len(self.partitions), flush_policy=self.settings.flush_policy)
+        self.retention.start()
 
     async def stop(self) -> None:
+        await self.retention.stop()
         partitions, self.partitions = list(self.partitions.values()), {}
         results = await asyncio.gather(*(p.log.close() for p in partitions), return_exceptions=True)
         for part, result in zip(partitions, results):
@@ -272,6 +287,29 @@ class DataPlane:
                 log.warning("data_plane.topic.close_failed", topic=topic.name, partition=part.index, error=repr(exc))
             doomed = self._doomed_path(part, topic)
             shutil.rmtree(doomed if os.path.exists(doomed) else part.log.path, ignore_errors=True)
+
+    # ------------------------------------------------------------ delete records
+    async def delete_records(self, part: Partition, offset: int) -> int:
+        """DeleteRecords for one partition (Kafka's Partition.deleteRecordsOnLeader): move the log
+        start offset to ``offset`` (-1: the high watermark), durably; returns the low watermark.
+
+        The segments wholly below it are deleted by a retention check started at once."""
+        if not part.config.retention.delete:
+            raise PolicyViolation(f"Records of partition {part.topic}-{part.index} can not be deleted due to "
+                                  "the configured policy")
+        lg = part.log
+        target = lg.high_watermark if offset == -1 else offset
+        if target < 0:
+            raise OffsetOutOfRangeError(f"The offset {offset} for partition {part.topic}-{part.index} is not valid")
+        low = lg.advance_log_start(target)
+        try:
+            await lg.checkpoint_log_start()
+        except OSError as exc:
+            log.error("data_plane.log_start.checkpoint_failed", topic=part.topic, partition=part.index,
+                      error=repr(exc))
+            raise StorageError(f"cannot persist the log start offset of {part.topic}-{part.index}: {exc}") from exc
+        self.retention.soon(part)
+        return low
 
     # ---------------------------------------------------------------- append
     def append(self, part: Partition, data: bytes | None, produce_version: int) -> Appended:

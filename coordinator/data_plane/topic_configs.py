@@ -1,10 +1,12 @@
 """The topic-level configs CreateTopics accepts, with Kafka's names, defaults and checks.
 
 Kafka answers an unknown topic config name, or a value that does not parse, with
-INVALID_CONFIG (LogConfig.validate). We accept the subset below; what each one does
-here is stated next to it: segment.bytes, max.message.bytes and
-message.timestamp.type are enforced; cleanup.policy and retention.* are stored and
-reported but not enforced (no retention or compaction runs on topic logs yet).
+INVALID_CONFIG (LogConfig.validate). We accept the subset below, all enforced:
+segment.bytes, max.message.bytes, message.timestamp.type, and retention.ms,
+retention.bytes, cleanup.policy, delete.retention.ms and min.cleanable.dirty.ratio
+(retention and compaction: docs/DATA_PLANE.md). The defaults come from the broker
+settings (log.retention.*, log.cleanup.policy, log.segment.bytes, message.max.bytes)
+or are Kafka's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from storage.log_compaction import CompactionPolicy
+from storage.retention import RetentionPolicy
+
+from ..config import parse_cleanup_policy
 from ..errors import InvalidConfig
 
 INT32_MAX = 2**31 - 1
@@ -31,11 +37,14 @@ def _int(low: int, high: int) -> Callable[[str], str]:
     return check
 
 
-def _cleanup_policy(text: str) -> str:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError(f"{text!r} is not a list of delete, compact")
-    return ",".join(parts)
+def _ratio(text: str) -> str:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"value {value} is outside [0, 1]")
+    return str(value)
 
 
 def _timestamp_type(text: str) -> str:
@@ -52,21 +61,26 @@ class ConfigSpec:
 
 # name -> spec. Defaults come from the broker settings (see `defaults`).
 TOPIC_CONFIGS: dict[str, ConfigSpec] = {
-    "cleanup.policy": ConfigSpec(_cleanup_policy, enforced=False),
-    "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=False),
-    "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=False),
+    "cleanup.policy": ConfigSpec(parse_cleanup_policy, enforced=True),
+    "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
+    "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
+    "delete.retention.ms": ConfigSpec(_int(0, INT64_MAX), enforced=True),
+    "min.cleanable.dirty.ratio": ConfigSpec(_ratio, enforced=True),
     "segment.bytes": ConfigSpec(_int(14, INT32_MAX), enforced=True),
     "max.message.bytes": ConfigSpec(_int(0, INT32_MAX), enforced=True),
     "message.timestamp.type": ConfigSpec(_timestamp_type, enforced=True),
 }
 
 
-def defaults(segment_bytes: int, message_max_bytes: int) -> dict[str, str]:
-    """Each supported config's value when a topic does not set it (Kafka's defaults)."""
+def defaults(segment_bytes: int, message_max_bytes: int, retention_ms: int = 604800000,
+             retention_bytes: int = -1, cleanup_policy: str = "delete") -> dict[str, str]:
+    """Each supported config's value when a topic does not set it (the broker settings)."""
     return {
-        "cleanup.policy": "delete",
-        "retention.ms": "604800000",
-        "retention.bytes": "-1",
+        "cleanup.policy": cleanup_policy,
+        "retention.ms": str(retention_ms),
+        "retention.bytes": str(retention_bytes),
+        "delete.retention.ms": "86400000",
+        "min.cleanable.dirty.ratio": "0.5",
         "segment.bytes": str(segment_bytes),
         "max.message.bytes": str(message_max_bytes),
         "message.timestamp.type": "CreateTime",
@@ -96,9 +110,15 @@ class EffectiveConfig:
     segment_bytes: int
     max_message_bytes: int
     log_append_time: bool
+    retention: RetentionPolicy
+    compaction: CompactionPolicy | None  # None unless cleanup.policy has compact
 
     @classmethod
     def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> "EffectiveConfig":
         merged = {**base, **overrides}
+        policies = merged["cleanup.policy"].split(",")
+        retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]), "delete" in policies)
+        compaction = CompactionPolicy(int(merged["delete.retention.ms"]), float(merged["min.cleanable.dirty.ratio"])) \
+            if "compact" in policies else None
         return cls(int(merged["segment.bytes"]), int(merged["max.message.bytes"]),
-                   merged["message.timestamp.type"] == "LogAppendTime")
+                   merged["message.timestamp.type"] == "LogAppendTime", retention, compaction)

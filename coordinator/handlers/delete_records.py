@@ -1,0 +1,78 @@
+"""DeleteRecords v0-v2: move a partition's log start offset forward (AdminClient.deleteRecords).
+
+Follows KafkaApis.handleDeleteRecordsRequest, ReplicaManager.deleteRecordsOnLocalLog and
+Partition.deleteRecordsOnLeader:
+
+* a partition named twice counts once, with the last offset given (Kafka collects the
+  request into a map);
+* unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; an internal topic
+  (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION;
+* a topic whose cleanup.policy lacks ``delete`` -> POLICY_VIOLATION;
+* offset -1 means the high watermark; a negative offset or one above the high watermark
+  -> OFFSET_OUT_OF_RANGE; an offset below the current log start offset changes nothing;
+* the answer's low_watermark is the log start offset afterwards (one replica: Kafka's
+  low watermark is the leader's log start offset); errors carry -1. The answer is sent
+  once the new log start offset is durable, so it survives a crash (no replicas here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+from storage.errors import OffsetOutOfRangeError, StorageError
+
+from ..dispatch import Dispatcher, RequestContext
+from ..errors import KafkaError, error_code_for
+from ..services import Services
+from .api_versions import NO_THROTTLE
+
+SLICE = 1024
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    data = services.data
+    assert data is not None
+    catalog = data.catalog
+    responses = API_TABLE[ApiKey.DELETE_RECORDS].responses
+
+    async def one(topic: str, index: int, offset: int) -> tuple[int, ErrorCode]:
+        info = catalog.get(topic)
+        if info is None or not 0 <= index < info.partitions:
+            return -1, ErrorCode.unknown_topic_or_partition
+        if info.internal:
+            return -1, ErrorCode.invalid_topic_exception
+        part = data.partition(topic, index)
+        if part is None:
+            return -1, ErrorCode.unknown_topic_or_partition
+        try:
+            return await data.delete_records(part, offset), ErrorCode.none
+        except (KafkaError, OffsetOutOfRangeError, StorageError) as exc:
+            return -1, error_code_for(exc)
+
+    def handle(ctx: RequestContext, request) -> object:
+        wanted: dict[tuple[str, int], int] = {}
+        for topic in request.topics:
+            for p in topic.partitions:
+                wanted[(topic.name, p.partition_index)] = p.offset
+
+        async def answer() -> object:
+            items = list(wanted.items())
+            results: list[tuple[int, ErrorCode]] = []
+            for start in range(0, len(items), SLICE):  # a huge request yields to other requests
+                if start:
+                    await asyncio.sleep(0)
+                results += await asyncio.gather(*(one(t, i, o) for (t, i), o in items[start:start + SLICE]))
+            topics: dict[str, list[dict]] = {}
+            for (name, index), (low, code) in zip(wanted, results):
+                topics.setdefault(name, []).append(
+                    {"partition_index": index, "low_watermark": low, "error_code": code})
+            return build(responses[ctx.api_version], throttle_time=NO_THROTTLE,
+                         topics=[{"name": name, "partitions": parts} for name, parts in topics.items()])
+
+        return answer()
+
+    dispatcher.register(ApiKey.DELETE_RECORDS, handle)

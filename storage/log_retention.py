@@ -1,0 +1,130 @@
+"""The log start offset of a PartitionLog and the deletion of its oldest segments.
+
+A mixin of ``storage.log.PartitionLog`` (kept apart so log.py keeps one job: appends,
+flushes and reads). Kafka's UnifiedLog rules:
+
+* ``advance_log_start`` (DeleteRecords): the log start offset only moves forward and never
+  past the high watermark; reads below it answer OFFSET_OUT_OF_RANGE at once.
+  ``checkpoint_log_start`` then makes it durable (``storage/log_start.py``) before the
+  caller acknowledges it.
+* ``delete_oldest`` (retention, ``storage/retention.py`` decides how many): the segments
+  leave the in-memory list on the event loop, so no read sees them any more; the log start
+  offset becomes the new first segment's base offset; their files are closed and removed
+  in a worker thread once no flush job can still hold their descriptors. A crash before
+  the removal leaves the files, and the next retention check deletes them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import structlog
+
+from . import log_start as log_start_checkpoint
+from .errors import LogClosedError, OffsetOutOfRangeError
+from .recovery import fsync_dir, unlink_segment
+from .retention import SegmentInfo
+from .segment import Segment
+
+log = structlog.get_logger(__name__)
+
+
+class LogStartMixin:
+    """Needs PartitionLog's ``path``, ``_segments``, ``_bases``, ``_rolled``, ``_inflight``,
+    ``_hw``, ``_leo``, ``_closed``, ``_fsync``, ``_executor``, ``_log_start``,
+    ``_checkpointed_start`` and ``_checkpoint_lock``."""
+
+    def _restore_log_start(self, checkpointed: int | None) -> None:
+        """Log start offset = max(checkpoint, first base offset), as Kafka's LogLoader."""
+        if checkpointed is None or checkpointed <= self._log_start:
+            return
+        if checkpointed > self._leo:  # only after losing unsynced data (flush policy none + power cut)
+            log.warning("storage.log_start.beyond_end", dir=self.path, checkpoint=checkpointed,
+                        log_end_offset=self._leo)
+            checkpointed = self._leo
+        self._log_start = self._checkpointed_start = checkpointed
+
+    def advance_log_start(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (never back); returns the new log start offset.
+
+        OffsetOutOfRangeError if ``offset`` is negative or above the high watermark (Kafka's
+        UnifiedLog.maybeIncrementLogStartOffset)."""
+        if self._closed:
+            raise LogClosedError(f"log {self.path} is closed")
+        if offset < 0 or offset > self._hw:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition {os.path.basename(self.path)} "
+                f"since it is larger than the high watermark {self._hw}")
+        if offset > self._log_start:
+            self._log_start = offset
+            log.info("storage.log_start.advanced", dir=self.path, log_start_offset=offset)
+        return self._log_start
+
+    async def checkpoint_log_start(self) -> None:
+        """Make the current log start offset durable (a no-op if it already is)."""
+        if self._checkpoint_lock is None:
+            self._checkpoint_lock = asyncio.Lock()
+        async with self._checkpoint_lock:
+            value = self._log_start
+            if value <= self._checkpointed_start:
+                return
+            await asyncio.get_running_loop().run_in_executor(
+                self._executor, log_start_checkpoint.write, self.path, value, self._fsync)
+            self._checkpointed_start = max(self._checkpointed_start, value)
+
+    def segment_infos(self) -> list[SegmentInfo]:
+        """What retention decides on: every segment, oldest first (the last is the active one)."""
+        out = []
+        for seg in self._segments:
+            largest = seg.max_timestamp
+            if largest < 0 and seg is not self._segments[-1]:  # Kafka: the file's last-modified time
+                try:
+                    largest = int(os.stat(seg.log_path).st_mtime * 1000)
+                except OSError:
+                    largest = int(time.time() * 1000)
+            out.append(SegmentInfo(seg.base_offset, seg.size, largest))
+        return out
+
+    async def delete_oldest(self, count: int, executor) -> int:
+        """Delete up to ``count`` of the oldest closed segments (whole ones, all below the high
+        watermark); returns how many were deleted. File work runs on ``executor``."""
+        n = 0
+        for seg, nxt in zip(self._segments[:count], self._segments[1:]):
+            if self._closed or seg in self._rolled or nxt.base_offset > self._hw:
+                break  # a just-rolled segment's index files still belong to the next flush job
+            n += 1
+        if n == 0:
+            return 0
+        doomed = self._segments[:n]
+        del self._segments[:n], self._bases[:n]
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        try:
+            # Durable first: files a crash or an unlink error leaves behind are below the log start
+            # offset after a restart, so the next check deletes them (log start offset breach).
+            await self.checkpoint_log_start()
+        finally:
+            inflight = self._inflight
+            if inflight is not None:  # a running flush job may still fsync a doomed segment's fd
+                await asyncio.wait([inflight])
+            await asyncio.get_running_loop().run_in_executor(executor, _remove, self.path, doomed, self._fsync)
+        return n
+
+
+def _remove(directory: str, segments: list[Segment], fsync) -> None:
+    """Close every segment's files, then unlink them (the first error is raised after trying all)."""
+    for seg in segments:
+        seg.close()
+    errors = []
+    for seg in segments:
+        try:
+            unlink_segment(seg)
+        except OSError as exc:
+            errors.append(exc)
+    try:
+        fsync_dir(directory, fsync)
+    except FileNotFoundError:  # the topic was deleted meanwhile
+        pass
+    if errors:
+        raise errors[0]
