@@ -17,7 +17,16 @@ Flush policies:
 
 After a write/fsync failure the log fails every waiting future with StorageError
 and refuses further appends until reopened (recovery then cuts what was not
-durable). Segments are fsync'ed with their indexes when rolled.
+durable): the state of bytes whose write or fsync failed is unknown, which is why
+Kafka takes the log directory offline then. Segments are fsync'ed with their indexes
+when rolled.
+
+Running out of file descriptors (or memory for a new file) is not such a failure: a
+roll opens every file it needs (new .log, the old segment's index files, the
+directory) before it changes anything, so an EMFILE fails only the append that needed
+the roll, with a retriable StorageError, and the next append tries again; the flush
+job itself opens nothing. The log holds one fd, its active segment's .log; rolled
+segments are read through fds borrowed from ``handles.HANDLES``.
 """
 
 from __future__ import annotations
@@ -36,13 +45,16 @@ import structlog
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
+from .handles import is_transient
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
+from .roll import Roll, open_rolls, plan_rolls
 from .segment import Segment
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+ROLL_WARN_SECONDS = 10.0
 
 
 class FlushPolicy(str, Enum):
@@ -94,8 +106,9 @@ class PartitionLog:
         self._leo = self._hw = segments[-1].next_offset
         self._pending: list[list] = []  # [segment, position, [buffers]]
         self._pending_futures: list[asyncio.Future] = []
-        self._rolled: list[Segment] = []
-        self._dir_dirty = False
+        self._rolled: list[tuple[Segment, tuple[int, int]]] = []  # (segment, its index fds)
+        self._dir_fd = -1  # opened by a roll; the next flush job fsyncs and closes it
+        self._roll_warned_at = -ROLL_WARN_SECONDS
         self._flush_handle: asyncio.Handle | None = None
         self._inflight: asyncio.Future | None = None
         self._failed: StorageError | None = None
@@ -157,15 +170,16 @@ class PartitionLog:
         loop = asyncio.get_running_loop()
         buf = bytearray(data)
         metas = scan_for_append(buf, self.segment_bytes)
+        rolls = self._prepare_rolls(metas, len(buf))
         first = self._leo
         mv = memoryview(buf)
-        for position, size, delta, max_ts in metas:
+        seg = self._segments[-1]
+        for i, (position, size, delta, max_ts) in enumerate(metas):
             base = self._leo
             assign_offsets(buf, base, position=position, partition_leader_epoch=partition_leader_epoch)
             last = base + delta
-            seg = self._segments[-1]
-            if not seg.fits(size, last, self.segment_bytes):
-                seg = self._roll(base)
+            if rolls is not None and i in rolls:
+                seg = self._install_roll(rolls[i])
             seg_pos = seg.size
             seg.track(seg_pos, size, last, max_ts)
             chunk = mv[position:position + size]
@@ -191,18 +205,43 @@ class PartitionLog:
         if self._failed is not None:
             raise StorageError(f"log {self.path} failed earlier and must be reopened: {self._failed}")
 
-    def _roll(self, base_offset: int) -> Segment:
+    # -------------------------------------------------------------------- rolls
+    def _prepare_rolls(self, metas: list, total: int) -> dict[int, Roll] | None:
+        """The rolls this append needs with every file they need already open (roll.py),
+        or None. If an open fails (EMFILE...), the append raises a retriable StorageError
+        and the log is exactly as before; the next append tries again."""
+        plan = plan_rolls(self._segments[-1], self._leo, metas, total, self.segment_bytes)
+        if plan is None:
+            return None
+        try:
+            opened, dir_fd = open_rolls(self.path, self._segments[-1], plan, self._index_interval,
+                                        open_dir=self._dir_fd < 0)
+        except OSError as exc:
+            self._warn_roll_failed(exc)
+            raise StorageError(exc.errno, f"cannot roll {self.path}: {exc.strerror or exc}") from exc
+        if dir_fd >= 0:
+            self._dir_fd = dir_fd
+        return opened
+
+    def _install_roll(self, roll: Roll) -> Segment:
         old = self._segments[-1]
         old.finalize_time_index()
-        self._rolled.append(old)
-        seg = Segment(self.path, base_offset, self._index_interval)
-        seg.open_files(active=True)
+        self._rolled.append((old, roll.index_fds))
+        seg = roll.segment
         self._segments.append(seg)
-        self._bases.append(base_offset)
-        self._dir_dirty = True
-        log.info("storage.segment.rolled", dir=self.path, base_offset=base_offset,
+        self._bases.append(seg.base_offset)
+        log.info("storage.segment.rolled", dir=self.path, base_offset=seg.base_offset,
                  previous_size=old.size)
         return seg
+
+    def _warn_roll_failed(self, exc: OSError) -> None:
+        """One line per log per ROLL_WARN_SECONDS: fd exhaustion fails every append of the
+        log until fds return, and each would log otherwise."""
+        now = time.monotonic()
+        if now - self._roll_warned_at >= ROLL_WARN_SECONDS:
+            self._roll_warned_at = now
+            log.warning("storage.segment.roll_failed", dir=self.path, error=repr(exc),
+                        transient=is_transient(exc))
 
     # ---------------------------------------------------------------- flushing
     def _start_flush(self) -> None:
@@ -226,12 +265,11 @@ class PartitionLog:
             job.writes.append((seg.fd, position, buffers))
             if seg not in touched:
                 touched.append(seg)
-        for seg in self._rolled:
+        for seg, _fds in self._rolled:
             if seg not in touched:
                 touched.append(seg)
         active = self._segments[-1]
         for seg in touched + ([active] if active not in touched else []):
-            job.index_writes.extend(seg.take_index_writes())
             job.ends.append((seg, seg.size))
         sync_active = self.flush_policy is FlushPolicy.FSYNC or self._sync_due() or self._closed
         for seg in touched:
@@ -240,12 +278,13 @@ class PartitionLog:
         if active not in touched and sync_active and self._unsynced:
             job.fsync_fds.append(active.fd)
         job.synced = sync_active
-        for seg in self._rolled:
-            job.finalize_fds += [seg.index_fd, seg.time_index_fd]
-            seg.index_fd = seg.time_index_fd = -1  # the job owns (and closes) them now
-        if self._dir_dirty:
-            job.sync_dir = self.path
-        self._pending, self._pending_futures, self._rolled, self._dir_dirty = [], [], [], False
+        for seg, index_fds in self._rolled:  # the job owns (writes, syncs and closes) these fds now
+            job.index_writes.extend(seg.take_index_writes(index_fds))
+            job.finalize_fds += index_fds
+            job.close_fds.append(seg.fd)
+            seg.fd = -1  # reads borrow an fd from now on
+        job.dir_fd, self._dir_fd = self._dir_fd, -1
+        self._pending, self._pending_futures, self._rolled = [], [], []
         return job
 
     def _on_flushed(self, job: FlushJob, done: asyncio.Future) -> None:
@@ -350,7 +389,7 @@ class PartitionLog:
             unlink_segment(seg)
         if not keep:
             seg = Segment(self.path, max(offset, 0), self._index_interval)
-            seg.open_files(active=True)
+            seg.open_log()
             self._segments = [seg]
         else:
             seg = keep[-1]
@@ -391,20 +430,26 @@ class PartitionLog:
             if self._failed is None:
                 active = self._segments[-1]
                 active.finalize_time_index()
-                for fd, position, data in active.take_index_writes():
-                    os.pwrite(fd, data, position)
-                for fd in (active.fd, active.index_fd, active.time_index_fd):
-                    if fd >= 0:
-                        self._fsync(fd)
+                try:
+                    active.write_indexes(self._fsync)
+                except OSError as exc:  # recovery rebuilds the last segment's indexes anyway
+                    log.warning("storage.index.not_written", dir=self.path, error=repr(exc))
+                if active.fd >= 0:
+                    self._fsync(active.fd)
         finally:
-            for seg in self._segments:
-                seg.close()
+            self._release_fds()
+
+    def _release_fds(self) -> None:
+        for seg in self._segments:
+            seg.close()
+        if self._dir_fd >= 0:
+            fd, self._dir_fd = self._dir_fd, -1
+            os.close(fd)
 
     async def delete(self) -> None:
         """Close and remove the whole partition directory."""
         if not self._closed:
             await self.flush()
             self._closed = True
-            for seg in self._segments:
-                seg.close()
+            self._release_fds()
         shutil.rmtree(self.path, ignore_errors=True)
