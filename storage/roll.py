@@ -52,6 +52,7 @@ def open_rolls(path: str, active: Segment, plan: dict[int, int], index_interval_
     Raises the OSError of the first open that fails, with nothing left open or created."""
     opened: dict[int, Roll] = {}
     dir_fd = -1
+    new_files = [p for p in (active.offset_index.path, active.time_index.path) if not os.path.exists(p)]
     try:
         if open_dir:
             dir_fd = os.open(path, os.O_RDONLY)
@@ -68,6 +69,11 @@ def open_rolls(path: str, active: Segment, plan: dict[int, int], index_interval_
                 os.close(fd)
             roll.segment.close()
             unlink_segment(roll.segment)  # created by this roll: base offsets past the log's end
+        for name in new_files:  # the index files of a segment rolled for the first time
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
         if dir_fd >= 0:
             os.close(dir_fd)
         raise
