@@ -1,4 +1,9 @@
-"""File descriptors on demand: closed segments hold none, reads borrow one from a bounded LRU.
+"""File descriptors on demand, so that many partitions cannot exhaust the process's fds.
+
+* Reads: closed segments hold no fd; readers borrow one from a bounded LRU (``HANDLES``).
+* Writes: a log's active segment keeps its write fd while it is written; once a flush
+  leaves it idle, it joins ``IDLE_WRITERS``, and past that registry's capacity the least
+  recently written idle log closes its fd (the next append opens it again).
 
 A partition's closed (rolled) segments are read rarely, so keeping one fd per segment open
 would let many partitions or long logs exhaust the process's fd limit. Readers borrow a
@@ -27,7 +32,15 @@ from .errors import StorageError
 #: else (EIO, ENOSPC after bytes reached the file, EBADF) is a failure of the log itself.
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
-DEFAULT_CAPACITY = 128
+def default_capacity() -> int:
+    """An eighth of RLIMIT_NOFILE, between 16 and 128 (the connection cap leaves a quarter
+    of the limit to files: coordinator/connection_quotas.py)."""
+    import resource
+
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if nofile == resource.RLIM_INFINITY:
+        return 128
+    return max(16, min(128, nofile // 8))
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -37,8 +50,8 @@ def is_transient(exc: BaseException) -> bool:
 class ReadHandles:
     """A thread-safe LRU of read-only fds keyed by path, with per-fd borrow counts."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self.capacity = capacity
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = default_capacity() if capacity is None else capacity
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, list[int]] = OrderedDict()  # path -> [fd, borrowers]
 
@@ -116,5 +129,29 @@ class ReadHandles:
             raise StorageError(exc.errno, f"cannot open {path} for reading: {exc.strerror}") from exc
 
 
+class IdleWriters:
+    """Logs holding a write fd with nothing to write, least recently written first. Used on
+    the event loop thread only (appends and flush completions run there)."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = default_capacity() if capacity is None else capacity
+        self._idle: OrderedDict[int, object] = OrderedDict()  # id(log) -> log
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def idle(self, log) -> None:
+        """`log` has an open write fd and nothing in flight; close the oldest over capacity."""
+        self._idle[id(log)] = log
+        self._idle.move_to_end(id(log))
+        while len(self._idle) > self.capacity:
+            _, oldest = self._idle.popitem(last=False)
+            oldest.drop_write_fd()
+
+    def busy(self, log) -> None:
+        self._idle.pop(id(log), None)
+
+
 #: Shared by every log of the process.
 HANDLES = ReadHandles()
+IDLE_WRITERS = IdleWriters()

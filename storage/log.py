@@ -25,8 +25,9 @@ Running out of file descriptors (or memory for a new file) is not such a failure
 roll opens every file it needs (new .log, the old segment's index files, the
 directory) before it changes anything, so an EMFILE fails only the append that needed
 the roll, with a retriable StorageError, and the next append tries again; the flush
-job itself opens nothing. The log holds one fd, its active segment's .log; rolled
-segments are read through fds borrowed from ``handles.HANDLES``.
+job itself opens nothing. The log holds at most one fd, its active segment's .log, and
+gives it back while idle when many logs are open (``handles.IDLE_WRITERS``); rolled
+segments are read through fds borrowed from ``handles.HANDLES`` (see log_files.py).
 """
 
 from __future__ import annotations
@@ -45,16 +46,14 @@ import structlog
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
-from .handles import is_transient
+from .log_files import ROLL_WARN_SECONDS, LogFiles
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
-from .roll import Roll, open_rolls, plan_rolls
 from .segment import Segment
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
-ROLL_WARN_SECONDS = 10.0
 
 
 class FlushPolicy(str, Enum):
@@ -87,7 +86,7 @@ def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, f"{topic}-{partition}")
 
 
-class PartitionLog:
+class PartitionLog(LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
@@ -109,6 +108,7 @@ class PartitionLog:
         self._rolled: list[tuple[Segment, tuple[int, int]]] = []  # (segment, its index fds)
         self._dir_fd = -1  # opened by a roll; the next flush job fsyncs and closes it
         self._roll_warned_at = -ROLL_WARN_SECONDS
+        self._idle_listed = False  # in IDLE_WRITERS: may lose its write fd until the next append
         self._flush_handle: asyncio.Handle | None = None
         self._inflight: asyncio.Future | None = None
         self._failed: StorageError | None = None
@@ -116,6 +116,7 @@ class PartitionLog:
         self._last_sync = time.monotonic()
         self._unsynced = False
         self._sync_timer: asyncio.TimerHandle | None = None
+        self._list_if_idle()
 
     # ------------------------------------------------------------------- opening
     @classmethod
@@ -170,7 +171,15 @@ class PartitionLog:
         loop = asyncio.get_running_loop()
         buf = bytearray(data)
         metas = scan_for_append(buf, self.segment_bytes)
-        rolls = self._prepare_rolls(metas, len(buf))
+        if self._idle_listed:
+            self._unlist_idle()
+        try:
+            if self._segments[-1].fd < 0:
+                self._reopen_active()
+            rolls = self._prepare_rolls(metas, len(buf))
+        except StorageError:
+            self._list_if_idle()
+            raise
         first = self._leo
         mv = memoryview(buf)
         seg = self._segments[-1]
@@ -204,44 +213,6 @@ class PartitionLog:
             raise LogClosedError(f"log {self.path} is closed")
         if self._failed is not None:
             raise StorageError(f"log {self.path} failed earlier and must be reopened: {self._failed}")
-
-    # -------------------------------------------------------------------- rolls
-    def _prepare_rolls(self, metas: list, total: int) -> dict[int, Roll] | None:
-        """The rolls this append needs with every file they need already open (roll.py),
-        or None. If an open fails (EMFILE...), the append raises a retriable StorageError
-        and the log is exactly as before; the next append tries again."""
-        plan = plan_rolls(self._segments[-1], self._leo, metas, total, self.segment_bytes)
-        if plan is None:
-            return None
-        try:
-            opened, dir_fd = open_rolls(self.path, self._segments[-1], plan, self._index_interval,
-                                        open_dir=self._dir_fd < 0)
-        except OSError as exc:
-            self._warn_roll_failed(exc)
-            raise StorageError(exc.errno, f"cannot roll {self.path}: {exc.strerror or exc}") from exc
-        if dir_fd >= 0:
-            self._dir_fd = dir_fd
-        return opened
-
-    def _install_roll(self, roll: Roll) -> Segment:
-        old = self._segments[-1]
-        old.finalize_time_index()
-        self._rolled.append((old, roll.index_fds))
-        seg = roll.segment
-        self._segments.append(seg)
-        self._bases.append(seg.base_offset)
-        log.info("storage.segment.rolled", dir=self.path, base_offset=seg.base_offset,
-                 previous_size=old.size)
-        return seg
-
-    def _warn_roll_failed(self, exc: OSError) -> None:
-        """One line per log per ROLL_WARN_SECONDS: fd exhaustion fails every append of the
-        log until fds return, and each would log otherwise."""
-        now = time.monotonic()
-        if now - self._roll_warned_at >= ROLL_WARN_SECONDS:
-            self._roll_warned_at = now
-            log.warning("storage.segment.roll_failed", dir=self.path, error=repr(exc),
-                        transient=is_transient(exc))
 
     # ---------------------------------------------------------------- flushing
     def _start_flush(self) -> None:
@@ -313,6 +284,8 @@ class PartitionLog:
                 fut.set_result(None)
         if self._pending_futures:
             self._start_flush()
+        else:
+            self._list_if_idle()
 
     def _arm_sync_timer(self) -> None:
         if self._sync_timer is None and not self._closed:
@@ -438,13 +411,6 @@ class PartitionLog:
                     self._fsync(active.fd)
         finally:
             self._release_fds()
-
-    def _release_fds(self) -> None:
-        for seg in self._segments:
-            seg.close()
-        if self._dir_fd >= 0:
-            fd, self._dir_fd = self._dir_fd, -1
-            os.close(fd)
 
     async def delete(self) -> None:
         """Close and remove the whole partition directory."""

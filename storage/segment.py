@@ -119,11 +119,14 @@ class Segment:
             for fd in fds:
                 os.close(fd)
 
-    def close(self) -> None:
-        """Close the .log fd (if any) and drop the cached read fd of this file."""
+    def close_log(self) -> None:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1
             os.close(fd)
+
+    def close(self) -> None:
+        """Close the .log fd (if any) and drop the cached read fd of this file."""
+        self.close_log()
         HANDLES.forget(self.log_path)
 
     def _reading(self):

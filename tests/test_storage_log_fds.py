@@ -9,10 +9,11 @@ import os
 
 import pytest
 
+import storage.log_files
 import storage.segment
 from storage.batch import build_batch
 from storage.errors import StorageError
-from storage.handles import ReadHandles
+from storage.handles import IdleWriters, ReadHandles
 from storage.log import PartitionLog
 from tests.test_storage_log import fill, files, read_all, rec
 
@@ -159,6 +160,32 @@ async def test_a_read_without_fds_fails_retriably_and_works_when_fds_return(path
     await lg.append_records([rec(6, 300)])  # the log was not failed by it
     assert_offsets(lg, 7)
     await lg.close()
+
+
+async def test_many_partitions_hold_a_bounded_number_of_write_fds(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage.log_files, "IDLE_WRITERS", IdleWriters(capacity=4))
+    monkeypatch.setattr(storage.segment, "HANDLES", ReadHandles(capacity=4))
+    root = str(tmp_path)
+    logs = [PartitionLog.open(os.path.join(root, f"t-{p}")) for p in range(30)]
+    assert len(fds_under(root)) == 4  # opening (recovery) keeps only the most recent writers' fds
+    await asyncio.gather(*(lg.append_records([rec(0)]) for lg in logs))  # all written at once
+    assert len(fds_under(root)) == 4  # idle again: the least recently written closed their fds
+    for lg in logs:
+        assert_offsets(lg, 1)  # reading an idle log borrows a read fd
+    assert len(fds_under(root)) <= 4 + 4
+    failing = Emfile(monkeypatch, root)
+    failing.armed = True
+    before = snapshot(logs[0], logs[0].path)
+    with pytest.raises(StorageError) as caught:  # its write fd was closed and cannot be reopened now
+        logs[0].append_records([rec(1)])
+    assert caught.value.errno == errno.EMFILE
+    assert snapshot(logs[0], logs[0].path)[:4] == before[:4]
+    failing.armed = False
+    await logs[0].append_records([rec(1)])
+    assert_offsets(logs[0], 2)
+    for lg in logs:
+        await lg.close()
+    assert fds_under(root) == []
 
 
 def test_read_handles_lru_never_closes_a_borrowed_fd(tmp_path, monkeypatch):
