@@ -405,6 +405,8 @@ class PartitionLog(LogFiles):
                 active.finalize_time_index()
                 try:
                     active.write_indexes(self._fsync)
+                except FileNotFoundError:
+                    pass  # the directory was renamed or removed (a topic being deleted)
                 except OSError as exc:  # recovery rebuilds the last segment's indexes anyway
                     log.warning("storage.index.not_written", dir=self.path, error=repr(exc))
                 if active.fd >= 0:
