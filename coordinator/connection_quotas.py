@@ -10,22 +10,19 @@ The broker-wide limit is also capped by the process's fd limit (RLIMIT_NOFILE): 
 may use at most the part of it not kept for files (`fd_reserve`), so that clients holding
 connections can never take the fds the logs need to roll segments or create partitions.
 
-Refusals are logged at most once per LOG_INTERVAL_SECONDS, with the number refused since.
+Refusals are logged as warnings, which the logging setup rate-limits per event name.
 """
 
 from __future__ import annotations
 
 import resource
 import socket
-import time
 
 import structlog
 
 from .config import Config, ConfigError
 
 log = structlog.get_logger(__name__)
-
-LOG_INTERVAL_SECONDS = 10.0
 
 
 def fd_reserve(nofile: int) -> int:
@@ -70,8 +67,6 @@ class ConnectionQuotas:
         self.overrides = overrides
         self.total = 0
         self.counts: dict[str, int] = {}
-        self._refused = 0
-        self._logged_at = -LOG_INTERVAL_SECONDS
 
     @classmethod
     def from_config(cls, config: Config) -> "ConnectionQuotas":
@@ -110,8 +105,4 @@ class ConnectionQuotas:
         self.total -= 1
 
     def _refuse(self, address: str, reason: str) -> None:
-        self._refused += 1
-        now = time.monotonic()
-        if now - self._logged_at >= LOG_INTERVAL_SECONDS:
-            log.warning("connection refused", peer=address, reason=reason, refused_since_last_line=self._refused)
-            self._logged_at, self._refused = now, 0
+        log.warning("connection refused", peer=address, reason=reason)

@@ -46,7 +46,7 @@ import structlog
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
-from .log_files import ROLL_WARN_SECONDS, LogFiles
+from .log_files import LogFiles
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
 from .segment import Segment
 
@@ -107,7 +107,6 @@ class PartitionLog(LogFiles):
         self._pending_futures: list[asyncio.Future] = []
         self._rolled: list[tuple[Segment, tuple[int, int]]] = []  # (segment, its index fds)
         self._dir_fd = -1  # opened by a roll; the next flush job fsyncs and closes it
-        self._roll_warned_at = -ROLL_WARN_SECONDS
         self._idle_listed = False  # in IDLE_WRITERS: may lose its write fd until the next append
         self._flush_handle: asyncio.Handle | None = None
         self._inflight: asyncio.Future | None = None

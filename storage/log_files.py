@@ -10,7 +10,6 @@ a log, and the next append after the fds return succeeds.
 from __future__ import annotations
 
 import os
-import time
 
 import structlog
 
@@ -20,8 +19,6 @@ from .roll import Roll, open_rolls, plan_rolls
 from .segment import Segment
 
 log = structlog.get_logger("storage.log")
-
-ROLL_WARN_SECONDS = 10.0
 
 
 class LogFiles:
@@ -62,13 +59,10 @@ class LogFiles:
             raise self._no_files(exc, "reopen") from exc
 
     def _no_files(self, exc: OSError, what: str) -> StorageError:
-        """The retriable error of an append that could not open its files; logged once per
-        log per ROLL_WARN_SECONDS (fd exhaustion fails every append until fds return)."""
-        now = time.monotonic()
-        if now - self._roll_warned_at >= ROLL_WARN_SECONDS:
-            self._roll_warned_at = now
-            log.warning(f"storage.segment.{what}_failed", dir=self.path, error=repr(exc),
-                        transient=is_transient(exc))
+        """The retriable error of an append that could not open its files (the warning is
+        rate-limited per event name by the server's logging setup)."""
+        log.warning(f"storage.segment.{what}_failed", dir=self.path, error=repr(exc),
+                    transient=is_transient(exc))
         return StorageError(exc.errno, f"cannot {what} {self.path}: {exc.strerror or exc}")
 
     def _list_if_idle(self) -> None:
