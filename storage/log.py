@@ -170,24 +170,22 @@ class PartitionLog(LogFiles):
         loop = asyncio.get_running_loop()
         buf = bytearray(data)
         metas = scan_for_append(buf, self.segment_bytes)
+        seg = self._segments[-1]
         if self._idle_listed:
             self._unlist_idle()
-        try:
-            if self._segments[-1].fd < 0:
-                self._reopen_active()
-            rolls = self._prepare_rolls(metas, len(buf))
-        except StorageError:
-            self._list_if_idle()
-            raise
+        rolls = None
+        if seg.fd < 0 or len(metas) > 1 or not seg.fits(metas[0][1], self._leo + metas[0][2], self.segment_bytes):
+            rolls = self._prepare_files(metas, len(buf))  # may raise StorageError: nothing changed
         first = self._leo
         mv = memoryview(buf)
-        seg = self._segments[-1]
-        for i, (position, size, delta, max_ts) in enumerate(metas):
+        i = 0
+        for position, size, delta, max_ts in metas:
             base = self._leo
             assign_offsets(buf, base, position=position, partition_leader_epoch=partition_leader_epoch)
             last = base + delta
             if rolls is not None and i in rolls:
                 seg = self._install_roll(rolls[i])
+            i += 1
             seg_pos = seg.size
             seg.track(seg_pos, size, last, max_ts)
             chunk = mv[position:position + size]

@@ -24,6 +24,17 @@ log = structlog.get_logger("storage.log")
 class LogFiles:
     """Mixed into PartitionLog; uses its _segments, _leo, _pending_futures, ... ."""
 
+    def _prepare_files(self, metas: list, total: int) -> dict[int, Roll] | None:
+        """Everything an append needs opened before it changes the log: the active segment's
+        write fd (given back while idle) and the files of the rolls it needs."""
+        try:
+            if self._segments[-1].fd < 0:
+                self._reopen_active()
+            return self._prepare_rolls(metas, total)
+        except StorageError:
+            self._list_if_idle()
+            raise
+
     def _prepare_rolls(self, metas: list, total: int) -> dict[int, Roll] | None:
         """The rolls this append needs with every file they need already open (roll.py),
         or None. If an open fails (EMFILE...), the append raises a retriable StorageError
