@@ -133,7 +133,7 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "max.connections": ("max_connections", _int(0, INT32_MAX), str(INT32_MAX),
                         "Most connections the server holds (all listeners); over it a new connection is "
                         "closed at once. Capped so that connections leave a quarter of RLIMIT_NOFILE "
-                        "(at least 256 fds) to the logs."),
+                        "(at least 256 fds, or half of a smaller limit) to the logs."),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0, INT32_MAX), str(INT32_MAX),
                                "Most connections from one IP address; over it a new connection is closed."),
     "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _host_limits, "",

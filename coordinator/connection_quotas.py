@@ -26,8 +26,9 @@ log = structlog.get_logger(__name__)
 
 
 def fd_reserve(nofile: int) -> int:
-    """Fds kept for files (logs, indexes, the catalog) out of a limit of `nofile`."""
-    return max(256, nofile // 4)
+    """Fds kept for files (logs, indexes, the catalog) out of a limit of `nofile`: a quarter,
+    but at least 256 (or half of a smaller limit)."""
+    return max(nofile // 4, min(256, nofile // 2))
 
 
 def connection_cap(max_connections: int, nofile: int | None = None) -> int:
