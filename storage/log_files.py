@@ -94,7 +94,13 @@ class LogFiles:
             self._segments[-1].close_log()
 
     def _release_fds(self) -> None:
+        """Close every fd the log holds (on close or delete; also after a failed flush left
+        a roll's index fds unused)."""
         self._unlist_idle()
+        rolled, self._rolled = self._rolled, []
+        for _seg, index_fds in rolled:
+            for fd in index_fds:
+                os.close(fd)
         for seg in self._segments:
             seg.close()
         if self._dir_fd >= 0:

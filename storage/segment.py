@@ -11,7 +11,8 @@ Bookkeeping (``track``) is the same function for a live append and for recovery,
 an index rebuilt on open is byte-identical to the one written while appending.
 
 File descriptors: only a segment being written holds one (``fd``, its .log, while it is
-active and until the flush that follows its roll). Index entries stay in memory
+active and until the flush that follows its roll; an idle log may give it back, see
+handles.IDLE_WRITERS). Index entries stay in memory
 (``pending``) until the segment is rolled or the log closed, when they are written through
 fds opened for that (``open_index_files``); recovery rebuilds the active segment's
 indexes anyway. Reads of a segment without ``fd`` borrow one from ``handles.HANDLES``.
@@ -130,8 +131,9 @@ class Segment:
         HANDLES.forget(self.log_path)
 
     def _reading(self):
-        """The fd to read with: the segment's own while it has one (the loop thread only
-        closes it), else one borrowed from the shared cache for the duration of the read."""
+        """The fd to read with: the segment's own while it has one (only the event loop
+        thread takes it away, so reads on the loop may use it), else one borrowed from the
+        shared cache for the duration of the read."""
         if self.fd >= 0:
             return nullcontext(self.fd)
         return HANDLES.reading(self.log_path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import threading
 
 import pytest
 
@@ -232,3 +233,24 @@ async def test_a_failed_fsync_still_fails_the_log(path):
     lg._fsync = lg._data_sync = os.fsync
     await lg.close()
     await asyncio.sleep(0)
+
+
+async def test_a_failed_flush_with_a_roll_waiting_behind_it_leaks_no_fd(path):
+    lg = await two_full_segments(path)
+    gate = threading.Event()
+
+    def fsync(fd):
+        gate.wait(10)
+        raise OSError(errno.EIO, "injected EIO")
+
+    lg._fsync = lg._data_sync = fsync
+    first = lg.append_records([rec(4, 100)])  # fits: its flush blocks in fsync
+    await asyncio.sleep(0.05)
+    rolled = lg.append_records([rec(5, 900)])  # rolls while that flush is in flight
+    assert len(lg.segments) == 3
+    gate.set()
+    for result in (first, rolled):
+        with pytest.raises(StorageError):
+            await result
+    await lg.close()
+    assert fds_under(path) == []
