@@ -12,10 +12,10 @@ an index rebuilt on open is byte-identical to the one written while appending.
 
 File descriptors: only a segment being written holds one (``fd``, its .log, while it is
 active and until the flush that follows its roll; an idle log may give it back, see
-handles.IDLE_WRITERS). Index entries stay in memory
-(``pending``) until the segment is rolled or the log closed, when they are written through
-fds opened for that (``open_index_files``); recovery rebuilds the active segment's
-indexes anyway. Reads of a segment without ``fd`` borrow one from ``handles.HANDLES``.
+handles.IDLE_WRITERS). Index entries stay in memory (``pending``) until the segment is
+rolled or the log closed, when they are written through fds opened for that
+(``open_index_files``); recovery rebuilds the active segment's indexes anyway. Reads of
+a segment without ``fd`` borrow one from ``handles.HANDLES``.
 """
 
 from __future__ import annotations
