@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 
 class ConfigError(ValueError):
@@ -103,6 +103,28 @@ def parse_cleanup_policy(text: str) -> str:
     return ",".join(parts)
 
 
+class HostLimit(NamedTuple):
+    host: str
+    limit: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.limit}"
+
+
+def _host_limits(text: str) -> tuple[HostLimit, ...]:
+    """Kafka's `host:count,host:count` map (max.connections.per.ip.overrides)."""
+    out = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not host:
+            raise ValueError(f"{item!r} is not host:count")
+        out.append(HostLimit(host, _int(0, INT32_MAX)(count)))
+    return tuple(out)
+
+
 INT32_MAX = 2**31 - 1
 
 # property name -> (attribute, parser, default text, doc)
@@ -123,6 +145,15 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                             "Requests in flight per connection before reading pauses."),
     "socket.send.buffer.high.bytes": ("socket_send_buffer_high_bytes", _int(1024, INT32_MAX), "4194304",
                                       "Buffered response bytes per connection before reading pauses."),
+    "max.connections": ("max_connections", _int(0, INT32_MAX), str(INT32_MAX),
+                        "Most connections the server holds (all listeners); over it a new connection is "
+                        "closed at once. Capped so that connections leave a quarter of RLIMIT_NOFILE "
+                        "(at least 256 fds, or half of a smaller limit) to the logs."),
+    "max.connections.per.ip": ("max_connections_per_ip", _int(0, INT32_MAX), str(INT32_MAX),
+                               "Most connections from one IP address; over it a new connection is closed."),
+    "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _host_limits, "",
+                                         "Per-address exceptions to max.connections.per.ip, "
+                                         "as host:count,host:count (host names resolved at start)."),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0, INT32_MAX), "6000",
                                      "Smallest session timeout a JoinGroup may ask for."),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0, INT32_MAX), "1800000",
@@ -201,6 +232,9 @@ class Config:
     connections_max_idle_ms: int
     queued_max_requests: int
     socket_send_buffer_high_bytes: int
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: tuple[HostLimit, ...]
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     group_initial_rebalance_delay_ms: int
@@ -262,6 +296,8 @@ class Config:
         if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
+        if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
+            raise ConfigError("max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides")
         config.advertised()  # validate advertised.listeners now, not at first use
         return config
 

@@ -20,6 +20,7 @@ import structlog
 from protocol.framing import FrameError, cut_frames, single_frame
 
 from .config import Config, Listener
+from .connection_quotas import ConnectionQuotas
 from .dispatch import CloseConnection, Deferred, Dispatcher
 from .late_answer import LateAnswer
 
@@ -34,6 +35,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
+        "admitted",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -57,6 +59,7 @@ class Connection(asyncio.Protocol):
         self.max_frame = server.config.socket_request_max_bytes
         self.max_pending = server.config.queued_max_requests
         self.delivery_scheduled = False
+        self.admitted = False  # counted by the server's ConnectionQuotas
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -64,6 +67,10 @@ class Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer_host, self.peer_port = peer[0], peer[1]
+        if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
+            transport.abort()
+            return
+        self.admitted = True
         high = self.server.config.socket_send_buffer_high_bytes
         transport.set_write_buffer_limits(high=high, low=high // 4)
         self.last_active = self.loop.time()
@@ -111,6 +118,10 @@ class Connection(asyncio.Protocol):
         return None  # let the transport close itself
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.admitted:
+            return
+        self.admitted = False
+        self.server.quotas.release(self.peer_host)
         if self.idle_timer is not None:
             self.idle_timer.cancel()
         for item in self.pending:
@@ -278,6 +289,7 @@ class Server:
         self.loop = loop
         self.idle_seconds = config.connections_max_idle_ms / 1000.0
         self.connections: set[Connection] = set()
+        self.quotas = ConnectionQuotas.from_config(config)
         self._servers: list[asyncio.AbstractServer] = []
         self._all_closed: asyncio.Event = asyncio.Event()
         self.bound: dict[str, Listener] = {}

@@ -35,7 +35,8 @@ class FlushJob:
     index_writes: list = field(default_factory=list)  # (fd, position, bytes)
     fsync_fds: list = field(default_factory=list)  # log files to fsync
     finalize_fds: list = field(default_factory=list)  # rolled index files: fsync + close
-    sync_dir: str | None = None  # directory to fsync (a segment file was created)
+    close_fds: list = field(default_factory=list)  # rolled .log files: close when written and synced
+    dir_fd: int = -1  # the directory to fsync (a segment file was created); closed by the job
     ends: list = field(default_factory=list)  # (segment, end position) after the job
     end_offset: int = 0
     futures: list = field(default_factory=list)
@@ -60,23 +61,23 @@ def pwrite_all(fd: int, buffers: list, position: int) -> None:
 
 def run_job(job: FlushJob, fsync, data_sync=None) -> None:
     """Executed in a worker thread. Any exception fails every future of the job. The log
-    segments written are synced with `data_sync` (default `fsync`), the rest with `fsync`."""
-    for fd, position, buffers in job.writes:
-        pwrite_all(fd, buffers, position)
-    for fd, position, data in job.index_writes:
-        pwrite_all(fd, [data], position)
-    sync_data = data_sync or fsync
-    for fd in job.fsync_fds:
-        sync_data(fd)
+    segments written are synced with `data_sync` (default `fsync`), the rest with `fsync`.
+
+    The job opens nothing: every fd it needs was opened on the loop (a roll opens its files
+    before it changes the log), so running out of fds can never fail a flush half-way. It
+    closes the fds handed over to it, whether it succeeds or not."""
     try:
+        for fd, position, buffers in job.writes:
+            pwrite_all(fd, buffers, position)
+        for fd, position, data in job.index_writes:
+            pwrite_all(fd, [data], position)
+        sync_data = data_sync or fsync
+        for fd in job.fsync_fds:
+            sync_data(fd)
         for fd in job.finalize_fds:
             fsync(fd)
+        if job.dir_fd >= 0:
+            fsync(job.dir_fd)
     finally:
-        for fd in job.finalize_fds:
+        for fd in job.finalize_fds + job.close_fds + ([job.dir_fd] if job.dir_fd >= 0 else []):
             os.close(fd)
-    if job.sync_dir is not None:
-        dfd = os.open(job.sync_dir, os.O_RDONLY)
-        try:
-            fsync(dfd)
-        finally:
-            os.close(dfd)

@@ -17,7 +17,17 @@ Flush policies:
 
 After a write/fsync failure the log fails every waiting future with StorageError
 and refuses further appends until reopened (recovery then cuts what was not
-durable). Segments are fsync'ed with their indexes when rolled.
+durable): the state of bytes whose write or fsync failed is unknown, which is why
+Kafka takes the log directory offline then. Segments are fsync'ed with their indexes
+when rolled.
+
+Running out of file descriptors (or memory for a new file) is not such a failure: a
+roll opens every file it needs (new .log, the old segment's index files, the
+directory) before it changes anything, so an EMFILE fails only the append that needed
+the roll, with a retriable StorageError, and the next append tries again; the flush
+job itself opens nothing. The log holds at most one fd, its active segment's .log, and
+gives it back while idle when many logs are open (``handles.IDLE_WRITERS``); rolled
+segments are read through fds borrowed from ``handles.HANDLES`` (see log_files.py).
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from .log_retention import LogStartMixin
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
+from .log_files import LogFiles
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
 from .segment import Segment
 
@@ -78,7 +89,7 @@ def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, f"{topic}-{partition}")
 
 
-class PartitionLog(LogStartMixin, CompactionMixin):
+class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
@@ -99,8 +110,9 @@ class PartitionLog(LogStartMixin, CompactionMixin):
         self._checkpoint_lock: asyncio.Lock | None = None
         self._pending: list[list] = []  # [segment, position, [buffers]]
         self._pending_futures: list[asyncio.Future] = []
-        self._rolled: list[Segment] = []
-        self._dir_dirty = False
+        self._rolled: list[tuple[Segment, tuple[int, int]]] = []  # (segment, its index fds)
+        self._dir_fd = -1  # opened by a roll; the next flush job fsyncs and closes it
+        self._idle_listed = False  # in IDLE_WRITERS: may lose its write fd until the next append
         self._flush_handle: asyncio.Handle | None = None
         self._inflight: asyncio.Future | None = None
         self._failed: StorageError | None = None
@@ -108,6 +120,7 @@ class PartitionLog(LogStartMixin, CompactionMixin):
         self._last_sync = time.monotonic()
         self._unsynced = False
         self._sync_timer: asyncio.TimerHandle | None = None
+        self._list_if_idle()
 
     # ------------------------------------------------------------------- opening
     @classmethod
@@ -165,15 +178,22 @@ class PartitionLog(LogStartMixin, CompactionMixin):
         loop = asyncio.get_running_loop()
         buf = bytearray(data)
         metas = scan_for_append(buf, self.segment_bytes)
+        seg = self._segments[-1]
+        if self._idle_listed:
+            self._unlist_idle()
+        rolls = None
+        if seg.fd < 0 or len(metas) > 1 or not seg.fits(metas[0][1], self._leo + metas[0][2], self.segment_bytes):
+            rolls = self._prepare_files(metas, len(buf))  # may raise StorageError: nothing changed
         first = self._leo
         mv = memoryview(buf)
+        i = 0
         for position, size, delta, max_ts in metas:
             base = self._leo
             assign_offsets(buf, base, position=position, partition_leader_epoch=partition_leader_epoch)
             last = base + delta
-            seg = self._segments[-1]
-            if not seg.fits(size, last, self.segment_bytes):
-                seg = self._roll(base)
+            if rolls is not None and i in rolls:
+                seg = self._install_roll(rolls[i])
+            i += 1
             seg_pos = seg.size
             seg.track(seg_pos, size, last, max_ts)
             chunk = mv[position:position + size]
@@ -199,19 +219,6 @@ class PartitionLog(LogStartMixin, CompactionMixin):
         if self._failed is not None:
             raise StorageError(f"log {self.path} failed earlier and must be reopened: {self._failed}")
 
-    def _roll(self, base_offset: int) -> Segment:
-        old = self._segments[-1]
-        old.finalize_time_index()
-        self._rolled.append(old)
-        seg = Segment(self.path, base_offset, self._index_interval)
-        seg.open_files(active=True)
-        self._segments.append(seg)
-        self._bases.append(base_offset)
-        self._dir_dirty = True
-        log.info("storage.segment.rolled", dir=self.path, base_offset=base_offset,
-                 previous_size=old.size)
-        return seg
-
     # ---------------------------------------------------------------- flushing
     def _start_flush(self) -> None:
         self._flush_handle = None
@@ -234,12 +241,11 @@ class PartitionLog(LogStartMixin, CompactionMixin):
             job.writes.append((seg.fd, position, buffers))
             if seg not in touched:
                 touched.append(seg)
-        for seg in self._rolled:
+        for seg, _fds in self._rolled:
             if seg not in touched:
                 touched.append(seg)
         active = self._segments[-1]
         for seg in touched + ([active] if active not in touched else []):
-            job.index_writes.extend(seg.take_index_writes())
             job.ends.append((seg, seg.size))
         sync_active = self.flush_policy is FlushPolicy.FSYNC or self._sync_due() or self._closed
         for seg in touched:
@@ -248,12 +254,13 @@ class PartitionLog(LogStartMixin, CompactionMixin):
         if active not in touched and sync_active and self._unsynced:
             job.fsync_fds.append(active.fd)
         job.synced = sync_active
-        for seg in self._rolled:
-            job.finalize_fds += [seg.index_fd, seg.time_index_fd]
-            seg.index_fd = seg.time_index_fd = -1  # the job owns (and closes) them now
-        if self._dir_dirty:
-            job.sync_dir = self.path
-        self._pending, self._pending_futures, self._rolled, self._dir_dirty = [], [], [], False
+        for seg, index_fds in self._rolled:  # the job owns (writes, syncs and closes) these fds now
+            job.index_writes.extend(seg.take_index_writes(index_fds))
+            job.finalize_fds += index_fds
+            job.close_fds.append(seg.fd)
+            seg.fd = -1  # reads borrow an fd from now on
+        job.dir_fd, self._dir_fd = self._dir_fd, -1
+        self._pending, self._pending_futures, self._rolled = [], [], []
         return job
 
     def _on_flushed(self, job: FlushJob, done: asyncio.Future) -> None:
@@ -282,6 +289,8 @@ class PartitionLog(LogStartMixin, CompactionMixin):
                 fut.set_result(None)
         if self._pending_futures:
             self._start_flush()
+        else:
+            self._list_if_idle()
 
     def _arm_sync_timer(self) -> None:
         if self._sync_timer is None and not self._closed:
@@ -358,7 +367,7 @@ class PartitionLog(LogStartMixin, CompactionMixin):
             unlink_segment(seg)
         if not keep:
             seg = Segment(self.path, max(offset, 0), self._index_interval)
-            seg.open_files(active=True)
+            seg.open_log()
             self._segments = [seg]
         else:
             seg = keep[-1]
@@ -400,20 +409,21 @@ class PartitionLog(LogStartMixin, CompactionMixin):
             if self._failed is None:
                 active = self._segments[-1]
                 active.finalize_time_index()
-                for fd, position, data in active.take_index_writes():
-                    os.pwrite(fd, data, position)
-                for fd in (active.fd, active.index_fd, active.time_index_fd):
-                    if fd >= 0:
-                        self._fsync(fd)
+                try:
+                    active.write_indexes(self._fsync)
+                except FileNotFoundError:
+                    pass  # the directory was renamed or removed (a topic being deleted)
+                except OSError as exc:  # recovery rebuilds the last segment's indexes anyway
+                    log.warning("storage.index.not_written", dir=self.path, error=repr(exc))
+                if active.fd >= 0:
+                    self._fsync(active.fd)
         finally:
-            for seg in self._segments:
-                seg.close()
+            self._release_fds()
 
     async def delete(self) -> None:
         """Close and remove the whole partition directory."""
         if not self._closed:
             await self.flush()
             self._closed = True
-            for seg in self._segments:
-                seg.close()
+            self._release_fds()
         shutil.rmtree(self.path, ignore_errors=True)

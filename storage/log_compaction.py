@@ -33,6 +33,7 @@ import structlog
 from .batch import HEADER_SIZE, LOG_OVERHEAD, RecordBatch, decode_records, ensure_valid
 from .cleaner import CleanStats, clean_segment
 from .errors import CorruptRecordError
+from .handles import HANDLES
 from .recovery import fsync_dir, open_segment
 from .segment import Segment
 
@@ -124,7 +125,7 @@ def _swap_in(directory: str, base: int, old_path: str, cleaned_path: str, interv
 
 
 class CompactionMixin:
-    """Needs PartitionLog's ``path``, ``_segments``, ``_rolled``, ``_inflight``, ``_hw``, ``_closed``,
+    """Needs PartitionLog's ``path``, ``_segments``, ``_awaits_flush``, ``_inflight``, ``_hw``, ``_closed``,
     ``_fsync`` and ``_index_interval``."""
 
     _cleaned_upto = 0  # offsets below were cleaned by this process (not persisted)
@@ -132,7 +133,7 @@ class CompactionMixin:
     def _cleanable(self) -> list[Segment]:
         out = []
         for seg, nxt in zip(self._segments, self._segments[1:]):
-            if seg in self._rolled or nxt.base_offset > self._hw:
+            if self._awaits_flush(seg) or nxt.base_offset > self._hw:
                 break
             out.append(seg)
         return out
@@ -163,6 +164,11 @@ class CompactionMixin:
             if self._closed or seg not in self._segments:
                 os.unlink(cleaned)
                 return stats
+            # Reads of the old segment keep the old file: its own fd, since the shared read-fd cache
+            # (handles.HANDLES) is keyed by path and the cleaned copy takes that path.
+            if seg.fd < 0:
+                seg.fd = os.open(path, os.O_RDONLY)
+            HANDLES.forget(path)
             new = await loop.run_in_executor(executor, _swap_in, self.path, base, path, cleaned,
                                              self._index_interval, self._fsync)
             if self._closed or seg not in self._segments:

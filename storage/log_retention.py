@@ -32,7 +32,7 @@ log = structlog.get_logger(__name__)
 
 
 class LogStartMixin:
-    """Needs PartitionLog's ``path``, ``_segments``, ``_bases``, ``_rolled``, ``_inflight``,
+    """Needs PartitionLog's ``path``, ``_segments``, ``_bases``, ``_awaits_flush``, ``_inflight``,
     ``_hw``, ``_leo``, ``_closed``, ``_fsync``, ``_executor``, ``_log_start``,
     ``_checkpointed_start`` and ``_checkpoint_lock``."""
 
@@ -92,7 +92,7 @@ class LogStartMixin:
         watermark); returns how many were deleted. File work runs on ``executor``."""
         n = 0
         for seg, nxt in zip(self._segments[:count], self._segments[1:]):
-            if self._closed or seg in self._rolled or nxt.base_offset > self._hw:
+            if self._closed or self._awaits_flush(seg) or nxt.base_offset > self._hw:
                 break  # a just-rolled segment's index files still belong to the next flush job
             n += 1
         if n == 0:

@@ -46,7 +46,7 @@ class Cut:
 def open_segment(directory: str, base_offset: int, index_interval_bytes: int, *,
                  last: bool, fsync=os.fsync) -> tuple[Segment, Cut | None]:
     seg = Segment(directory, base_offset, index_interval_bytes)
-    seg.open_files(active=False)
+    seg.open_log()
     try:
         file_size = os.fstat(seg.fd).st_size
         trusted = not last and _load_indexes(seg, file_size)
@@ -81,8 +81,8 @@ def open_segment(directory: str, base_offset: int, index_interval_bytes: int, *,
                          entries=len(seg.offset_index), time_entries=len(seg.time_index))
             rewrite(seg.offset_index, fsync)
             rewrite(seg.time_index, fsync)
-        if last:
-            seg.open_index_files()
+        if not last:
+            seg.close()  # an older segment holds no fd; reads borrow one (handles.py)
         return seg, cut
     except BaseException:
         seg.close()
@@ -99,7 +99,7 @@ def open_segments(path: str, index_interval_bytes: int, fsync=os.fsync) -> list[
     try:
         if not bases:
             seg = Segment(path, 0, index_interval_bytes)
-            seg.open_files(active=True)
+            seg.open_log()
             segments.append(seg)
             fsync_dir(path, fsync)
         for i, base in enumerate(bases):
@@ -125,7 +125,7 @@ def open_segments(path: str, index_interval_bytes: int, fsync=os.fsync) -> list[
             drop_segments(path, [seg.base_offset], index_interval_bytes,
                           f"empty, and its base offset {seg.base_offset} is past the end "
                           f"{segments[-1].next_offset} of the previous segment")
-        if segments[-1].index_fd < 0:  # the last one was opened as an older segment
+        if segments[-1].fd < 0:  # the last one was opened as an older segment
             seg = segments.pop()
             seg.close()
             segments.append(open_segment(path, seg.base_offset, index_interval_bytes,

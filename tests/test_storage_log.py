@@ -424,7 +424,7 @@ async def test_flushes_sync_the_data_with_fdatasync_and_everything_else_with_fsy
     await lg.close()
     from storage.flush import FlushJob, run_job
 
-    job = FlushJob(fsync_fds=[11], sync_dir=None)
+    job = FlushJob(fsync_fds=[11])
     run_job(job, lambda fd: calls.append(("fsync", fd)), lambda fd: calls.append(("data", fd)))
     assert calls[-1] == ("data", 11)
     run_job(FlushJob(fsync_fds=[12]), lambda fd: calls.append(("fsync", fd)))
