@@ -147,7 +147,6 @@ def fixed_size(node: Node) -> int | None:
 
 # --- what the generated checkers call ---------------------------------------------------------
 
-_i16 = struct.Struct(">h").unpack_from
 _i32 = struct.Struct(">i").unpack_from
 
 
@@ -180,7 +179,7 @@ def _no_tags(buf: bytes, pos: int, end: int) -> int:
     return pos
 
 
-_RUNTIME = {"_i16": _i16, "_i32": _i32, "_uvarint": _uvarint, "_skip_compact": _skip_compact,
+_RUNTIME = {"_i32": _i32, "_uvarint": _uvarint, "_skip_compact": _skip_compact,
             "_too_many": _too_many, "_no_tags": _no_tags, "CountError": CountError}
 
 
@@ -203,48 +202,55 @@ class _Source:
         body()
         self.depth -= 1
 
-    def node(self, node: Node, tail: bool) -> None:
-        """Code that reads `node` at `pos`. In the tail (no count can follow) it may return early."""
+    def node(self, node: Node, tail: bool, skip: int = 0) -> None:
+        """Code that reads `node` at `pos + skip` (`skip`: fixed-size fields not yet added to pos).
+        In the tail (no count can follow) it may return early."""
         if tail and not counted(node):
             self.put("return")
         elif isinstance(node, Fixed):
-            self.put(f"pos += {node.size}")
+            self.put(f"pos += {skip + node.size}")
         elif isinstance(node, Sized):
-            self.sized(node)
+            self.sized(node, skip)
         elif isinstance(node, Array):
-            self.array(node, tail)
-        elif node.nullable:
-            self.put("if buf[pos] == 255:")  # int8 marker -1: null
-            self.put("    " + ("return" if tail else "pos += 1"))
-            if tail:
+            self.array(node, tail, skip)
+        else:
+            if skip:
+                self.put(f"pos += {skip}")
+            if not node.nullable:
+                self.sequence(node, tail)
+            elif tail:
+                self.put("if buf[pos] == 255: return")  # int8 marker -1: null
                 self.put("pos += 1")
                 self.sequence(node, tail)
             else:
+                self.put("if buf[pos] == 255: pos += 1")
                 self.block("else:", lambda: (self.put("pos += 1"), self.sequence(node, tail)))
-        else:
-            self.sequence(node, tail)
 
-    def sized(self, node: Sized) -> None:
+    def sized(self, node: Sized, skip: int) -> None:
+        at = f"pos + {skip}" if skip else "pos"
         if node.prefix == "compact":
-            self.put("n = buf[pos]")
-            self.put("if n < 128: pos += n or 1")
-            self.put("else: pos = _skip_compact(buf, pos)")
+            self.put(f"n = buf[{at}]")
+            self.put(f"if n < 128: pos += {skip} + n if n else {skip + 1}" if skip else "if n < 128: pos += n or 1")
+            self.put(f"else: pos = _skip_compact(buf, {at})")
+        elif node.prefix == "int16":  # two subscripts cost less than a struct call
+            self.put(f"n = buf[{at}] << 8 | buf[pos + {skip + 1}]")
+            self.put(f"pos += {skip + 2} + n if n < 32768 else {skip + 2}")  # negative: null
         else:
-            width = 2 if node.prefix == "int16" else 4
-            self.put(f"n = _i{width * 8}(buf, pos)[0]")
-            self.put(f"pos += {width} + n if n > 0 else {width}")
+            self.put(f"n = _i32(buf, {at})[0]")
+            self.put(f"pos += {skip + 4} + n if n > 0 else {skip + 4}")
 
-    def array(self, node: Array, tail: bool) -> None:
+    def array(self, node: Array, tail: bool, skip: int) -> None:
         element = node.element
         size = max(min_size(element), 1)
+        at = f"pos + {skip}" if skip else "pos"
         if node.compact:
-            self.put("n = buf[pos]")
-            self.put("if n < 128: pos += 1")
-            self.put("else: n, pos = _uvarint(buf, pos)")
+            self.put(f"n = buf[{at}]")
+            self.put(f"if n < 128: pos += {skip + 1}")
+            self.put(f"else: n, pos = _uvarint(buf, {at})")
             self.put("n -= 1")  # 0 = null, else count + 1
         else:
-            self.put("n = _i32(buf, pos)[0]")  # -1 = null; kio refuses other negatives
-            self.put("pos += 4")
+            self.put(f"n = _i32(buf, {at})[0]")  # -1 = null; kio refuses other negatives
+            self.put(f"pos += {skip + 4}")
 
         def elements() -> None:
             limit = "end - pos" if size == 1 else f"(end - pos) // {size}"
@@ -269,34 +275,31 @@ class _Source:
             parts.append(None)  # the tagged-field section
         last = max((i for i, p in enumerate(parts) if (p is None and any(counted(f) for _, f in entity.tagged))
                     or (p is not None and counted(p))), default=-1) if tail else len(parts) - 1
-        pending = 0
+        skip = 0
         for i, part in enumerate(parts[: last + 1]):
             fixed = fixed_size(part) if part is not None else None
             if fixed is not None and not (tail and i == last):
-                pending += fixed
-                continue
-            if pending:
-                self.put(f"pos += {pending}")
-                pending = 0
-            if part is None:
-                self.tagged(entity)
+                skip += fixed
+            elif part is None:
+                self.tagged(entity, skip)
             else:
-                self.node(part, tail and i == last)
-        if pending:
-            self.put(f"pos += {pending}")
+                self.node(part, tail and i == last, skip)
+            if fixed is None:
+                skip = 0
+        if skip:
+            self.put(f"pos += {skip}")
         if tail:
             self.put("return")
 
-    def tagged(self, entity: Entity) -> None:
+    def tagged(self, entity: Entity, skip: int) -> None:
         """kio reads a known tag by its schema (ignoring the size) and refuses an unknown one."""
         helper = "_no_tags"
         if entity.tagged:
             helper = f"_tagged_{len(self.helpers)}"
             self.helpers.append(self.tag_helper(helper, entity))
-        self.put("if buf[pos]:")
-        self.put(f"    pos = {helper}(buf, pos, end)")
-        self.put("else:")
-        self.put("    pos += 1")
+        at = f"pos + {skip}" if skip else "pos"
+        self.put(f"if buf[{at}]: pos = {helper}(buf, {at}, end)")
+        self.put(f"else: pos += {skip + 1}")
 
     def tag_helper(self, name: str, entity: Entity) -> list[str]:
         outer, outer_depth = self.lines, self.depth
