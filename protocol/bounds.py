@@ -261,10 +261,15 @@ class _Source:
             if fixed is not None and not tail:
                 self.put(f"pos += n * {fixed}" if fixed != 1 else "pos += n")
                 return
-            self.block("for _ in range(n - 1):" if tail else "for _ in range(n):",
-                       lambda: self.node(element, False))
-            if tail:
+            def walk() -> None:
+                self.block("for _ in range(n - 1):" if tail else "for _ in range(n):",
+                           lambda: self.node(element, False))
+
+            if tail:  # all elements but the last, then the last in the tail (mostly n = 1: no loop)
+                self.block("if n > 1:", walk)
                 self.node(element, True)
+            else:
+                walk()
 
         self.block("if n > 0:", elements)
 
