@@ -16,7 +16,13 @@ import pytest
 from protocol.apis import ApiKey
 from protocol.framing import frame
 from protocol.header import encode_request_header
-from tests.hostile_support import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.hostile_support import (
+    Watchdog,
+    assert_commits_survive,
+    closed_by_server,
+    commit_offsets,
+    start_limited_server,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -52,13 +58,6 @@ BOMBS = {
 }
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-
-
 def test_count_bombs_close_only_their_own_connection(tmp_path):
     server = start_limited_server(str(tmp_path / "data"))
     try:
@@ -67,7 +66,7 @@ def test_count_bombs_close_only_their_own_connection(tmp_path):
             for name, payload in BOMBS.items():
                 with socket.create_connection((server.host, server.port), timeout=5) as bad:
                     bad.sendall(payload)
-                    assert _closed_by_server(bad), name
+                    assert closed_by_server(bad), name
                 assert server.process.poll() is None, f"{name} stopped the server: {server.lines[-5:]}"
             watchdog.check()
         assert_commits_survive(server, "hostile-counts", COMMITTED)

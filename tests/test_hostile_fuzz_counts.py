@@ -33,12 +33,19 @@ from kio.serial._introspect import (
 from protocol.apis import API_TABLE
 from protocol.encoder import uvarint
 from protocol.framing import frame
-from tests.hostile_support import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.hostile_support import (
+    Watchdog,
+    assert_commits_survive,
+    closed_by_server,
+    commit_offsets,
+    start_limited_server,
+)
 
 pytestmark = pytest.mark.integration
 
 COMMITTED = {("fuzzed", 0): 5, ("fuzzed", 3): 9}
-_FIXED = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint16": 2, "uint32": 4, "float64": 8, "bool": 1,
+_FIXED = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+          "float64": 8, "bool": 1,
           "uuid": 16, "error_code": 2, "timedelta_i32": 4, "timedelta_i64": 8, "datetime_i64": 8}
 _I16, _I32 = struct.Struct(">h").pack, struct.Struct(">i").pack
 
@@ -64,7 +71,7 @@ HOSTILE: dict[str, list[Callable[[int], bytes]]] = {
 }
 
 
-def _text(draw: Any, flexible: bool, nullable_int16: bool = True) -> list:
+def _text(draw: Any, flexible: bool) -> list:
     raw = draw(st.binary(max_size=6).map(lambda b: bytes(0x61 + x % 26 for x in b)))
     return [Prefix("compact", uvarint(len(raw) + 1)) if flexible else Prefix("int16", _I16(len(raw))), raw]
 
@@ -74,7 +81,8 @@ def _primitive(draw: Any, kafka_type: str, flexible: bool) -> list:
         return [draw(st.binary(min_size=_FIXED[kafka_type], max_size=_FIXED[kafka_type]))]
     if kafka_type == "string":
         return _text(draw, flexible)
-    raw = draw(st.binary(max_size=6))  # bytes, records
+    assert kafka_type in ("bytes", "records"), kafka_type
+    raw = draw(st.binary(max_size=6))
     return [Prefix("compact", uvarint(len(raw) + 1)) if flexible else Prefix("int32", _I32(len(raw))), raw]
 
 
@@ -136,13 +144,6 @@ def attacked(tmp_path_factory):
     assert code == 0, server.lines[-10:]
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-
-
 VERSIONS = [(key, version) for key, spec in sorted(API_TABLE.items())
             for version in range(spec.min_version, spec.max_version + 1)]
 
@@ -156,7 +157,7 @@ def test_hostile_counts_and_lengths_close_only_their_connection(attacked, key, v
     payload = data.draw(hostile_frames(key, version))
     with socket.create_connection((server.host, server.port), timeout=5) as bad:
         bad.sendall(payload)
-        assert _closed_by_server(bad), payload.hex()
+        assert closed_by_server(bad), payload.hex()
     assert server.process.poll() is None, f"the server stopped: {server.lines[-5:]}"
     watchdog.check()
 
