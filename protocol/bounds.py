@@ -38,7 +38,8 @@ Checker = Callable[[bytes, int], None]
 
 
 class CountError(ValueError):
-    """An array count that the bytes left in the frame cannot hold."""
+    """An array count that the bytes left in the frame cannot hold (or a varint or tagged field
+    that kio refuses too, met while looking for the counts)."""
 
 
 _FIXED_SIZES = {
@@ -278,8 +279,10 @@ class _Source:
         parts: list[Node | None] = list(entity.fields)
         if entity.flexible:
             parts.append(None)  # the tagged-field section
-        last = max((i for i, p in enumerate(parts) if (p is None and any(counted(f) for _, f in entity.tagged))
-                    or (p is not None and counted(p))), default=-1) if tail else len(parts) - 1
+        last = len(parts) - 1
+        if tail:  # the last part that reads a count (-1: none)
+            tags_counted = any(counted(f) for _, f in entity.tagged)
+            last = max((i for i, p in enumerate(parts) if (tags_counted if p is None else counted(p))), default=-1)
         skip = 0
         for i, part in enumerate(parts[: last + 1]):
             fixed = fixed_size(part) if part is not None else None
@@ -300,8 +303,10 @@ class _Source:
         """kio reads a known tag by its schema (ignoring the size) and refuses an unknown one."""
         helper = "_no_tags"
         if entity.tagged:
-            helper = f"_tagged_{len(self.helpers)}"
-            self.helpers.append(self.tag_helper(helper, entity))
+            index = len(self.helpers)
+            self.helpers.append([])  # its number is taken before a nested tagged section takes the next
+            helper = f"_tagged_{index}"
+            self.helpers[index] = self.tag_helper(helper, entity)
         at = f"pos + {skip}" if skip else "pos"
         self.put(f"if buf[{at}]: pos = {helper}(buf, {at}, end)")
         self.put(f"else: pos += {skip + 1}")

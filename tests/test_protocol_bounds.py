@@ -7,19 +7,23 @@ tests fail on the kind of error (a BufferUnderflow, not a CountError) instead of
 The real bombs (2^32-1, 2^31-1) run in a child process under RLIMIT_AS, where they aborted it.
 """
 
-from __future__ import annotations
+# no `from __future__ import annotations`: kio reads the field types of the classes below
 
 import struct
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from kio.schema.fetch.v16.response import FetchResponse
 from kio.schema.produce.v10.response import ProduceResponse
+from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader
-from kio.static.primitive import Records
+from kio.static.constants import EntityType
+from kio.static.primitive import Records, i16, i32
 
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
@@ -193,3 +197,43 @@ def test_a_bomb_is_refused_under_a_memory_limit(key, version, body):
     child = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert child.returncode == 0, child.stderr[-500:]
     assert child.stdout.strip() == "CountError"
+
+
+# No kio schema nests a tagged section inside a tagged field yet; a made-up one checks that the
+# checker's helpers for such sections do not collide (each tagged section gets its own).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Deep:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(0)
+    __header_schema__: ClassVar[type] = RequestHeader
+    ids: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    note: str = field(metadata={"kafka_type": "string", "tag": 0}, default="")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Outer:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(0)
+    __header_schema__: ClassVar[type] = RequestHeader
+    names: tuple[str, ...] = field(metadata={"kafka_type": "string"}, default=())
+    deep: _Deep = field(metadata={"tag": 0}, default=_Deep())
+
+
+@settings(max_examples=30, deadline=None)
+@given(ids=st.lists(st.integers(-(2**31), 2**31 - 1), max_size=3), note=st.text(max_size=3),
+       names=st.lists(st.text(max_size=3), max_size=3))
+def test_nested_tagged_sections_get_their_own_helpers(ids, note, names):
+    entity = _Outer(names=tuple(names), deep=_Deep(ids=tuple(ids), note=note))
+    body = encode(entity)
+    bounds.checker(_Outer)(body, 0)
+    assert entity_reader(_Outer)(body, 0) == (entity, len(body))
+    if ids:  # the nested array's count, made hostile: 2^20 elements
+        count = len(encode(_Outer(names=tuple(names)))) - 1 + 3  # after the names: tag count, tag, size
+        assert body[count] == len(ids) + 1
+        hostile = body[:count] + uvarint(2**20 + 1) + body[count + 1:]
+        with pytest.raises(bounds.CountError):
+            bounds.checker(_Outer)(hostile, 0)
