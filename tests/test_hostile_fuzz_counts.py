@@ -45,8 +45,8 @@ pytestmark = pytest.mark.integration
 
 COMMITTED = {("fuzzed", 0): 5, ("fuzzed", 3): 9}
 _FIXED = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
-          "float64": 8, "bool": 1,
-          "uuid": 16, "error_code": 2, "timedelta_i32": 4, "timedelta_i64": 8, "datetime_i64": 8}
+          "float64": 8, "bool": 1, "uuid": 16, "error_code": 2, "timedelta_i32": 4, "timedelta_i64": 8,
+          "datetime_i64": 8}
 _I16, _I32 = struct.Struct(">h").pack, struct.Struct(">i").pack
 
 
@@ -67,7 +67,7 @@ HOSTILE: dict[str, list[Callable[[int], bytes]]] = {
     "int16": [lambda left: _I16(32767), lambda left: _I16(left + 1) if left < 32767 else _I16(-2),
               lambda left: _I16(-2)],
     "tags": [lambda left: uvarint(2**32 - 1), lambda left: b"\x01" + uvarint(9999) + uvarint(2**31 - 1),
-             lambda left: b"\x01\x00" + uvarint(left + 2)],
+             lambda left: b"\x01" + uvarint(9998) + uvarint(left + 1)],  # unknown tags; one size too long
 }
 
 
