@@ -23,7 +23,8 @@ from kio.schema.produce.v10.response import ProduceResponse
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
-from kio.static.primitive import Records, i16, i32
+from kio.static import primitive
+from kio.static.primitive import Records
 
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
@@ -204,20 +205,20 @@ def test_a_bomb_is_refused_under_a_memory_limit(key, version, body):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Deep:
     __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
+    __version__: ClassVar[primitive.i16] = primitive.i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(0)
+    __api_key__: ClassVar[primitive.i16] = primitive.i16(0)
     __header_schema__: ClassVar[type] = RequestHeader
-    ids: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    ids: tuple[primitive.i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
     note: str = field(metadata={"kafka_type": "string", "tag": 0}, default="")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Outer:
     __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
+    __version__: ClassVar[primitive.i16] = primitive.i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(0)
+    __api_key__: ClassVar[primitive.i16] = primitive.i16(0)
     __header_schema__: ClassVar[type] = RequestHeader
     names: tuple[str, ...] = field(metadata={"kafka_type": "string"}, default=())
     deep: _Deep = field(metadata={"tag": 0}, default=_Deep())
