@@ -5,7 +5,8 @@ in-process, for the code in the current directory (or PYTHONPATH=<snapshot>):
 
 Each figure is the minimum over `--repeat` short timings (the machine is shared: the
 minimum is the least disturbed), so compare two trees A B A B in one session rather
-than across sessions. Steps: header parse, kio decode, commit_records (the records and
+than across sessions. Steps: header parse, decode (protocol/bounds.py's count check, shown
+alone too, then kio's reader), commit_records (the records and
 their log tails, in one pass), Shard.write + resolve (replay_all, the write in flight,
 PendingWrite) with a log that does nothing, encode_tails (what the log does for writes
 that come without tails) + build_tail_batch, and dispatch -> handler -> write -> answer
@@ -27,6 +28,7 @@ from coordinator.dispatch import Dispatcher
 from coordinator.offsets import commit_records
 from coordinator.shard import GroupCoordinator, GroupSettings
 from coordinator.timers import FakeScheduler
+from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_request
 from protocol.header import parse_request_header
@@ -54,6 +56,7 @@ def measure(repeat: int) -> dict[str, float]:
     flexible = spec.request_is_flexible(version)
     header = parse_request_header(frame, flexible)
     request = decode_request(spec, version, frame, header.body_offset)
+    check = bounds.checker(spec.requests[version])
     group = request.group_id
     records, _answer, _tails = commit_records(group, request.topics, 1_700_000_000_000, -1, 4096, True)
     shard = GroupCoordinator(GroupSettings(), FakeScheduler(), _NullLog()).shard_for(group)
@@ -69,7 +72,8 @@ def measure(repeat: int) -> dict[str, float]:
     gc.freeze()
     out = {
         "header": _best(lambda: parse_request_header(frame, flexible), repeat),
-        "decode (kio)": _best(lambda: decode_request(spec, version, frame, header.body_offset), repeat),
+        "decode (bounds check + kio)": _best(lambda: decode_request(spec, version, frame, header.body_offset), repeat),
+        "  of which bounds check": _best(lambda: check(frame, header.body_offset), repeat),
         "commit_records (+ tails)": _best(lambda: commit_records(group, request.topics, 1, -1, 4096, True), repeat),
         "shard.write + resolve": _best(write, repeat),
         "encode_tails (writes without tails)": _best(encode, repeat),

@@ -7,6 +7,7 @@ from typing import Any
 
 from kio.serial import entity_reader
 
+from . import bounds
 from .apis import ApiSpec
 from .encoder import writer_for
 from .header import plain_body_offset
@@ -26,18 +27,22 @@ class Encoded(bytes):
 
 
 class DecodeError(Exception):
-    """A request body that kio cannot parse for its declared version."""
+    """A request body that kio cannot parse for its declared version (or whose array counts
+    cannot fit in the frame: protocol/bounds.py)."""
 
 
-_readers: dict[type, Any] = {}
+_decoders: dict[type, tuple[Any, bounds.Checker | None]] = {}
 
 
 def decode_request(spec: ApiSpec, version: int, frame: bytes, offset: int) -> Any:
     cls = spec.requests[version]
-    reader = _readers.get(cls)
-    if reader is None:
-        reader = _readers[cls] = entity_reader(cls)
+    decoder = _decoders.get(cls)
+    if decoder is None:
+        decoder = _decoders[cls] = (entity_reader(cls), bounds.checker(cls))
+    reader, check = decoder
     try:
+        if check is not None:
+            check(frame, offset)  # before kio allocates room for any array
         entity, _size = reader(frame, offset)
     except Exception as exc:  # kio raises many types for malformed input
         raise DecodeError(f"{spec.name} v{version} body does not parse: {type(exc).__name__}: {exc}") from exc

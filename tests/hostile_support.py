@@ -5,6 +5,7 @@ offsets committed before an attack that must still be there after it."""
 from __future__ import annotations
 
 import resource
+import socket
 import threading
 import time
 from typing import Any
@@ -94,3 +95,12 @@ def assert_commits_survive(server: ServerProcess, group: str, offsets: dict[tupl
     for topic, partition in offsets:
         topics.setdefault(topic, []).append(partition)
     assert committed_offsets(server, group, topics) == offsets
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closed `sock` (what Kafka does to a request it cannot parse) rather than
+    answering; raises TimeoutError if it did neither within the socket's timeout."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
