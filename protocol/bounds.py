@@ -38,8 +38,9 @@ Checker = Callable[[bytes, int], None]
 
 
 class CountError(ValueError):
-    """An array count that the bytes left in the frame cannot hold (or a varint or tagged field
-    that kio refuses too, met while looking for the counts)."""
+    """An array count that the bytes left in the frame cannot hold, a null where the schema allows
+    none (Kafka: "non-nullable field ... was serialized as null"; kio would hand the handler None),
+    or a varint or tagged field that kio refuses too, met while looking for the counts."""
 
 
 _FIXED_SIZES = {
@@ -67,6 +68,7 @@ class Sized:
 class Array:
     element: "Node"
     compact: bool
+    nullable: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,11 @@ def shape(cls: type, nullable: bool = False) -> Entity:
     for field in fields(cls):
         kind = classify_field(field)
         if isinstance(kind, EntityTupleField):
-            node: Node = Array(shape(kind.type_), flexible)
+            node: Node = Array(shape(kind.type_), flexible, is_optional(field))
         elif isinstance(kind, EntityField):
             node = shape(kind.type_, is_optional(field))
         elif isinstance(kind, PrimitiveTupleField):
-            node = Array(_primitive(get_schema_field_type(field), flexible), flexible)
+            node = Array(_primitive(get_schema_field_type(field), flexible), flexible, is_optional(field))
         else:
             node = _primitive(get_schema_field_type(field), flexible)
         tag = get_field_tag(field)
@@ -173,6 +175,10 @@ def _too_many(count: int, size: int, pos: int, end: int) -> CountError:
                       f"but only {end - pos} bytes remain")
 
 
+def _null(pos: int) -> CountError:
+    return CountError(f"null array before byte {pos} where the schema allows none")
+
+
 def _no_tags(buf: bytes, pos: int, end: int) -> int:
     count, pos = _uvarint(buf, pos)
     if count:
@@ -181,7 +187,7 @@ def _no_tags(buf: bytes, pos: int, end: int) -> int:
 
 
 _RUNTIME = {"_i32": _i32, "_uvarint": _uvarint, "_skip_compact": _skip_compact,
-            "_too_many": _too_many, "_no_tags": _no_tags, "CountError": CountError}
+            "_too_many": _too_many, "_null": _null, "_no_tags": _no_tags, "CountError": CountError}
 
 
 # --- the generator ----------------------------------------------------------------------------
@@ -252,6 +258,8 @@ class _Source:
         else:
             self.put(f"n = _i32(buf, {at})[0]")  # -1 = null; kio refuses other negatives
             self.put(f"pos += {skip + 4}")
+        if not node.nullable:
+            self.put("if n == -1: raise _null(pos)")
 
         def elements() -> None:
             limit = "end - pos" if size == 1 else f"(end - pos) // {size}"

@@ -129,6 +129,15 @@ def test_nullable_legacy_count():
     assert decode_request(API_TABLE[ApiKey.OFFSET_FETCH], 5, legacy("g") + i32(-1), 0).topics is None
 
 
+def test_null_where_the_schema_allows_none_is_refused():
+    """Kafka refuses such a request ("non-nullable field topics was serialized as null"); kio would
+    give the handler None (OffsetCommit v8 with null topics logged two tracebacks per request)."""
+    message = refused(ApiKey.OFFSET_COMMIT, 8, compact("g") + i32(-1) + compact("") + b"\x00" + b"\x00" + b"\x00")
+    assert "null array" in message
+    refused(ApiKey.OFFSET_COMMIT, 2, legacy("g") + i32(-1) + legacy("") + i64(-1) + i32(-1))
+    refused(ApiKey.DELETE_GROUPS, 2, b"\x00" + b"\x00")
+
+
 def test_a_count_is_refused_only_when_its_smallest_elements_cannot_fit():
     check = bounds.checker(API_TABLE[ApiKey.FIND_COORDINATOR].requests[4])
     assert check is not None
