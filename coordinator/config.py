@@ -147,6 +147,10 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
                           "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
+    "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, INT32_MAX - 1), "67108864",
+                                       "Largest size a compressed batch's records may inflate to; past it, "
+                                       "decompression stops and Produce answers INVALID_RECORD (no Kafka "
+                                       "equivalent: Kafka streams records and has no total)."),
     "log.flush.policy": ("log_flush_policy", _choice("FSYNC", "NONE"), "fsync",
                          "Topic logs: fsync = acks=-1 answers after fsync; none = after the OS write, "
                          "fsync every log.flush.interval.ms."),
@@ -190,6 +194,7 @@ class Config:
     default_replication_factor: int
     log_segment_bytes: int
     message_max_bytes: int
+    message_max_decompressed_bytes: int
     log_flush_policy: str
     log_flush_interval_ms: int
     log_level: str
