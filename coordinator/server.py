@@ -100,7 +100,9 @@ class Connection(asyncio.Protocol):
             return self.dispatcher.dispatch(request, self.peer_host, self.peer_port)
         except CloseConnection as exc:
             self._violation(str(exc))
-            return _CLOSED
+        except Exception as exc:  # a bug of ours (a fast path, say): never a silent drop
+            self._internal_error(exc)
+        return _CLOSED
 
     def _hold(self, deferred: Deferred) -> None:
         self.pending.append(deferred)
@@ -197,8 +199,10 @@ class Connection(asyncio.Protocol):
             try:
                 encoded = Dispatcher.finish(head)
             except CloseConnection as exc:
-                self._write_out()
                 self._violation(str(exc))
+                return
+            except Exception as exc:
+                self._internal_error(exc)
                 return
             if encoded is not None:
                 out.append(encoded)
@@ -238,6 +242,12 @@ class Connection(asyncio.Protocol):
         self._write_out()
         if self.transport is not None:
             self.transport.close()
+
+    def _internal_error(self, exc: Exception) -> None:
+        """Our failure on the answer path: log it once, then close, so the client does not wait."""
+        log.error("answer failed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
+                  exc_info=exc)
+        self._violation(f"internal error: {exc!r}")
 
     def _idle_check(self) -> None:
         idle = self.server.idle_seconds
