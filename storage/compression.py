@@ -16,9 +16,9 @@ Only decompression lives here: the log writes uncompressed batches.
 
 Every codec inflates under a cap (``max_bytes``), checked while decompressing: zlib's
 ``max_length`` for gzip, the length header of each snappy block before it is inflated,
-and for the frame formats cramjam's ``decompress_into`` into a buffer of ``max_bytes`` + 1
-bytes (lazily mapped, so only the pages written cost memory), which stops as soon as the
-buffer is full. A zstd RLE block inflates 32,768:1, so without the cap a 131 KB batch asks
+and for the frame formats cramjam's ``decompress_into``, which stops as soon as its output
+buffer is full: first a bytearray sized for ordinary ratios, then, if that fills, a lazily
+mapped buffer of ``max_bytes`` + 1 bytes (only the pages written cost memory). A zstd RLE block inflates 32,768:1, so without the cap a 131 KB batch asks
 for 4 GiB. Kafka reads compressed batches as a stream one record at a time and has no
 total; the cap is ours (message.max.decompressed.bytes in the coordinator's settings).
 """
@@ -38,8 +38,10 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER_LEN = 16
 SNAPPY_FRAMED_MAGIC = b"\xff\x06\x00\x00sNaPpY"
 
-#: Default cap on a batch's inflated records (64 MiB); the server passes its setting.
-MAX_DECOMPRESSED_BYTES = 64 << 20
+#: Default cap on a batch's inflated records (16 MiB); the server passes its setting.
+MAX_DECOMPRESSED_BYTES = 16 << 20
+_FIRST_TRY = 64 * 1024  # smallest first output buffer
+_RATIO_GUESS = 8  # first output buffer: this many times the compressed size
 #: cramjam's DecompressionError texts when the output buffer is full (all codecs, 2.x)
 _FULL = ("failed to write whole buffer", "smaller than required")
 
@@ -73,17 +75,34 @@ def _gzip(data, cap: int) -> bytes:
 
 
 def _into(fn, data, cap: int) -> bytes:
-    """fn(data, out) into a buffer of cap + 1 bytes: a payload that fills it is too large."""
-    with mmap.mmap(-1, cap + 1) as out:
-        try:
-            n = fn(data, out)
-        except Exception as exc:
-            if any(text in str(exc) for text in _FULL):
-                raise _too_large(cap) from None
-            raise
-        if n > cap:
+    """fn(data, out) into a bounded buffer; a payload that fills cap + 1 bytes is too large.
+
+    First a bytearray sized for ordinary ratios (as fast as cramjam's own allocation);
+    if that fills up, once more into an anonymous map of cap + 1 bytes, whose pages
+    cost memory only when written (a bytearray of the cap would be zeroed in full)."""
+    size = max(_FIRST_TRY, _RATIO_GUESS * len(data))
+    if size <= cap:
+        out = bytearray(size)
+        n = _fill(fn, data, out, cap)
+        if n >= 0:
+            return bytes(memoryview(out)[:n])
+        del out
+    with mmap.mmap(-1, cap + 1) as big:
+        n = _fill(fn, data, big, cap)
+        if n < 0:
             raise _too_large(cap)
-        return out[:n]
+        return big[:n]
+
+
+def _fill(fn, data, out, cap: int) -> int:
+    """fn(data, out): the bytes written, or -1 when they do not fit in `out` or pass `cap`."""
+    try:
+        n = fn(data, out)
+    except Exception as exc:
+        if any(text in str(exc) for text in _FULL):
+            return -1
+        raise
+    return n if n <= cap else -1
 
 
 def _snappy(data, cap: int) -> bytes:

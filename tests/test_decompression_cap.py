@@ -80,3 +80,21 @@ async def test_produce_of_a_bomb_is_invalid_record_and_appends_nothing(tmp_path)
         plain = build_batch([(None, bytes(CAP // 2), 1_000)])
         ok = await plane.produce("t", 0, batch_with_payload(ZSTD, FRAMINGS["zstd"][1](plain[61:])))
         assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)
+
+
+@pytest.mark.parametrize("first_byte", [0x00, 0x01, 0x03, 0x7F])  # sizes 0, -1, -2, -64
+def test_the_record_walk_refuses_sizes_that_are_not_positive(first_byte):
+    body = bytes([first_byte]) + bytes(200)
+    with pytest.raises(InvalidRecord):
+        check_batch(batch_with_payload(ZSTD, FRAMINGS["zstd"][1](body)), produce_version=9,
+                    max_message_bytes=1 << 20, segment_bytes=1 << 30)
+
+
+def test_the_record_walk_hops_one_and_multi_byte_sizes():
+    plain = build_batch([(None, bytes(n), 1_000 + i) for i, n in enumerate([1, 50, 300, 70_000, 2])])
+    info = check_batch(batch_with_payload(ZSTD, FRAMINGS["zstd"][1](plain[61:]), count=5), produce_version=9,
+                       max_message_bytes=1 << 20, segment_bytes=1 << 30)
+    assert info.records_count == 5
+    short = batch_with_payload(ZSTD, FRAMINGS["zstd"][1](plain[61:-1]), count=5)
+    with pytest.raises(InvalidRecord):
+        check_batch(short, produce_version=9, max_message_bytes=1 << 20, segment_bytes=1 << 30)

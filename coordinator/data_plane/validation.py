@@ -138,10 +138,16 @@ def _walk_records(data: bytes, codec: int, count: int, max_decompressed_bytes: i
     pos, end, rv = 0, len(body), read_varint
     try:
         for _ in range(count):
-            size, pos = rv(body, pos)
-            if size <= 0 or pos + size > end:
-                raise InvalidRecord(f"Invalid record size {size}")
-            pos += size
+            b = body[pos]
+            if 1 < b < 0x80 and not b & 1:  # a positive size in one byte (zig-zag): no call
+                pos += 1 + (b >> 1)
+            else:
+                size, pos = rv(body, pos)
+                if size <= 0:
+                    raise InvalidRecord(f"Invalid record size {size}")
+                pos += size
+            if pos > end:
+                raise InvalidRecord(f"Invalid record size: a record runs {pos - end} bytes past the batch")
     except IndexError:
         raise InvalidRecord(f"Batch declares {count} records; the data ends early") from None
     if pos != end:
