@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
+from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
+
 
 class ConfigError(ValueError):
     """A setting has a bad value; the message names the setting."""
@@ -147,7 +149,7 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
                           "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
-    "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, INT32_MAX - 1), "16777216",
+    "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, STORED_MAX_DECOMPRESSED_BYTES), "16777216",
                                        "Largest size a compressed batch's records may inflate to; past it, "
                                        "decompression stops and Produce answers INVALID_RECORD (no Kafka "
                                        "equivalent: Kafka streams records and has no total)."),

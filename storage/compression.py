@@ -40,6 +40,10 @@ SNAPPY_FRAMED_MAGIC = b"\xff\x06\x00\x00sNaPpY"
 
 #: Default cap on a batch's inflated records (16 MiB); the server passes its setting.
 MAX_DECOMPRESSED_BYTES = 16 << 20
+#: Cap for batches read back from a log (loader, cleaner, ListOffsets, dump): they passed
+#: the Produce check when written, so this only bounds a damaged or foreign file; it is
+#: also the largest value message.max.decompressed.bytes may take.
+STORED_MAX_DECOMPRESSED_BYTES = 1 << 30
 _FIRST_TRY = 64 * 1024  # smallest first output buffer
 _RATIO_GUESS = 8  # first output buffer: this many times the compressed size
 #: cramjam's DecompressionError texts when the output buffer is full (all codecs, 2.x)

@@ -13,7 +13,8 @@ from kio.schema.errors import ErrorCode
 from coordinator.data_plane.validation import check_batch
 from coordinator.errors import InvalidRecord
 from storage.batch import build_batch, decode_records
-from storage.compression import MAX_DECOMPRESSED_BYTES, ZSTD, decompress
+from coordinator.config import Config
+from storage.compression import MAX_DECOMPRESSED_BYTES, STORED_MAX_DECOMPRESSED_BYTES, ZSTD, decompress
 from storage.errors import CorruptRecordError, DecompressedTooLargeError
 from tests.bombs import FRAMINGS, batch_with_payload, zstd_rle
 from tests.data_plane_support import Plane
@@ -56,9 +57,13 @@ def test_a_4_gib_zstd_bomb_stops_at_the_cap_without_inflating_it():
 
 
 def test_decoding_a_stored_batch_is_capped_too():
-    """The loader, the cleaner and the dump tool decode through decode_records."""
+    """The loader, the cleaner, ListOffsets and the dump tool decode through decode_records,
+    under a cap that any batch Produce accepted passes (the setting's largest value)."""
     with pytest.raises(DecompressedTooLargeError):
-        decode_records(batch_with_payload(ZSTD, zstd_rle(MAX_DECOMPRESSED_BYTES + 1)))
+        decode_records(batch_with_payload(ZSTD, zstd_rle(CAP + 1)), CAP)
+    assert STORED_MAX_DECOMPRESSED_BYTES >= MAX_DECOMPRESSED_BYTES
+    with pytest.raises(ValueError):
+        Config.load(overrides={"message.max.decompressed.bytes": str(STORED_MAX_DECOMPRESSED_BYTES + 1)}, environ={})
 
 
 def test_check_batch_answers_invalid_record():
