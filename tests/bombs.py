@@ -10,6 +10,7 @@ from crc32c import crc32c
 
 from storage.batch import build_batch
 from storage.compression import GZIP, LZ4, SNAPPY, ZSTD
+from tests.test_storage_compression import xerial_snappy
 
 ZSTD_BLOCK = 128 * 1024  # a zstd block's largest inflated size
 
@@ -27,19 +28,10 @@ def zstd_rle(inflated: int) -> bytes:
     return bytes(out)
 
 
-def xerial(data: bytes, chunk: int = 32 * 1024) -> bytes:
-    """snappy-java's SnappyOutputStream framing."""
-    out = bytearray(b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1))
-    for i in range(0, len(data), chunk):
-        block = bytes(cramjam.snappy.compress_raw(data[i:i + chunk]))
-        out += struct.pack(">i", len(block)) + block
-    return bytes(out)
-
-
 #: name -> (codec id, compress(bytes) -> payload): every framing the server accepts
 FRAMINGS = {
     "gzip": (GZIP, gzip.compress),
-    "snappy-xerial": (SNAPPY, xerial),
+    "snappy-xerial": (SNAPPY, xerial_snappy),
     "snappy-framed": (SNAPPY, lambda d: bytes(cramjam.snappy.compress(d))),
     "snappy-raw": (SNAPPY, lambda d: bytes(cramjam.snappy.compress_raw(d))),
     "lz4": (LZ4, lambda d: bytes(cramjam.lz4.compress(d))),
