@@ -149,7 +149,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
                           "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
-    "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, STORED_MAX_DECOMPRESSED_BYTES), "16777216",
+    "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, STORED_MAX_DECOMPRESSED_BYTES),
+                                       "16777216",
                                        "Largest size a compressed batch's records may inflate to; past it, "
                                        "decompression stops and Produce answers INVALID_RECORD (no Kafka "
                                        "equivalent: Kafka streams records and has no total)."),

@@ -18,9 +18,10 @@ Every codec inflates under a cap (``max_bytes``), checked while decompressing: z
 ``max_length`` for gzip, the length header of each snappy block before it is inflated,
 and for the frame formats cramjam's ``decompress_into``, which stops as soon as its output
 buffer is full: first a bytearray sized for ordinary ratios, then, if that fills, a lazily
-mapped buffer of ``max_bytes`` + 1 bytes (only the pages written cost memory). A zstd RLE block inflates 32,768:1, so without the cap a 131 KB batch asks
-for 4 GiB. Kafka reads compressed batches as a stream one record at a time and has no
-total; the cap is ours (message.max.decompressed.bytes in the coordinator's settings).
+mapped buffer of ``max_bytes`` + 1 bytes (only the pages written cost memory). A zstd
+RLE block inflates 32,768:1, so without the cap a 131 KB batch asks for 4 GiB. Kafka
+reads compressed batches as a stream one record at a time and has no total; the cap is
+ours (message.max.decompressed.bytes in the coordinator's settings).
 """
 
 from __future__ import annotations
