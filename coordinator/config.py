@@ -110,6 +110,10 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                             "Requests in flight per connection before reading pauses."),
     "socket.send.buffer.high.bytes": ("socket_send_buffer_high_bytes", _int(1024, INT32_MAX), "4194304",
                                       "Buffered response bytes per connection before reading pauses."),
+    "queued.max.request.bytes.per.connection": (
+        "queued_max_request_bytes_per_connection", _int(1, INT32_MAX), "104857600",
+        "Bytes of requests with outstanding answers (unwritten produce data included) per connection "
+        "before reading pauses; one request is always read (Kafka's queued.max.request.bytes is global)."),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0, INT32_MAX), "6000",
                                      "Smallest session timeout a JoinGroup may ask for."),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0, INT32_MAX), "1800000",
@@ -180,6 +184,7 @@ class Config:
     connections_max_idle_ms: int
     queued_max_requests: int
     socket_send_buffer_high_bytes: int
+    queued_max_request_bytes_per_connection: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     group_initial_rebalance_delay_ms: int

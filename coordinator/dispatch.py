@@ -62,6 +62,7 @@ class Deferred:
     correlation_id: int
     header_version: int
     api_name: str
+    request_bytes: int = 0  # the request's size, counted by its connection while outstanding
 
 
 class Dispatcher:

@@ -15,7 +15,7 @@ from coordinator.server import Connection, Server
 from protocol.apis import ApiKey
 from protocol.framing import frame
 from tests.data_plane_support import Plane, batch, ms, req
-from tests.test_connection import FakeTransport
+from tests.test_connection import FakeTransport, answer, make_connection
 from tests.wire_client import request_frame
 
 
@@ -84,3 +84,32 @@ async def test_a_failed_acks0_write_closes_the_connection(tmp_path, monkeypatch)
         connection.data_received(frame(request_frame(produce0(1), 1)[4:]))
         await settle(lambda: transport.closed)
         assert "was not written" in connection.close_reason
+
+
+async def test_reading_pauses_once_outstanding_requests_add_up_to_the_byte_bound():
+    connection, transport, dispatcher = make_connection(**{
+        "queued.max.requests": "100", "queued.max.request.bytes.per.connection": "100"})
+    connection.data_received(frame(b"D" + b"a" * 59) + frame(b"D" + b"b" * 59) + frame(b"Sc"))
+    assert len(dispatcher.seen) == 2 and transport.paused  # 120 bytes outstanding: "c" waits
+    assert connection.pending_bytes == 120
+    dispatcher.futures["a" * 59].set_result(answer("a"))
+    await asyncio.sleep(0)
+    assert connection.pending_bytes == 60 and len(dispatcher.seen) == 3 and not transport.paused
+    dispatcher.futures["b" * 59].set_result(answer("b"))
+    await asyncio.sleep(0)
+    assert connection.pending_bytes == 0 and transport.hosts() == ["a", "b", "c"]
+
+
+async def test_one_request_over_the_byte_bound_is_still_read(tmp_path, slow_disk):
+    async with Plane(str(tmp_path), **{"queued.max.request.bytes.per.connection": "10"}) as plane:
+        await plane.create("t")
+        server = Server(plane.config, plane.dispatcher, asyncio.get_running_loop())
+        connection = Connection(server)
+        transport = FakeTransport()
+        connection.connection_made(transport)
+        connection.data_received(b"".join(request_frame(produce0(i), i) for i in range(3)))
+        assert transport.paused and len(connection.pending) == 1  # the first, unwritten: the rest wait
+        slow_disk.set()
+        await settle(lambda: not connection.buffer and not connection.pending)
+        assert not transport.paused and plane.data.partition("t", 0).log.log_end_offset == 3
+        connection.connection_lost(None)
