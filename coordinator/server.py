@@ -6,8 +6,8 @@ Back-pressure: a connection stops reading while `queued.max.requests` responses 
 outstanding, while the requests behind them add up to `queued.max.request.bytes.per.connection`
 (their data waits in memory for the disk: an acks=-1 or acks=0 Produce, an OffsetCommit),
 or while the transport holds more than `socket.send.buffer.high.bytes` unsent, and resumes
-when all drop. Idle connections close after
-connections.max.idle.ms (checked by one lazily re-armed timer per connection).
+when all drop. Idle connections close after connections.max.idle.ms (checked by one lazily
+re-armed timer per connection).
 """
 
 from __future__ import annotations

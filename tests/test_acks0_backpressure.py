@@ -33,6 +33,14 @@ def slow_disk(monkeypatch):
     gate.set()
 
 
+def connect(plane: Plane) -> tuple[Connection, FakeTransport]:
+    """A Connection to the plane's real dispatcher over a fake transport."""
+    connection = Connection(Server(plane.config, plane.dispatcher, asyncio.get_running_loop()))
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    return connection, transport
+
+
 def produce0(n: int):
     return req(ApiKey.PRODUCE, 9, acks=0, timeout=ms(5000), transactional_id=None,
                topic_data=[{"name": "t", "partition_data": [{"index": 0, "records": batch(b"v%d" % n)}]}])
@@ -58,10 +66,7 @@ async def test_an_unwritten_acks0_produce_is_outstanding_and_silent(tmp_path, sl
 async def test_reading_pauses_at_queued_max_requests_unwritten_acks0_requests(tmp_path, slow_disk):
     async with Plane(str(tmp_path), **{"queued.max.requests": "2"}) as plane:
         await plane.create("t")
-        server = Server(plane.config, plane.dispatcher, asyncio.get_running_loop())
-        connection = Connection(server)
-        transport = FakeTransport()
-        connection.connection_made(transport)
+        connection, transport = connect(plane)
         connection.data_received(b"".join(request_frame(produce0(i), i) for i in range(5)))
         assert transport.paused and len(connection.pending) == 2 and connection.buffer
         slow_disk.set()
@@ -77,10 +82,7 @@ async def test_a_failed_acks0_write_closes_the_connection(tmp_path, monkeypatch)
     monkeypatch.setattr(storage.log, "run_job", broken)
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t")
-        server = Server(plane.config, plane.dispatcher, asyncio.get_running_loop())
-        connection = Connection(server)
-        transport = FakeTransport()
-        connection.connection_made(transport)
+        connection, transport = connect(plane)
         connection.data_received(frame(request_frame(produce0(1), 1)[4:]))
         await settle(lambda: transport.closed)
         assert "was not written" in connection.close_reason
@@ -103,10 +105,7 @@ async def test_reading_pauses_once_outstanding_requests_add_up_to_the_byte_bound
 async def test_one_request_over_the_byte_bound_is_still_read(tmp_path, slow_disk):
     async with Plane(str(tmp_path), **{"queued.max.request.bytes.per.connection": "10"}) as plane:
         await plane.create("t")
-        server = Server(plane.config, plane.dispatcher, asyncio.get_running_loop())
-        connection = Connection(server)
-        transport = FakeTransport()
-        connection.connection_made(transport)
+        connection, transport = connect(plane)
         connection.data_received(b"".join(request_frame(produce0(i), i) for i in range(3)))
         assert transport.paused and len(connection.pending) == 1  # the first, unwritten: the rest wait
         slow_disk.set()
