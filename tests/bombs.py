@@ -47,3 +47,17 @@ def batch_with_payload(codec: int, payload: bytes, count: int = 1) -> bytes:
     struct.pack_into(">h", buf, 21, codec)
     struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
     return bytes(buf)
+
+
+SMALLEST_RECORD = bytes([12, 0, 0, 0, 1, 1, 0])  # size 6: attributes, deltas 0, null key, null value, 0 headers
+
+
+def many_smallest_records(inflated: int) -> bytes:
+    """A valid zstd batch of as many 7-byte records as fit in `inflated` bytes: the most
+    records (the longest record walk) a batch can hold under that cap."""
+    count = inflated // len(SMALLEST_RECORD)
+    buf = bytearray(batch_with_payload(ZSTD, bytes(cramjam.zstd.compress(SMALLEST_RECORD * count))))
+    struct.pack_into(">i", buf, 23, count - 1)  # lastOffsetDelta
+    struct.pack_into(">i", buf, 57, count)  # records count
+    struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+    return bytes(buf)

@@ -1,6 +1,7 @@
 """Issue 13 defect 2, against the real server in a 3 GiB container: a 131 KB zstd batch that
-inflates to 4 GiB (RLE blocks, 32,768:1) is answered INVALID_RECORD; the server stays up,
-answers others within 1.5 s, and keeps its acknowledged commits."""
+inflates to 4 GiB (RLE blocks, 32,768:1) is answered INVALID_RECORD, and a 2 KB batch of the
+most records that fit under the cap (its longest record walk) is checked while others still
+get answers within 1.5 s; the server stays up and keeps its acknowledged commits."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import ApiKey
-from storage.compression import ZSTD
-from tests.bombs import batch_with_payload, zstd_rle
+from storage.compression import MAX_DECOMPRESSED_BYTES, ZSTD
+from tests.bombs import batch_with_payload, many_smallest_records, zstd_rle
 from tests.data_plane_support import req
 from tests.hostile_support import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
 from tests.wire_client import WireClient
@@ -36,6 +37,22 @@ def test_zstd_bomb_is_refused_while_the_server_stays_up(tmp_path):
         with Watchdog(server) as watchdog, WireClient(server.host, server.port) as attacker:
             for _ in range(3):
                 assert produce(attacker, bomb) == ErrorCode.invalid_record
+            watchdog.check()
+        assert server.process.poll() is None, "the server died"
+        assert_commits_survive(server, "survivors", COMMITS)
+    finally:
+        server.stop()
+
+
+def test_the_longest_record_walk_under_the_cap_keeps_others_answered(tmp_path):
+    server = start_limited_server(str(tmp_path))
+    try:
+        commit_offsets(server, "survivors", COMMITS)
+        walk = many_smallest_records(MAX_DECOMPRESSED_BYTES)
+        assert len(walk) < 4096
+        with Watchdog(server) as watchdog, WireClient(server.host, server.port) as attacker:
+            for _ in range(3):
+                assert produce(attacker, walk) == ErrorCode.none
             watchdog.check()
         assert server.process.poll() is None, "the server died"
         assert_commits_survive(server, "survivors", COMMITS)
