@@ -28,33 +28,28 @@ def produce(client: WireClient, records: bytes) -> ErrorCode:
     return client.call(request).responses[0].partition_responses[0].error_code
 
 
-def test_zstd_bomb_is_refused_while_the_server_stays_up(tmp_path):
+def attack(tmp_path, records: bytes, expected: ErrorCode) -> None:
+    """Send `records` three times while the watchdog asks; the server must survive it all."""
     server = start_limited_server(str(tmp_path))
     try:
         commit_offsets(server, "survivors", COMMITS)
-        bomb = batch_with_payload(ZSTD, zstd_rle(4 << 30))
-        assert len(bomb) < 140 * 1024
         with Watchdog(server) as watchdog, WireClient(server.host, server.port) as attacker:
             for _ in range(3):
-                assert produce(attacker, bomb) == ErrorCode.invalid_record
+                assert produce(attacker, records) == expected
             watchdog.check()
         assert server.process.poll() is None, "the server died"
         assert_commits_survive(server, "survivors", COMMITS)
     finally:
         server.stop()
+
+
+def test_zstd_bomb_is_refused_while_the_server_stays_up(tmp_path):
+    bomb = batch_with_payload(ZSTD, zstd_rle(4 << 30))
+    assert len(bomb) < 140 * 1024
+    attack(tmp_path, bomb, ErrorCode.invalid_record)
 
 
 def test_the_longest_record_walk_under_the_cap_keeps_others_answered(tmp_path):
-    server = start_limited_server(str(tmp_path))
-    try:
-        commit_offsets(server, "survivors", COMMITS)
-        walk = many_smallest_records(MAX_DECOMPRESSED_BYTES)
-        assert len(walk) < 4096
-        with Watchdog(server) as watchdog, WireClient(server.host, server.port) as attacker:
-            for _ in range(3):
-                assert produce(attacker, walk) == ErrorCode.none
-            watchdog.check()
-        assert server.process.poll() is None, "the server died"
-        assert_commits_survive(server, "survivors", COMMITS)
-    finally:
-        server.stop()
+    walk = many_smallest_records(MAX_DECOMPRESSED_BYTES)
+    assert len(walk) < 4096
+    attack(tmp_path, walk, ErrorCode.none)
