@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, NamedTuple
 
+from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
+
 
 class ConfigError(ValueError):
     """A setting has a bad value; the message names the setting."""
@@ -154,6 +156,10 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _host_limits, "",
                                          "Per-address exceptions to max.connections.per.ip, "
                                          "as host:count,host:count (host names resolved at start)."),
+    "queued.max.request.bytes.per.connection": (
+        "queued_max_request_bytes_per_connection", _int(1, INT32_MAX), "104857600",
+        "Bytes of requests with outstanding answers (unwritten produce data included) per connection "
+        "before reading pauses; one request is always read (Kafka's queued.max.request.bytes is global)."),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0, INT32_MAX), "6000",
                                      "Smallest session timeout a JoinGroup may ask for."),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0, INT32_MAX), "1800000",
@@ -193,6 +199,11 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
                           "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
+    "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, STORED_MAX_DECOMPRESSED_BYTES),
+                                       "16777216",
+                                       "Largest size a compressed batch's records may inflate to; past it, "
+                                       "decompression stops and Produce answers INVALID_RECORD (no Kafka "
+                                       "equivalent: Kafka streams records and has no total)."),
     "log.flush.policy": ("log_flush_policy", _choice("FSYNC", "NONE"), "fsync",
                          "Topic logs: fsync = acks=-1 answers after fsync; none = after the OS write, "
                          "fsync every log.flush.interval.ms."),
@@ -235,6 +246,7 @@ class Config:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[HostLimit, ...]
+    queued_max_request_bytes_per_connection: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     group_initial_rebalance_delay_ms: int
@@ -252,6 +264,7 @@ class Config:
     default_replication_factor: int
     log_segment_bytes: int
     message_max_bytes: int
+    message_max_decompressed_bytes: int
     log_flush_policy: str
     log_flush_interval_ms: int
     log_retention_hours: int

@@ -12,7 +12,9 @@ only; the handler's logic must be the one the generic handler calls.
 
 Protocol violations (unknown api key, unsupported version of anything but
 ApiVersions, a header or body that does not parse) raise CloseConnection: Kafka closes
-such connections, and so do we, with a WARN line from the connection.
+such connections, and so do we, with a WARN line from the connection. So does a failure
+of our own on the answer path (a handler that raises, a response that does not encode):
+logged once with its traceback, then the connection closes, so the client learns at once.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Deferred:
     correlation_id: int
     header_version: int
     api_name: str
+    request_bytes: int = 0  # the request's size, counted by its connection while outstanding
 
 
 class Dispatcher:
@@ -147,7 +150,10 @@ class Dispatcher:
             return Deferred(result, correlation_id, header_version, spec.name)
         if hasattr(result, "__await__"):  # coroutine, Future or PendingWrite; cheaper than inspect.isawaitable
             return Deferred(asyncio.ensure_future(result), correlation_id, header_version, spec.name)
-        return encode_response(correlation_id, header_version, result)
+        try:
+            return encode_response(correlation_id, header_version, result)
+        except Exception:
+            raise _does_not_encode(spec.name) from None
 
     @staticmethod
     def finish(deferred: Deferred) -> bytes | None:
@@ -164,6 +170,17 @@ class Dispatcher:
         result = future.result()
         if result is None:
             return None
-        return encode_response(deferred.correlation_id, deferred.header_version, result)
+        try:
+            return encode_response(deferred.correlation_id, deferred.header_version, result)
+        except Exception:
+            raise _does_not_encode(deferred.api_name) from None
+
+
+def _does_not_encode(api_name: str) -> CloseConnection:
+    """A response that does not encode (say a string past its wire limit): logged once, with
+    the traceback of the exception being handled, and the connection closes rather than
+    leaving the client to its own timeout."""
+    log.exception("response does not encode", api=api_name)
+    return CloseConnection(f"the {api_name} response does not encode")
 
 

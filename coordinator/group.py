@@ -23,6 +23,10 @@ from .records import GroupMetadataValue, MemberMetadata
 UNKNOWN_MEMBER_ID = ""
 NO_LEADER = ""
 EMPTY_ASSIGNMENT = b""
+#: the longest string of a non-flexible message (int16 length), in UTF-8 bytes
+MAX_SHORT_STRING_BYTES = 32767
+#: room for the client or instance id in a member id: minus "-" and a 36-character UUID
+MEMBER_ID_PREFIX_MAX_BYTES = MAX_SHORT_STRING_BYTES - 37
 
 
 class GroupState(Enum):
@@ -202,8 +206,17 @@ class ClassicGroup:
 
     @staticmethod
     def generate_member_id(client_id: str, instance_id: str | None) -> str:
-        """ClassicGroup.generateMemberId: instance id (static) or client id, '-', a UUID."""
-        return f"{instance_id if instance_id is not None else client_id}-{uuid.uuid4()}"
+        """ClassicGroup.generateMemberId: instance id (static) or client id, '-', a UUID.
+
+        The prefix is cut (at a character boundary) so that the id fits the int16-length
+        string of GroupMetadataValue and of JoinGroup v0-v5: a 32,767-byte client id would
+        make an id Kafka itself cannot persist, and every SyncGroup would fail."""
+        prefix = instance_id if instance_id is not None else client_id
+        if len(prefix) > MEMBER_ID_PREFIX_MAX_BYTES // 4:  # may be longer than the cap in UTF-8
+            raw = prefix.encode()
+            if len(raw) > MEMBER_ID_PREFIX_MAX_BYTES:
+                prefix = raw[:MEMBER_ID_PREFIX_MAX_BYTES].decode(errors="ignore")
+        return f"{prefix}-{uuid.uuid4()}"
 
     def add(self, member: Member, waiter: JoinWaiter | None = None) -> None:
         if member.group_instance_id is not None:

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from .errors import KafkaError, write_error_code
 from .group import (
     EMPTY_ASSIGNMENT,
+    MAX_SHORT_STRING_BYTES,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     GroupState,
@@ -90,6 +91,19 @@ def _inconsistent(requested: str | None, actual: str | None) -> bool:
     return requested is not None and requested != actual
 
 
+def _too_long(text: str | None) -> bool:
+    return text is not None and len(text) > MAX_SHORT_STRING_BYTES // 4 and \
+        len(text.encode()) > MAX_SHORT_STRING_BYTES
+
+
+def _unpersistable(p: JoinParams) -> bool:
+    """A string GroupMetadataValue v3 must hold but cannot (int16 length), possible only through
+    JoinGroup v6+'s compact strings. Kafka accepts it and then fails every write of the group
+    (UNKNOWN_SERVER_ERROR for ever); refused at once instead, as Kafka refuses bad request fields."""
+    return _too_long(p.group_instance_id) or _too_long(p.protocol_type) or \
+        any(_too_long(name) for name, _ in p.protocols)
+
+
 class Membership(Rebalancer):
     # --- JoinGroup ----------------------------------------------------------------------
 
@@ -99,6 +113,8 @@ class Membership(Rebalancer):
         if p.group_instance_id == "":
             # Kafka's clients refuse an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId) and its
             # KIP-848 path answers INVALID_REQUEST ("InstanceId can't be empty."): no static member without a name.
+            return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
+        if _unpersistable(p):
             return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
         settings = self.settings
         if not settings.min_session_timeout_ms <= p.session_timeout_ms <= settings.max_session_timeout_ms:

@@ -3,9 +3,11 @@
 Responses leave a connection in the order its requests arrived, even when a later
 request is answered first: finished responses wait behind unfinished ones in a FIFO.
 Back-pressure: a connection stops reading while `queued.max.requests` responses are
-outstanding or while the transport holds more than `socket.send.buffer.high.bytes`
-unsent, and resumes when both drop. Idle connections close after
-connections.max.idle.ms (checked by one lazily re-armed timer per connection).
+outstanding, while the requests behind them add up to `queued.max.request.bytes.per.connection`
+(their data waits in memory for the disk: an acks=-1 or acks=0 Produce, an OffsetCommit),
+or while the transport holds more than `socket.send.buffer.high.bytes` unsent, and resumes
+when all drop. Idle connections close after connections.max.idle.ms (checked by one lazily
+re-armed timer per connection).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import structlog
 
 from protocol.framing import FrameError, cut_frames, single_frame
+from protocol.framing import frame as size_prefixed
 
 from .config import Config, Listener
 from .connection_quotas import ConnectionQuotas
@@ -35,7 +38,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
-        "admitted",
+        "admitted", "pending_bytes", "max_pending_bytes",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -58,6 +61,8 @@ class Connection(asyncio.Protocol):
         self.close_reason = "peer closed"
         self.max_frame = server.config.socket_request_max_bytes
         self.max_pending = server.config.queued_max_requests
+        self.pending_bytes = 0  # sizes of the requests whose answers are outstanding
+        self.max_pending_bytes = server.config.queued_max_request_bytes_per_connection
         self.delivery_scheduled = False
         self.admitted = False  # counted by the server's ConnectionQuotas
 
@@ -97,7 +102,7 @@ class Connection(asyncio.Protocol):
         if result.__class__ is bytes:
             self.transport.write(result)  # type: ignore[union-attr]
             return
-        self._hold(result)
+        self._hold(result, len(request))
         self._update_reading()
 
     def _dispatch(self, request: bytes) -> Any:
@@ -107,9 +112,13 @@ class Connection(asyncio.Protocol):
             return self.dispatcher.dispatch(request, self.peer_host, self.peer_port)
         except CloseConnection as exc:
             self._violation(str(exc))
-            return _CLOSED
+        except Exception as exc:  # a bug of ours (a fast path, say): never a silent drop
+            self._internal_error(exc)
+        return _CLOSED
 
-    def _hold(self, deferred: Deferred) -> None:
+    def _hold(self, deferred: Deferred, size: int) -> None:
+        deferred.request_bytes = size
+        self.pending_bytes += size
         self.pending.append(deferred)
         deferred.future.add_done_callback(self._deferred_done)
 
@@ -128,6 +137,7 @@ class Connection(asyncio.Protocol):
             if isinstance(item, Deferred):
                 item.future.remove_done_callback(self._deferred_done)
         self.pending.clear()
+        self.pending_bytes = 0
         self.transport = None  # a delivery still scheduled finds nothing to do
         self.server.connections.discard(self)
         reason = f"{self.close_reason}: {exc}" if exc else self.close_reason
@@ -153,7 +163,7 @@ class Connection(asyncio.Protocol):
         out = self.out
         while not self.closing and not self.writing_paused:
             room = self.max_pending - len(pending)
-            if room <= 0:
+            if room <= 0 or self.pending_bytes >= self.max_pending_bytes:
                 break
             try:
                 frames = cut_frames(self.buffer, self.max_frame, room)
@@ -162,7 +172,8 @@ class Connection(asyncio.Protocol):
                 return
             if not frames:
                 break
-            for frame in frames:
+            unread = iter(frames)
+            for frame in unread:
                 result = dispatch(frame)
                 if result is None:
                     continue
@@ -174,11 +185,19 @@ class Connection(asyncio.Protocol):
                     else:
                         out.append(result)
                 else:
-                    self._hold(result)
+                    self._hold(result, len(frame))
+                    if self.pending_bytes >= self.max_pending_bytes:
+                        self._unread(list(unread))  # left for when the outstanding bytes drop
+                        break
             self._write_out()  # may call pause_writing(), which ends the loop
             if len(frames) < room:
                 break  # cut_frames stopped short of its limit: no complete frame is left
         self._update_reading()
+
+    def _unread(self, frames: list[bytes]) -> None:
+        """Put frames cut from the buffer but not dispatched back at its front."""
+        if frames:
+            self.buffer[:0] = b"".join(size_prefixed(f) for f in frames)
 
     def _deferred_done(self, answer: Any) -> None:
         """A deferred answer is ready. An asyncio future calls this from the loop: deliver
@@ -205,11 +224,14 @@ class Connection(asyncio.Protocol):
             if not head.future.done():
                 break
             pending.popleft()
+            self.pending_bytes -= head.request_bytes
             try:
                 encoded = Dispatcher.finish(head)
             except CloseConnection as exc:
-                self._write_out()
                 self._violation(str(exc))
+                return
+            except Exception as exc:
+                self._internal_error(exc)
                 return
             if encoded is not None:
                 out.append(encoded)
@@ -233,7 +255,8 @@ class Connection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closing:
             return
-        should_pause = self.writing_paused or len(self.pending) >= self.max_pending
+        should_pause = (self.writing_paused or len(self.pending) >= self.max_pending
+                        or self.pending_bytes >= self.max_pending_bytes)
         if should_pause and not self.reading_paused:
             self.transport.pause_reading()
             self.reading_paused = True
@@ -249,6 +272,12 @@ class Connection(asyncio.Protocol):
         self._write_out()
         if self.transport is not None:
             self.transport.close()
+
+    def _internal_error(self, exc: Exception) -> None:
+        """Our failure on the answer path: log it once, then close, so the client does not wait."""
+        log.error("answer failed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
+                  exc_info=exc)
+        self._violation(f"internal error: {exc!r}")
 
     def _idle_check(self) -> None:
         idle = self.server.idle_seconds

@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, Sequence
 
 from crc32c import crc32c
 
-from .compression import NONE, decompress
+from .compression import NONE, STORED_MAX_DECOMPRESSED_BYTES, decompress
 from .errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError, UnsupportedCompressionError
 from .varint import SMALL_VARINT_MIN, SMALL_VARINTS, encode_varint, read_varint
 
@@ -206,8 +206,10 @@ def validate(buf) -> RecordBatch:
     return batch
 
 
-def decode_records(batch: RecordBatch | bytes | bytearray | memoryview) -> list[Record]:
-    """All records of a batch, decompressing if needed. Does not check the CRC."""
+def decode_records(batch: RecordBatch | bytes | bytearray | memoryview,
+                   max_decompressed_bytes: int = STORED_MAX_DECOMPRESSED_BYTES) -> list[Record]:
+    """All records of a batch, decompressing if needed (at most `max_decompressed_bytes`,
+    else DecompressedTooLargeError). Does not check the CRC."""
     if not isinstance(batch, RecordBatch):
         batch = RecordBatch(batch, 0)
     count = batch.records_count
@@ -223,7 +225,7 @@ def decode_records(batch: RecordBatch | bytes | bytearray | memoryview) -> list[
     elif codec > 4:
         raise UnsupportedCompressionError(f"unknown compression codec id {codec}")
     else:
-        data = decompress(codec, memoryview(batch.buffer)[start:end])
+        data = decompress(codec, memoryview(batch.buffer)[start:end], max_decompressed_bytes)
     append_time = batch.max_timestamp if batch.is_log_append_time else None
     return _decode(data, count, batch.base_offset, batch.base_timestamp, append_time)
 

@@ -37,6 +37,11 @@ class InvalidRecordError(RecordError):
     kafka_error_code = 87
 
 
+class DecompressedTooLargeError(InvalidRecordError):
+    """Compressed records that inflate past the cap (a decompression bomb): INVALID_RECORD,
+    Kafka's code for records whose content cannot be accepted (LogValidator's record errors)."""
+
+
 class UnsupportedCompressionError(RecordError):
     """A compression codec this build cannot decode (or an unknown codec id)."""
 

@@ -25,6 +25,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from storage.errors import OffsetOutOfRangeError, StorageError
+from storage.compression import MAX_DECOMPRESSED_BYTES
 from storage.log import PartitionLog, partition_dir
 
 from ..errors import (
@@ -69,13 +70,15 @@ class DataPlaneSettings:
     retention_bytes: int = -1
     cleanup_policy: str = "delete"
     retention_check_interval_ms: int = 300000
+    max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
 
     @classmethod
     def from_config(cls, config: Any) -> "DataPlaneSettings":
         return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,
-                   config.log_retention_bytes, config.log_cleanup_policy, config.log_retention_check_interval_ms)
+                   config.log_retention_bytes, config.log_cleanup_policy, config.log_retention_check_interval_ms,
+                   config.message_max_decompressed_bytes)
 
 
 class Partition:
@@ -320,7 +323,8 @@ class DataPlane:
         """
         config = part.config
         info = check_batch(data, produce_version=produce_version, max_message_bytes=config.max_message_bytes,
-                           segment_bytes=config.segment_bytes)
+                           segment_bytes=config.segment_bytes,
+                           max_decompressed_bytes=self.settings.max_decompressed_bytes)
         log_ = part.log
         pid = info.producer_id
         if pid >= 0:

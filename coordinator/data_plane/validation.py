@@ -10,7 +10,10 @@ LogValidator.validateBatch):
   disagrees with lastOffsetDelta or with the records present, a negative record
   length, an idempotent batch without a sequence -> INVALID_RECORD;
 * batch > max.message.bytes -> MESSAGE_TOO_LARGE; > segment.bytes -> RECORD_LIST_TOO_LARGE;
-* an unknown codec, or zstd before Produce v7 -> UNSUPPORTED_COMPRESSION_TYPE.
+* an unknown codec, or zstd before Produce v7 -> UNSUPPORTED_COMPRESSION_TYPE;
+* compressed records that do not decompress -> CORRUPT_MESSAGE; that inflate past
+  message.max.decompressed.bytes (a decompression bomb, stopped while inflating) ->
+  INVALID_RECORD, as Kafka answers records it cannot accept.
 
 The header is one struct unpack and the CRC one C call. The record walk only hops
 over varint lengths (decompressing first, in C, when the batch is compressed), so the
@@ -26,7 +29,8 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from storage.batch import ATTRIBUTES_OFFSET, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC
-from storage.compression import NONE, ZSTD, decompress
+from storage.compression import MAX_DECOMPRESSED_BYTES, NONE, ZSTD, decompress
+from storage.errors import DecompressedTooLargeError
 from storage.varint import read_varint
 
 from ..errors import (
@@ -72,7 +76,7 @@ def increment_sequence(sequence: int, increment: int) -> int:
 
 
 def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: int,
-                segment_bytes: int) -> BatchInfo:
+                segment_bytes: int, max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES) -> BatchInfo:
     """The header of the single valid batch in `data`, or the KafkaError Kafka would raise."""
     if not data or len(data) < LOG_OVERHEAD:
         raise InvalidRecord(f"Produce requests with version {produce_version} must have at least one record batch")
@@ -113,7 +117,7 @@ def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: 
         raise InvalidRecord(f"Batch has {count} records but lastOffsetDelta {delta}")
     if pid >= 0 and base_seq < 0:
         raise InvalidRecord(f"Invalid sequence number {base_seq} in a batch of producer {pid}")
-    _walk_records(data, codec, count)
+    _walk_records(data, codec, count, max_decompressed_bytes)
     if size > segment_bytes:
         raise RecordListTooLarge(f"The batch of {size} bytes is larger than the segment size {segment_bytes}")
     return BatchInfo(size, attributes, delta, max_ts, pid, epoch, base_seq, count)
@@ -122,20 +126,28 @@ def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: 
 MAGIC_END = 17  # bytes needed to read the magic byte
 
 
-def _walk_records(data: bytes, codec: int, count: int) -> None:
+def _walk_records(data: bytes, codec: int, count: int, max_decompressed_bytes: int) -> None:
     body = memoryview(data)[HEADER_SIZE:]
     if codec != NONE:
         try:
-            body = decompress(codec, body)
+            body = decompress(codec, body, max_decompressed_bytes)
+        except DecompressedTooLargeError as exc:
+            raise InvalidRecord(f"compressed records rejected: {exc}") from None
         except Exception as exc:  # cramjam / zlib raise many types for garbage
             raise CorruptMessage(f"compressed records do not decompress: {exc}") from None
     pos, end, rv = 0, len(body), read_varint
     try:
         for _ in range(count):
-            size, pos = rv(body, pos)
-            if size <= 0 or pos + size > end:
-                raise InvalidRecord(f"Invalid record size {size}")
-            pos += size
+            b = body[pos]
+            if 1 < b < 0x80 and not b & 1:  # a positive size in one byte (zig-zag): no call
+                pos += 1 + (b >> 1)
+            else:
+                size, pos = rv(body, pos)
+                if size <= 0:
+                    raise InvalidRecord(f"Invalid record size {size}")
+                pos += size
+            if pos > end:
+                raise InvalidRecord(f"Invalid record size: a record runs {pos - end} bytes past the batch")
     except IndexError:
         raise InvalidRecord(f"Batch declares {count} records; the data ends early") from None
     if pos != end:

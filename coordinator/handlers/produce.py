@@ -13,7 +13,11 @@ Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
   UNKNOWN_TOPIC_OR_PARTITION; the internal topic -> INVALID_TOPIC_EXCEPTION;
 * every rejected batch leaves its log untouched; other partitions are unaffected;
 * acks=0: no response; if any partition failed the connection is closed, as Kafka
-  does so that the producer refreshes its metadata;
+  does so that the producer refreshes its metadata. Until its appends are written
+  the request still counts as outstanding on its connection (a silent LateAnswer), so
+  that a connection with queued.max.requests unflushed acks=0 requests stops being
+  read: without it memory grew without bound while the disk was slower than the
+  network. A write that fails closes the connection, as any acks=0 failure;
 * acks=1: answered once offsets are assigned; acks=-1: once the appends are durable
   under log.flush.policy (a failed flush -> KAFKA_STORAGE_ERROR for that partition).
 """
@@ -31,6 +35,7 @@ from storage.errors import RecordError, StorageError
 
 from ..dispatch import CloseConnection, Dispatcher, RequestContext
 from ..errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
+from ..late_answer import LateAnswer
 from ..services import Services
 from .api_versions import NO_THROTTLE
 
@@ -44,6 +49,25 @@ def _is_transactional(records: bytes | None) -> bool:
 
 def _append_time(ms: int) -> datetime.datetime | None:
     return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=_UTC)
+
+
+def _silent_until_written(futures: list) -> LateAnswer | None:
+    """No answer (None) once every future is done; until then the request stays outstanding."""
+    if not futures:
+        return None
+    answer = LateAnswer()
+    left = [len(futures)]
+
+    def written(future: asyncio.Future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            answer.set_exception(CloseConnection(f"produce with acks=0 was not written: {future!r}"))
+        left[0] -= 1
+        if left[0] == 0:
+            answer.set_result(None)
+
+    for future in futures:
+        future.add_done_callback(written)
+    return answer
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
@@ -75,6 +99,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                                      for t in request.topic_data])
 
         topics: list[tuple[str, list[dict]]] = []
+        # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
         any_error = False
         for topic in request.topic_data:
@@ -104,14 +129,14 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                          "log_start_offset": appended.log_start_offset, "record_errors": [],
                          "error_message": None}
                 parts.append(entry)
-                if acks == -1 and appended.durable is not None:
+                if acks != 1 and appended.durable is not None:
                     waiting.append((entry, appended.durable))
             topics.append((name, parts))
 
         if acks == 0:
             if any_error:
                 raise CloseConnection("produce with acks=0 failed on at least one partition")
-            return None
+            return _silent_until_written([fut for _, fut in waiting if not fut.done()])
         if not waiting:
             return respond(version, topics)
 
