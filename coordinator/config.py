@@ -152,6 +152,9 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                          "fsync every log.flush.interval.ms."),
     "log.flush.interval.ms": ("log_flush_interval_ms", _int(1, INT32_MAX), "1000",
                               "With log.flush.policy=none: the longest time between fsyncs of a topic log."),
+    "fetch.max.bytes": ("fetch_max_bytes", _int(0, INT32_MAX), "57671680",
+                        "Most record bytes one Fetch answer carries (with the request's max_bytes, the smaller "
+                        "wins; the first batch may pass it so that a consumer always progresses)."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
 }
 
@@ -192,6 +195,7 @@ class Config:
     message_max_bytes: int
     log_flush_policy: str
     log_flush_interval_ms: int
+    fetch_max_bytes: int
     log_level: str
 
     @classmethod
