@@ -87,6 +87,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
         seen: set[str] = set()
         allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
+        to_create: list[tuple[int, str]] = []  # (place in `topics`, name)
         for item in requested:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
             if topic_id != ZERO_UUID:
@@ -108,12 +109,30 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 topics.append(described(topic, topic_ops))
             elif topic_name_error(name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
-            elif allow_auto_create and services.data.auto_create(name) is not None:
-                # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
-                # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it.
-                topics.append(missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops))
             else:
+                if allow_auto_create:
+                    to_create.append((len(topics), name))
                 topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
-        return respond(topics)
+        if not to_create or services.data is None:
+            return respond(topics)
+        # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
+        # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it. So does
+        # a topic another request is creating now.
+        reserved, busy = services.data.auto_create_names([name for _, name in to_create])
+        creating = {name: place for place, name in to_create}
+        for name in busy:
+            topics[creating[name]] = missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops)
+        if not reserved:
+            return respond(topics)
+
+        async def after_creation() -> object:
+            errors = await services.data.create_topics(reserved)  # all of them with one catalog write
+            for topic, error in zip(reserved, errors):
+                if error is None:
+                    topics[creating[topic.name]] = missing(topic.name, ZERO_UUID, ErrorCode.leader_not_available,
+                                                           topic_ops)
+            return respond(topics)
+
+        return after_creation()
 
     dispatcher.register(ApiKey.METADATA, handle)

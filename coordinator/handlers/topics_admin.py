@@ -48,35 +48,52 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                  "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
                 for name, value in sorted(merged.items())]
 
+    def created(name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str]) -> dict:
+        return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
+                "num_partitions": partitions, "replication_factor": 1, "configs": config_list(overrides)}
+
+    def refused(name: str, code: ErrorCode, message: str) -> dict:
+        return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
+                "num_partitions": -1, "replication_factor": -1, "configs": None}
+
     def create(ctx: RequestContext, request) -> object:
         counts = Counter(t.name for t in request.topics)
         results = []
         for name in [n for n, c in counts.items() if c > 1]:
-            results.append({"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.invalid_request,
-                            "error_message": "Duplicate topic name.", "num_partitions": -1,
-                            "replication_factor": -1, "configs": None})
+            results.append(refused(name, ErrorCode.invalid_request, "Duplicate topic name."))
+        reserved: list[tuple[int, object]] = []  # (place in `results`, TopicInfo)
         for topic in request.topics:
             if counts[topic.name] > 1:
                 continue
-            try:
-                info, partitions, overrides = data.create_topic(
-                    topic.name, topic.num_partitions, topic.replication_factor,
+            args = (topic.name, topic.num_partitions, topic.replication_factor,
                     [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
-                    {c.name: c.value for c in topic.configs}, request.validate_only)
+                    {c.name: c.value for c in topic.configs})
+            try:
+                if request.validate_only:
+                    partitions, overrides = data.check_topic(*args)
+                    results.append(created(topic.name, ZERO_UUID, partitions, overrides))
+                else:
+                    reserved.append((len(results), data.reserve_topic(*args)))
+                    results.append({})
             except KafkaError as exc:
-                results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": exc.code,
-                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
-                                "configs": None})
-                continue
-            except OSError as exc:  # the disk refused the new partition directories
-                results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": error_code_for(exc),
-                                "error_message": f"Cannot create the topic's logs: {exc}",
-                                "num_partitions": -1, "replication_factor": -1, "configs": None})
-                continue
-            results.append({"name": topic.name, "topic_id": info.topic_id if info else ZERO_UUID,
-                            "error_code": ErrorCode.none, "error_message": None, "num_partitions": partitions,
-                            "replication_factor": 1, "configs": config_list(overrides)})
-        return build(create_responses[ctx.api_version], throttle_time=NO_THROTTLE, topics=results)
+                results.append(refused(topic.name, exc.code, str(exc)))
+        cls = create_responses[ctx.api_version]
+        if not reserved:
+            return build(cls, throttle_time=NO_THROTTLE, topics=results)
+
+        async def after_creation() -> object:
+            # every topic of the request with one catalog write, off the loop
+            errors = await data.create_topics([info for _, info in reserved])
+            for (place, info), error in zip(reserved, errors):
+                if error is None:
+                    results[place] = created(info.name, info.topic_id, info.partitions, info.config_map())
+                elif isinstance(error, KafkaError):
+                    results[place] = refused(info.name, error.code, str(error))
+                else:  # the disk refused the new partition directories or the catalog
+                    results[place] = refused(info.name, error_code_for(error), f"Cannot create the topic: {error}")
+            return build(cls, throttle_time=NO_THROTTLE, topics=results)
+
+        return after_creation()
 
     def delete(ctx: RequestContext, request) -> object:
         version = ctx.api_version
@@ -124,8 +141,14 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return build(cls, throttle_time=NO_THROTTLE, responses=results)
 
         async def after_removal() -> object:
-            for topic, parts in detached:
-                await data.remove_partitions(topic, parts)
+            try:
+                await data.delete_topics(detached)  # one catalog write for all, off the loop
+            except Exception as exc:  # the catalog write failed: the deletion is not durable
+                code = error_code_for(exc)
+                gone = {topic.name for topic, _ in detached}
+                for result in results:
+                    if result["error_code"] == ErrorCode.none and result["name"] in gone:
+                        result.update(error_code=code, error_message=f"Cannot write the topic catalog: {exc}")
             return build(cls, throttle_time=NO_THROTTLE, responses=results)
 
         return after_removal()
