@@ -1,6 +1,6 @@
 """Single requests that used to freeze the event loop (issue 13, defect 4), sent to the real
 server under a container-like memory limit: a Metadata request auto-creating 2,000 topics, an
-OffsetCommit of a million partitions, a Fetch listing one partition 500 times and a Fetch asking
+OffsetCommit of a million partitions, an OffsetFetch of a million, a Fetch listing one partition 500 times and a Fetch asking
 for 2 GiB. Each time a well-behaved client on another connection keeps its answers within
 RESPONSIVE_SECONDS, the answer is bounded as Kafka's would be, and acknowledged commits survive."""
 
@@ -17,6 +17,7 @@ from storage.batch import build_batch, iter_batches
 from tests.data_plane_support import req
 from tests.hostile_frames import commit_answer_codes, huge_commit_frame, send_frame
 from tests.hostile_support import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.offsets_support import fetch_request
 from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -96,6 +97,18 @@ def test_an_offset_commit_of_a_million_partitions(server):
     # Kafka: records past the offsets topic's max.message.bytes -> INVALID_COMMIT_OFFSET_SIZE, each partition
     assert commit_answer_codes(answer) == {ErrorCode.invalid_commit_offset_size: 1_000_000}
     assert rss_bytes(server) - before < 256 << 20, "the server's memory ballooned"
+    assert server.process.poll() is None
+    assert_commits_survive(server, GROUP, KEPT)
+
+
+def test_an_offset_fetch_of_a_million_partitions(server):
+    with Watchdog(server) as dog, WireClient(server.host, server.port, timeout=120) as attacker:
+        response = attacker.call(fetch_request(8, GROUP, {"kept": list(range(1_000_000))}))
+    dog.check()
+    (group,) = response.groups
+    (topic,) = group.topics
+    assert group.error_code == ErrorCode.none and len(topic.partitions) == 1_000_000
+    assert [(p.partition_index, p.committed_offset) for p in topic.partitions[:3]] == [(0, 42), (1, 7), (2, -1)]
     assert server.process.poll() is None
     assert_commits_survive(server, GROUP, KEPT)
 

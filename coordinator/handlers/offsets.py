@@ -42,6 +42,7 @@ from ..offsets import DEFAULT_RETENTION, commit_records, delete_offsets, error_a
 from ..services import Services
 from .api_versions import NO_THROTTLE
 from .commit_size import SCAN_FROM, refusal_body, scan_oversized
+from . import offset_fetch_slices as fetch_slices
 
 log = structlog.get_logger("coordinator.offsets")
 
@@ -253,14 +254,18 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
     fetch_classes = API_TABLE[ApiKey.OFFSET_FETCH].responses
 
-    def fetch_group(group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
+    def fetch_group_error(group_id: str) -> ErrorCode | None:
+        """An OffsetFetch's group-level error, or None."""
         if not group_id:
-            return E.invalid_group_id, []
-        shard = shard_for(group_id)
-        if shard.error is not None:
-            return shard.error, []
+            return E.invalid_group_id
+        return shard_for(group_id).error
+
+    def fetch_group(group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
+        code = fetch_group_error(group_id)
+        if code is not None:
+            return code, []
         try:
-            return E.none, fetch(shard, group_id, topics, require_stable)
+            return E.none, fetch(shard_for(group_id), group_id, topics, require_stable)
         except Exception:
             log.exception("OffsetFetch failed", group=group_id)
             return E.unknown_server_error, []
@@ -296,6 +301,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         version = ctx.api_version
         cls = fetch_classes[version]
         require_stable = version >= FETCH_STABLE_FROM and request.require_stable
+        if fetch_slices.requested_partitions(version, request) > fetch_slices.SLICE:
+            return fetch_slices.sliced_body(version, request, fetch_group_error,
+                               lambda group_id, topics: fetch(shard_for(group_id), group_id, topics, require_stable))
         if version >= FETCH_GROUPS_FROM:
             # classic groups: Kafka ignores member id / epoch (ClassicGroup.validateOffsetFetch)
             out = []
