@@ -146,7 +146,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "log.segment.bytes": ("log_segment_bytes", _int(14, INT32_MAX), "1073741824",
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
-                          "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
+                          "Largest record batch a topic accepts (topic config max.message.bytes overrides); "
+                          "also the offsets log's batch limit for one OffsetCommit's records, as in Kafka."),
     "log.flush.policy": ("log_flush_policy", _choice("FSYNC", "NONE"), "fsync",
                          "Topic logs: fsync = acks=-1 answers after fsync; none = after the OS write, "
                          "fsync every log.flush.interval.ms."),
