@@ -1,6 +1,6 @@
 """Single requests that used to freeze the event loop (issue 13, defect 4), sent to the real
 server under a container-like memory limit: a Metadata request auto-creating 2,000 topics, an
-OffsetCommit of a million partitions, an OffsetFetch of a million, a Fetch listing one partition 500 times and a Fetch asking
+Metadata request naming 400,000 topics, an OffsetCommit of a million partitions, an OffsetFetch of a million, a Fetch listing one partition 500 times and a Fetch asking
 for 2 GiB. Each time a well-behaved client on another connection keeps its answers within
 RESPONSIVE_SECONDS, the answer is bounded as Kafka's would be, and acknowledged commits survive."""
 
@@ -84,6 +84,20 @@ def test_a_metadata_request_auto_creating_2000_topics(server):
     assert [(t.name, t.error_code) for t in first.topics] == [(n, ErrorCode.leader_not_available) for n in names]
     assert [(t.name, t.error_code, len(t.partitions)) for t in second.topics] == \
         [(n, ErrorCode.none, 1) for n in names]
+    assert server.process.poll() is None
+    assert_commits_survive(server, GROUP, KEPT)
+
+
+def test_a_metadata_request_naming_400000_topics(server):
+    names = [f"absent-{i}" for i in range(400_000)]
+    request = req(ApiKey.METADATA, 12, topics=[{"name": n, "topic_id": None} for n in names],
+                  allow_auto_topic_creation=False, include_topic_authorized_operations=False,
+                  include_cluster_authorized_operations=False)
+    with Watchdog(server) as dog, WireClient(server.host, server.port, timeout=120) as attacker:
+        response = attacker.call(request)
+    dog.check()
+    assert len(response.topics) == len(names)
+    assert {t.error_code for t in response.topics} == {ErrorCode.unknown_topic_or_partition}
     assert server.process.poll() is None
     assert_commits_survive(server, GROUP, KEPT)
 

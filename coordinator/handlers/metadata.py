@@ -14,6 +14,7 @@ operation is allowed.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -24,6 +25,7 @@ from protocol.build import build
 from ..dispatch import Dispatcher, RequestContext
 from ..services import Services
 from ..topics import TopicInfo, topic_name_error
+from . import metadata_slices
 from .api_versions import NO_THROTTLE
 
 NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
@@ -57,38 +59,11 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
                 "partitions": [], "topic_authorized_operations": topic_ops}
 
-    def handle(ctx: RequestContext, request) -> object:
-        version = ctx.api_version
-        cls = responses[version]
-        requested = request.topics
-        all_topics = requested is None or (version == 0 and not requested)
-        topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
-            else NOT_REQUESTED
-        cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
-            else NOT_REQUESTED
-
-        def respond(topics: list[dict]) -> object:
-            return build(
-                cls, throttle_time=NO_THROTTLE, cluster_id=node.cluster_id, controller_id=node.node_id,
-                brokers=[{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
-                topics=topics, cluster_authorized_operations=cluster_ops,
-            )
-
-        if all_topics:
-            return respond([described(topic, topic_ops) for topic in catalog.all()])
-
-        topics: list[dict] = []
-        if version < 12 and any(
-            getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
-            for t in requested
-        ):
-            return respond([missing(t.name or "", getattr(t, "topic_id", None) or ZERO_UUID,
-                                    ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
-
-        seen: set[str] = set()
-        allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
-        to_create: list[tuple[int, str]] = []  # (place in `topics`, name)
-        for item in requested:
+    def classify(items, topic_ops: int, allow_auto_create: bool, seen: set[str], topics: list[dict],
+                 to_create: list[tuple[int, str]]) -> None:
+        """Append each requested topic's answer to `topics`; names to auto-create to `to_create`
+        as (place in `topics`, name)."""
+        for item in items:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
             if topic_id != ZERO_UUID:
                 topic = catalog.by_id(topic_id)
@@ -113,6 +88,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 if allow_auto_create:
                     to_create.append((len(topics), name))
                 topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
+
+    def with_creation(topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int, respond) -> object:
+        """Create what may be auto-created, then answer (LEADER_NOT_AVAILABLE for those)."""
         if not to_create or services.data is None:
             return respond(topics)
         # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
@@ -131,8 +109,54 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 if error is None:
                     topics[creating[topic.name]] = missing(topic.name, ZERO_UUID, ErrorCode.leader_not_available,
                                                            topic_ops)
-            return respond(topics)
+            answer = respond(topics)
+            return (await answer) if hasattr(answer, "__await__") else answer
 
         return after_creation()
+
+    def handle(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        cls = responses[version]
+        requested = request.topics
+        all_topics = requested is None or (version == 0 and not requested)
+        topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
+            else NOT_REQUESTED
+        cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
+            else NOT_REQUESTED
+        head = {"throttle_time": NO_THROTTLE, "cluster_id": node.cluster_id, "controller_id": node.node_id,
+                "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
+                "cluster_authorized_operations": cluster_ops}
+
+        def respond(topics: list[dict]) -> object:
+            if len(topics) > metadata_slices.SLICE:
+                return metadata_slices.encode_sliced(cls, version, head, topics)
+            return build(cls, **head, topics=topics)
+
+        if all_topics:
+            return respond([described(topic, topic_ops) for topic in catalog.all()])
+        if version < 12 and any(
+            getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
+            for t in requested
+        ):
+            return respond([missing(t.name or "", getattr(t, "topic_id", None) or ZERO_UUID,
+                                    ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
+
+        allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
+        topics: list[dict] = []
+        to_create: list[tuple[int, str]] = []
+        seen: set[str] = set()
+        if len(requested) <= metadata_slices.SLICE:
+            classify(requested, topic_ops, allow_auto_create, seen, topics, to_create)
+            return with_creation(topics, to_create, topic_ops, respond)
+
+        async def in_slices() -> object:  # a huge request: other connections are served in between
+            for start in range(0, len(requested), metadata_slices.SLICE):
+                classify(requested[start:start + metadata_slices.SLICE], topic_ops, allow_auto_create, seen,
+                         topics, to_create)
+                await asyncio.sleep(0)
+            answer = with_creation(topics, to_create, topic_ops, respond)
+            return (await answer) if hasattr(answer, "__await__") else answer
+
+        return in_slices()
 
     dispatcher.register(ApiKey.METADATA, handle)
