@@ -102,6 +102,17 @@ def test_a_metadata_request_naming_400000_topics(server):
     assert_commits_survive(server, GROUP, KEPT)
 
 
+def test_a_delete_topics_request_naming_400000_topics(server):
+    names = [f"absent-{i}" for i in range(400_000)]
+    with Watchdog(server) as dog, WireClient(server.host, server.port, timeout=120) as attacker:
+        response = attacker.call(req(ApiKey.DELETE_TOPICS, 4, topic_names=names, timeout=ms(10_000)))
+    dog.check()
+    assert len(response.responses) == len(names)
+    assert {r.error_code for r in response.responses} == {ErrorCode.unknown_topic_or_partition}
+    assert server.process.poll() is None
+    assert_commits_survive(server, GROUP, KEPT)
+
+
 def test_an_offset_commit_of_a_million_partitions(server):
     before = rss_bytes(server)
     frame = huge_commit_frame(1, GROUP, "kept", 1_000_000, 5)  # would overwrite KEPT if written

@@ -8,7 +8,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.dispatch import Deferred, Dispatcher
-from coordinator.handlers import metadata_slices
+from coordinator.handlers import sliced_encoding
 from protocol.apis import ApiKey
 from tests.data_plane_support import Plane, req
 
@@ -45,14 +45,14 @@ async def test_sliced_answers_are_the_generic_bytes(tmp_path, monkeypatch, versi
         generic, _ = await answer_bytes(plane, metadata(version, names + [f"again1-{version}"]))
         assert plane.decode(metadata(version, names), generic).topics[-1].error_code == \
             ErrorCode.leader_not_available
-        monkeypatch.setattr(metadata_slices, "SLICE", 3)  # 9 names: sliced, several slices
+        monkeypatch.setattr(sliced_encoding, "SLICE", 3)  # 9 names: sliced, several slices
         sliced, deferred = await answer_bytes(plane, metadata(version, names + [f"again2-{version}"]))
         assert deferred
         expected = generic.replace(f"again1-{version}".encode(), f"again2-{version}".encode())
         assert body(sliced) == body(expected)
         if version >= 1:  # v0 reads an empty list as "all topics"; null is v1+
-            monkeypatch.setattr(metadata_slices, "SLICE", 10**9)
+            monkeypatch.setattr(sliced_encoding, "SLICE", 10**9)
             every, _ = await answer_bytes(plane, metadata(version, None))
-            monkeypatch.setattr(metadata_slices, "SLICE", 2)
+            monkeypatch.setattr(sliced_encoding, "SLICE", 2)
             sliced, deferred = await answer_bytes(plane, metadata(version, None))
             assert deferred and body(sliced) == body(every)

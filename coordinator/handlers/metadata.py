@@ -14,7 +14,6 @@ operation is allowed.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -25,7 +24,7 @@ from protocol.build import build
 from ..dispatch import Dispatcher, RequestContext
 from ..services import Services
 from ..topics import TopicInfo, topic_name_error
-from . import metadata_slices
+from . import sliced_encoding
 from .api_versions import NO_THROTTLE
 
 NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
@@ -128,8 +127,10 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 "cluster_authorized_operations": cluster_ops}
 
         def respond(topics: list[dict]) -> object:
-            if len(topics) > metadata_slices.SLICE:
-                return metadata_slices.encode_sliced(cls, version, head, topics)
+            if len(topics) > sliced_encoding.SLICE:
+                # cluster_authorized_operations (int32, v8-v10) follows the topics
+                return sliced_encoding.encode_sliced(cls, head, "topics", topics, flexible=version >= 9,
+                                                     after=4 if 8 <= version <= 10 else 0)
             return build(cls, **head, topics=topics)
 
         if all_topics:
@@ -145,15 +146,13 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         topics: list[dict] = []
         to_create: list[tuple[int, str]] = []
         seen: set[str] = set()
-        if len(requested) <= metadata_slices.SLICE:
+        if len(requested) <= sliced_encoding.SLICE:
             classify(requested, topic_ops, allow_auto_create, seen, topics, to_create)
             return with_creation(topics, to_create, topic_ops, respond)
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
-            for start in range(0, len(requested), metadata_slices.SLICE):
-                classify(requested[start:start + metadata_slices.SLICE], topic_ops, allow_auto_create, seen,
-                         topics, to_create)
-                await asyncio.sleep(0)
+            await sliced_encoding.in_slices(requested, lambda chunk: classify(
+                chunk, topic_ops, allow_auto_create, seen, topics, to_create))
             answer = with_creation(topics, to_create, topic_ops, respond)
             return (await answer) if hasattr(answer, "__await__") else answer
 
