@@ -5,47 +5,26 @@ from __future__ import annotations
 
 import struct
 
+from protocol.encoder import uvarint
+from protocol.header import read_uvarint
 from tests.wire_client import WireClient
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _compact_string(text: str) -> bytes:
     raw = text.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return uvarint(len(raw) + 1) + raw
 
 
 def huge_commit_frame(correlation_id: int, group: str, topic: str, partitions: int, offset: int) -> bytes:
     """OffsetCommit v8 (flexible, header v2) committing `offset` for partitions 0..n-1 of `topic`."""
     header = struct.pack(">hhih", 8, 8, correlation_id, 6) + b"hostil" + b"\x00"
     body = bytearray(_compact_string(group) + struct.pack(">i", -1) + _compact_string("") + b"\x00")
-    body += _uvarint(2) + _compact_string(topic) + _uvarint(partitions + 1)
+    body += uvarint(2) + _compact_string(topic) + uvarint(partitions + 1)
     tail = struct.pack(">qi", offset, -1) + b"\x01\x00"  # offset, leader epoch, metadata "", no tags
     body += b"".join(struct.pack(">i", i) + tail for i in range(partitions))
     body += b"\x00\x00"  # topic tags, request tags
     frame = header + bytes(body)
     return struct.pack(">i", len(frame)) + frame
-
-
-def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
 
 
 def commit_answer_codes(frame: bytes) -> dict[int, int]:

@@ -21,6 +21,8 @@ import struct
 from dataclasses import dataclass
 
 from protocol.codec import Encoded
+from protocol.encoder import uvarint
+from protocol.header import HeaderError, read_uvarint
 
 SCAN_FROM = 256 << 10  # bytes: smaller commits decode in ~30 ms
 SLICE = 20_000  # partitions answered per loop turn
@@ -35,8 +37,8 @@ _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 
 
 class _Bytes:
-    """A cursor over a request body, for the encodings OffsetCommit uses (raises IndexError
-    or struct.error past the end)."""
+    """A cursor over a request body, for the encodings OffsetCommit uses (raises IndexError,
+    struct.error or HeaderError past the end)."""
 
     __slots__ = ("data", "pos", "flexible")
 
@@ -54,16 +56,8 @@ class _Bytes:
         return value
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise IndexError("varint too long")
+        value, self.pos = read_uvarint(self.data, self.pos)
+        return value
 
     def string(self) -> bytes | None:
         if self.flexible:
@@ -139,7 +133,7 @@ def scan_oversized(body: bytes, pos: int, version: int, flexible: bool, limit: i
             cur.tags()
             walked += 1
         return None
-    except (IndexError, struct.error, UnicodeDecodeError):
+    except (IndexError, struct.error, UnicodeDecodeError, HeaderError):
         return None
 
 
@@ -181,11 +175,4 @@ async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bo
 
 def _count(n: int, flexible: bool) -> bytes:
     """An array count (or a compact string length): uvarint n+1 when flexible, else int32."""
-    if not flexible:
-        return _I32.pack(n)
-    value, out = n + 1, bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return uvarint(n + 1) if flexible else _I32.pack(n)

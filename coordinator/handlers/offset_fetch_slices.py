@@ -19,6 +19,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from protocol.codec import Encoded
+from protocol.encoder import uvarint
 
 log = structlog.get_logger("coordinator.offsets")
 
@@ -40,15 +41,6 @@ def requested_partitions(version: int, request: Any) -> int:
     return sum(len(t.partition_indexes) for g in groups for t in (g.topics or ()))
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 class _Writer:
     """The response's encodings for one version (flexible: compact lengths and empty tags)."""
 
@@ -60,13 +52,13 @@ class _Writer:
         self.tags = b"\x00" if self.flexible else b""
 
     def count(self, n: int) -> bytes:
-        return _uvarint(n + 1) if self.flexible else _I32.pack(n)
+        return uvarint(n + 1) if self.flexible else _I32.pack(n)
 
     def string(self, text: str | None) -> bytes:
         if text is None:
             return b"\x00" if self.flexible else _I16.pack(-1)
         raw = text.encode()
-        return (_uvarint(len(raw) + 1) if self.flexible else _I16.pack(len(raw))) + raw
+        return (uvarint(len(raw) + 1) if self.flexible else _I16.pack(len(raw))) + raw
 
     def partition(self, out: bytearray, row: tuple) -> None:
         index, offset, epoch, metadata, code = row
