@@ -18,6 +18,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Sequence
 
 from storage.placement import OFFSETS_TOPIC
 
@@ -143,7 +144,7 @@ class TopicCatalog:
                 if self._keys.get(key) == name and name not in self._by_name:
                     del self._keys[key]
 
-    async def commit(self, added: list[TopicInfo] = ()) -> None:  # type: ignore[assignment]
+    async def commit(self, added: Sequence[TopicInfo] = ()) -> None:
         """Write the visible topics plus `added` (reserved) in one catalog write off the loop;
         then `added` become visible. Writes are serialized: the file never goes back in time."""
         async with self._write_lock:

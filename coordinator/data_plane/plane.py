@@ -159,13 +159,14 @@ class DataPlane:
             raise
         return opened
 
-    def _open_new(self, topics: list[TopicInfo]) -> list[list[Partition] | OSError]:
-        """In a worker thread: each new topic's logs, or the error that stopped them."""
-        out: list[list[Partition] | OSError] = []
+    def _open_new(self, topics: list[TopicInfo]) -> list[list[Partition] | Exception]:
+        """In a worker thread: each new topic's logs, or the error that stopped them (say the
+        disk or the open-file limit refused them)."""
+        out: list[list[Partition] | Exception] = []
         for topic in topics:
             try:
                 out.append(self._open_logs(topic, fresh=True))
-            except OSError as exc:
+            except Exception as exc:
                 out.append(exc)
         return out
 

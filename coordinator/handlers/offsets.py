@@ -40,9 +40,9 @@ from ..late_answer import WriteAnswer
 from ..errors import commit_error_code, write_error_code
 from ..offsets import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
 from ..services import Services
+from . import offset_fetch_slices as fetch_slices
 from .api_versions import NO_THROTTLE
 from .commit_size import SCAN_FROM, refusal_body, scan_oversized
-from . import offset_fetch_slices as fetch_slices
 
 log = structlog.get_logger("coordinator.offsets")
 
