@@ -198,7 +198,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "log.segment.bytes": ("log_segment_bytes", _int(14, INT32_MAX), "1073741824",
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
-                          "Largest record batch a topic accepts (topic config max.message.bytes overrides)."),
+                          "Largest record batch a topic accepts (topic config max.message.bytes overrides); "
+                          "also the offsets log's batch limit for one OffsetCommit's records, as in Kafka."),
     "message.max.decompressed.bytes": ("message_max_decompressed_bytes", _int(1, STORED_MAX_DECOMPRESSED_BYTES),
                                        "16777216",
                                        "Largest size a compressed batch's records may inflate to; past it, "
@@ -222,6 +223,9 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                         "How often topic logs are checked for segments retention may delete."),
     "log.cleanup.policy": ("log_cleanup_policy", parse_cleanup_policy, "delete",
                            "Default cleanup.policy of topics: delete, compact, or compact,delete."),
+    "fetch.max.bytes": ("fetch_max_bytes", _int(0, INT32_MAX), "57671680",
+                        "Most record bytes one Fetch answer carries (with the request's max_bytes, the smaller "
+                        "wins; the first batch may pass it so that a consumer always progresses)."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
 }
 
@@ -273,6 +277,7 @@ class Config:
     log_retention_bytes: int
     log_retention_check_interval_ms: int
     log_cleanup_policy: str
+    fetch_max_bytes: int
     log_level: str
 
     @classmethod

@@ -261,13 +261,14 @@ class GroupSettings:
 
     __slots__ = ("min_session_timeout_ms", "max_session_timeout_ms", "initial_rebalance_delay_ms",
                  "max_size", "new_member_join_timeout_ms", "offsets_partitions", "offset_metadata_max_bytes",
-                 "offsets_retention_ms", "offsets_retention_check_interval_ms")
+                 "offsets_retention_ms", "offsets_retention_check_interval_ms", "offsets_max_batch_bytes")
 
     def __init__(self, min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1800000,
                  initial_rebalance_delay_ms: int = 3000, max_size: int = 2**31 - 1,
                  new_member_join_timeout_ms: int = 5 * 60 * 1000, offsets_partitions: int = 50,
                  offset_metadata_max_bytes: int = 4096, offsets_retention_ms: int = 10080 * 60_000,
-                 offsets_retention_check_interval_ms: int = 600_000) -> None:
+                 offsets_retention_check_interval_ms: int = 600_000, offsets_max_batch_bytes: int = 1048588) -> None:
+        self.offsets_max_batch_bytes = offsets_max_batch_bytes  # the offsets topic's max.message.bytes
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
         self.offsets_retention_ms = offsets_retention_ms
         self.offsets_retention_check_interval_ms = offsets_retention_check_interval_ms
@@ -285,7 +286,8 @@ class GroupSettings:
                    offsets_partitions=config.offsets_topic_num_partitions,
                    offset_metadata_max_bytes=config.offset_metadata_max_bytes,
                    offsets_retention_ms=config.offsets_retention_minutes * 60_000,
-                   offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms)
+                   offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+                   offsets_max_batch_bytes=config.message_max_bytes)
 
 
 _SHARD_CACHE_LIMIT = 100_000

@@ -4,18 +4,21 @@ It starts with the internal `__consumer_offsets` topic; the embedded data plane 
 user topics. Topic ids are stable for a cluster: the internal topic's id is derived
 from the cluster id, so it survives restarts without extra state. User topics (name,
 random id, partition count, config overrides) are kept in
-`<log.dirs>/topic-catalog.json` when the catalog is given a `log_dir`; every change
-rewrites that file atomically (temp file, fsync, rename, fsync of the directory), so
-a crash leaves either the old or the new catalog, never a torn one.
+`<log.dirs>/topic-catalog.json` when the catalog is given a `log_dir`; a batch of changes
+rewrites that file atomically (temp file, fsync, rename, fsync of the directory) in a
+worker thread, so a crash leaves either the old or the new catalog, never a torn one,
+and the event loop never waits for the disk.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Sequence
 
 from storage.placement import OFFSETS_TOPIC
 
@@ -69,12 +72,25 @@ def write_atomically(path: str, data: bytes) -> None:
         os.close(dir_fd)
 
 
+def collision_key(name: str) -> str:
+    """Names equal under this key collide (Kafka: '.' and '_' clash in metric names)."""
+    return name.replace(".", "_")
+
+
 class TopicCatalog:
+    """Changes are batched and written off the event loop: `reserve` a new topic (its name is
+    then taken, not yet visible), `commit` any number of them at once with one catalog write +
+    fsync in a worker thread; they become visible once durable. `drop` forgets a topic at once
+    (its deletion is visible at once); the next `commit` makes that durable."""
+
     def __init__(self, cluster_id: str, offsets_partitions: int, log_dir: str | None = None) -> None:
         namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
         offsets = TopicInfo(OFFSETS_TOPIC, uuid.uuid5(namespace, OFFSETS_TOPIC), offsets_partitions, internal=True)
         self._by_name: dict[str, TopicInfo] = {offsets.name: offsets}
         self._by_id: dict[uuid.UUID, TopicInfo] = {offsets.topic_id: offsets}
+        self._keys: dict[str, str] = {collision_key(offsets.name): offsets.name}  # visible and reserved names
+        self._reserved: set[str] = set()
+        self._write_lock = asyncio.Lock()
         self._path = os.path.join(log_dir, CATALOG_FILE) if log_dir else None
         if self._path and os.path.exists(self._path):
             self._load(self._path)
@@ -83,49 +99,72 @@ class TopicCatalog:
         with open(path, "rb") as handle:
             stored = json.loads(handle.read())
         for item in stored["topics"]:
-            topic = TopicInfo(item["name"], uuid.UUID(item["topic_id"]), int(item["partitions"]),
-                              configs=tuple(sorted(item.get("configs", {}).items())))
-            self._by_name[topic.name] = topic
-            self._by_id[topic.topic_id] = topic
+            self._show(TopicInfo(item["name"], uuid.UUID(item["topic_id"]), int(item["partitions"]),
+                                 configs=tuple(sorted(item.get("configs", {}).items()))))
 
-    def _persist(self, topics: list[TopicInfo]) -> None:
-        if self._path is None:
-            return
+    def _show(self, topic: TopicInfo) -> None:
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+        self._keys[collision_key(topic.name)] = topic.name
+
+    @staticmethod
+    def _write(path: str, topics: list[TopicInfo]) -> None:
         body = {"version": 1, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions, "configs": dict(t.configs)}
             for t in topics if not t.internal]}
-        write_atomically(self._path, json.dumps(body, indent=1, sort_keys=True).encode())
+        write_atomically(path, json.dumps(body, indent=1, sort_keys=True).encode())
 
-    def colliding(self, name: str) -> TopicInfo | None:
-        """A different existing topic whose name equals `name` once '.' is read as '_'
-        (Kafka refuses such pairs: their metric names would clash)."""
-        key = name.replace(".", "_")
-        for topic in self._by_name.values():
-            if topic.name != name and topic.name.replace(".", "_") == key:
-                return topic
-        return None
+    def colliding(self, name: str) -> str | None:
+        """A different existing (or reserved) topic name that equals `name` once '.' is read
+        as '_' (Kafka refuses such pairs: their metric names would clash)."""
+        other = self._keys.get(collision_key(name))
+        return other if other is not None and other != name else None
 
-    def add(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
-        """Create a user topic with a fresh random id; durable before it is visible."""
-        if name in self._by_name:
+    def taken(self, name: str) -> bool:
+        """A visible topic, or one being created."""
+        return name in self._by_name or name in self._reserved
+
+    def reserve(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
+        """A new user topic with a fresh random id; its name is taken until `commit` or `release`."""
+        if self.taken(name):
             raise ValueError(f"topic {name} exists")
         topic_id = uuid.uuid4()
         while topic_id in self._by_id or topic_id.int == 0:
             topic_id = uuid.uuid4()
-        topic = TopicInfo(name, topic_id, partitions, configs=tuple(sorted((configs or {}).items())))
-        self._persist([*self._by_name.values(), topic])
-        self._by_name[name] = topic
-        self._by_id[topic_id] = topic
-        return topic
+        self._reserved.add(name)
+        self._keys.setdefault(collision_key(name), name)
+        return TopicInfo(name, topic_id, partitions, configs=tuple(sorted((configs or {}).items())))
 
-    def remove(self, name: str) -> TopicInfo:
-        """Forget a user topic; durable before it disappears from Metadata."""
+    def release(self, names: list[str]) -> None:
+        """Free reserved names that were not committed."""
+        for name in names:
+            if name in self._reserved:
+                self._reserved.discard(name)
+                key = collision_key(name)
+                if self._keys.get(key) == name and name not in self._by_name:
+                    del self._keys[key]
+
+    async def commit(self, added: Sequence[TopicInfo] = ()) -> None:
+        """Write the visible topics plus `added` (reserved) in one catalog write off the loop;
+        then `added` become visible. Writes are serialized: the file never goes back in time."""
+        async with self._write_lock:
+            if self._path is not None:
+                snapshot = [*self._by_name.values(), *added]
+                await asyncio.get_running_loop().run_in_executor(None, self._write, self._path, snapshot)
+            for topic in added:
+                self._reserved.discard(topic.name)
+                self._show(topic)
+
+    def drop(self, name: str) -> TopicInfo:
+        """Forget a user topic now (Metadata stops listing it); durable after the next `commit`."""
         topic = self._by_name[name]
         if topic.internal:
             raise ValueError(f"{name} is internal")
-        self._persist([t for t in self._by_name.values() if t.name != name])
         del self._by_name[name]
         del self._by_id[topic.topic_id]
+        key = collision_key(name)
+        if self._keys.get(key) == name and name not in self._reserved:
+            del self._keys[key]
         return topic
 
     def get(self, name: str) -> TopicInfo | None:

@@ -386,11 +386,15 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
         log.info("storage.log.truncated", dir=self.path, offset=offset, log_end_offset=self._leo)
 
     async def close(self) -> None:
-        """Flush, write the final time-index entry, fsync everything, close files."""
+        """Flush, then write the final time-index entry, fsync everything and close the files
+        in the flush executor (a topic's deletion closes many logs: no fsync on the loop)."""
         if self._closed:
             return
         await self.flush()
-        self._close_files()
+        if self._closed:
+            return
+        self._mark_closed()
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._release_files)
 
     def close_sync(self) -> None:
         """Close without an event loop; only when nothing is pending (e.g. read-only use)."""
@@ -401,10 +405,16 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     def _close_files(self) -> None:
         if self._closed:
             return
+        self._mark_closed()
+        self._release_files()
+
+    def _mark_closed(self) -> None:
         self._closed = True
         if self._sync_timer is not None:
             self._sync_timer.cancel()
             self._sync_timer = None
+
+    def _release_files(self) -> None:
         try:
             if self._failed is None:
                 active = self._segments[-1]

@@ -68,6 +68,17 @@ class Plane:
             out = Dispatcher.finish(out)
         return None if out is None else self.decode(request, out)
 
+    async def answer_frame(self, request: Any) -> tuple[bytes, bool]:
+        """The answer frame with its correlation id zeroed (each request has its own), and
+        whether it was deferred."""
+        out = self.send(request)
+        deferred = isinstance(out, Deferred)
+        if deferred:
+            await asyncio.wait_for(asyncio.shield(out.future), 10)
+            out = Dispatcher.finish(out)
+        assert isinstance(out, bytes)
+        return out[:4] + bytes(4) + out[8:], deferred
+
     async def call(self, request: Any) -> Any:
         return await self.resolve(request, self.send(request))
 

@@ -71,6 +71,7 @@ class DataPlaneSettings:
     cleanup_policy: str = "delete"
     retention_check_interval_ms: int = 300000
     max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+    fetch_max_bytes: int = 57671680  # Kafka's fetch.max.bytes default, 55 MiB
 
     @classmethod
     def from_config(cls, config: Any) -> "DataPlaneSettings":
@@ -78,7 +79,7 @@ class DataPlaneSettings:
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,
                    config.log_retention_bytes, config.log_cleanup_policy, config.log_retention_check_interval_ms,
-                   config.message_max_decompressed_bytes)
+                   config.message_max_decompressed_bytes, config.fetch_max_bytes)
 
 
 class Partition:
@@ -146,6 +147,13 @@ class DataPlane:
                 shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
     def _open_topic(self, topic: TopicInfo, fresh: bool) -> list[Partition]:
+        opened = self._open_logs(topic, fresh)
+        for part in opened:
+            self.partitions[part.key] = part
+        return opened
+
+    def _open_logs(self, topic: TopicInfo, fresh: bool) -> list[Partition]:
+        """Open (creating) the topic's partition logs; blocking I/O, run off the loop for new topics."""
         config = EffectiveConfig.resolve(topic.config_map(), self.base_configs)
         opened: list[Partition] = []
         try:
@@ -167,32 +175,44 @@ class DataPlane:
             for part in opened:
                 part.log.close_sync()
             raise
-        for part in opened:
-            self.partitions[part.key] = part
         return opened
+
+    def _open_new(self, topics: list[TopicInfo]) -> list[list[Partition] | Exception]:
+        """In a worker thread: each new topic's logs, or the error that stopped them (say the
+        disk or the open-file limit refused them)."""
+        out: list[list[Partition] | Exception] = []
+        for topic in topics:
+            try:
+                out.append(self._open_logs(topic, fresh=True))
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    @staticmethod
+    def _discard_new(parts: list[Partition]) -> None:
+        """In a worker thread: close and remove the logs of a topic whose creation failed."""
+        for part in parts:
+            part.log.close_sync()
+            shutil.rmtree(part.log.path, ignore_errors=True)
 
     # ---------------------------------------------------------------- topics
     def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
-                     assignments: list[tuple[int, list[int]]] | None = None,
-                     configs: dict[str, str | None] | None = None, validate_only: bool = False
-                     ) -> tuple[TopicInfo | None, int, dict[str, str]]:
-        """Create (or with validate_only just check) a topic, following Kafka's checks and codes.
-
-        Returns (the topic or None when validate_only, partition count, config overrides).
-        """
+    def check_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                    assignments: list[tuple[int, list[int]]] | None = None,
+                    configs: dict[str, str | None] | None = None) -> tuple[int, dict[str, str]]:
+        """Kafka's checks and codes for a new topic: (partition count, config overrides), or a KafkaError."""
         if not self._started:
             raise KafkaError("the data plane is not started", ErrorCode.unknown_server_error)
         reason = topic_name_error(name)
         if reason:
             raise InvalidTopic(f"Topic name {name!r} is illegal: {reason}")
-        if self.catalog.get(name) is not None:
+        if self.catalog.taken(name):
             raise TopicAlreadyExists(f"Topic '{name}' already exists.")
         other = self.catalog.colliding(name)
         if other is not None:
-            raise InvalidTopic(f"Topic '{name}' collides with existing topic: {other.name}")
+            raise InvalidTopic(f"Topic '{name}' collides with existing topic: {other}")
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
                 raise InvalidRequest("A manual partition assignment was specified, but numPartitions or "
@@ -223,48 +243,67 @@ class DataPlane:
             raise InvalidReplicationFactor(
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
                 f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
-        overrides = topic_configs.validate(configs or {})
-        if validate_only:
-            return None, num_partitions, overrides
-        probe = TopicInfo(name, uuid.UUID(int=0), num_partitions, configs=tuple(sorted(overrides.items())))
-        opened = self._open_topic(probe, fresh=True)
-        try:
-            topic = self.catalog.add(name, num_partitions, overrides)
-        except BaseException:
-            for part in opened:
-                self.partitions.pop(part.key, None)
-                part.log.close_sync()
-            raise
-        log.info("data_plane.topic.created", topic=name, topic_id=str(topic.topic_id), partitions=num_partitions,
-                 configs=overrides)
-        return topic, num_partitions, overrides
+        return num_partitions, topic_configs.validate(configs or {})
 
-    def auto_create(self, name: str) -> TopicInfo | None:
-        """Create `name` with the defaults if auto.create.topics.enable allows; None if not created."""
-        if not self.settings.auto_create_topics or not self._started:
-            return None  # before start() (in-process tests of other handlers) no logs exist
+    def reserve_topic(self, name: str, *args: Any, **kwargs: Any) -> TopicInfo:
+        """check_topic, then take the name: the topic to pass to `create_topics`."""
+        partitions, overrides = self.check_topic(name, *args, **kwargs)
+        return self.catalog.reserve(name, partitions, overrides)
+
+    async def create_topics(self, topics: list[TopicInfo]) -> list[BaseException | None]:
+        """Create reserved topics together: their logs opened in a worker thread, one catalog
+        write for all of them (off the loop), then visible. Per topic: None, or why it failed."""
+        loop = asyncio.get_running_loop()
         try:
-            topic, _, _ = self.create_topic(name)
-        except (KafkaError, OSError) as exc:
-            log.info("data_plane.topic.auto_create_failed", topic=name, error=str(exc))
-            return None
-        return topic
+            opened = await loop.run_in_executor(None, self._open_new, topics)
+            made = [(t, parts) for t, parts in zip(topics, opened) if not isinstance(parts, BaseException)]
+            try:
+                await self.catalog.commit([t for t, _ in made])
+            except BaseException as exc:
+                await loop.run_in_executor(None, self._discard_new, [p for _, parts in made for p in parts])
+                log.warning("data_plane.topic.catalog_write_failed", topics=len(made), error=repr(exc))
+                return [exc for _ in topics]
+        finally:
+            self.catalog.release([t.name for t in topics])
+        for topic, parts in made:
+            for part in parts:  # type: ignore[union-attr]
+                self.partitions[part.key] = part
+            log.info("data_plane.topic.created", topic=topic.name, topic_id=str(topic.topic_id),
+                     partitions=topic.partitions, configs=topic.config_map())
+        return [parts if isinstance(parts, BaseException) else None for parts in opened]
+
+    def auto_create_names(self, names: list[str]) -> tuple[list[TopicInfo], set[str]]:
+        """Reserve what auto.create.topics.enable may create among unknown `names`: (reserved
+        topics to pass to `create_topics`, names another request is creating or deleting now).
+        A name that may not be created is logged and left out."""
+        if not self.settings.auto_create_topics or not self._started:
+            return [], set()  # before start() (in-process tests of other handlers) no logs exist
+        reserved: list[TopicInfo] = []
+        busy: set[str] = set()
+        for name in dict.fromkeys(names):
+            if self.catalog.get(name) is None and self.catalog.taken(name):
+                busy.add(name)
+                continue
+            try:
+                reserved.append(self.reserve_topic(name))
+            except KafkaError as exc:
+                log.info("data_plane.topic.auto_create_failed", topic=name, error=str(exc))
+        return reserved, busy
 
     def detach_topic(self, topic: TopicInfo) -> list[Partition]:
-        """Forget the topic, durably and at once (no await: two deletes cannot interleave).
-
-        Its partitions stop taking requests; `remove_partitions` then closes and removes them.
-        """
+        """Forget the topic at once (no await: two deletes cannot interleave); `delete_topics`
+        then makes that durable and removes its partitions, which stop taking requests now."""
         if topic.internal:
             raise TopicDeletionDisabled(f"Topic {topic.name} is a kafka internal topic and is not allowed to be "
                                         "marked for deletion.")
-        self.catalog.remove(topic.name)
+        self.catalog.drop(topic.name)
         parts = [self.partitions.pop((topic.name, i)) for i in range(topic.partitions)
                  if (topic.name, i) in self.partitions]
         for part in parts:
             self.purgatory.wake(part.key)
             # Renamed now, before any await: a topic re-created under this name at once
             # (say by auto-creation) gets fresh directories that the removal cannot touch.
+            # A rename is a metadata change without fsync, cheap enough for the loop.
             try:
                 os.rename(part.log.path, self._doomed_path(part, topic))
             except OSError as exc:
@@ -276,19 +315,29 @@ class DataPlane:
     def _doomed_path(part: Partition, topic: TopicInfo) -> str:
         return f"{part.log.path}.{topic.topic_id.hex}-delete"
 
-    async def remove_partitions(self, topic: TopicInfo, parts: list[Partition]) -> None:
-        """Close (flush) each detached log and remove its renamed directory.
+    async def delete_topics(self, detached: list[tuple[TopicInfo, list[Partition]]]) -> None:
+        """Write the catalog without the detached topics (once, off the loop), then close
+        (flush) each log and remove its renamed directory in a worker thread.
 
-        A crash before this leaves `*-delete` directories, removed at the next start; a
-        crash before the rename leaves an orphan directory, wiped if a topic of that
-        name is created again.
+        A crash before the catalog write lists the topics again at the next start, with
+        empty logs (their renamed directories are removed at start); a crash before the
+        rename leaves an orphan directory, wiped if a topic of that name is created again.
         """
+        await self.catalog.commit()
+        loop = asyncio.get_running_loop()
+        for topic, parts in detached:
+            for part in parts:
+                try:
+                    await part.log.close()
+                except Exception as exc:  # a failed log still gets removed
+                    log.warning("data_plane.topic.close_failed", topic=topic.name, partition=part.index,
+                                error=repr(exc))
+            await loop.run_in_executor(None, self._remove_dirs, topic, parts)
+
+    @classmethod
+    def _remove_dirs(cls, topic: TopicInfo, parts: list[Partition]) -> None:
         for part in parts:
-            try:
-                await part.log.close()
-            except Exception as exc:  # a failed log still gets removed
-                log.warning("data_plane.topic.close_failed", topic=topic.name, partition=part.index, error=repr(exc))
-            doomed = self._doomed_path(part, topic)
+            doomed = cls._doomed_path(part, topic)
             shutil.rmtree(doomed if os.path.exists(doomed) else part.log.path, ignore_errors=True)
 
     # ------------------------------------------------------------ delete records

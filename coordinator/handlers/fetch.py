@@ -11,8 +11,11 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
   unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; an offset outside
   [log start, log end] -> OFFSET_OUT_OF_RANGE; a current_leader_epoch above ours ->
   UNKNOWN_LEADER_EPOCH, below -> FENCED_LEADER_EPOCH; errors carry -1 offsets;
-* limits: each partition reads at most min(partition_max_bytes, what is left of
-  max_bytes), whole batches only, except that the first partition returning data
+* a partition listed more than once is read once (Kafka keys the request's partitions
+  in a LinkedHashMap: the first place, the last listing's offset and limits);
+* limits: the request reads at most min(max_bytes, fetch.max.bytes) (Kafka's
+  ReplicaManager.fetchMessages); each partition at most min(partition_max_bytes, what is
+  left of that), whole batches only, except that the first partition returning data
   may exceed both with its first batch (KIP-74), so progress is always possible;
 * records are the log's raw batch bytes up to the high watermark
   (= last_stable_offset: no transactions here);
@@ -44,33 +47,54 @@ def _error(index: int, code: ErrorCode) -> dict:
             "log_start_offset": -1, "aborted_transactions": None, "records": b""}
 
 
+def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
+    """The request's partitions as Kafka's FetchRequest.fetchData sees them: a LinkedHashMap keyed
+    by topic and partition, so a partition listed twice is read once, at its first place, with
+    its last listing's fields. Consecutive partitions of one topic share a topic entry, as
+    FetchResponse.toMessage groups them. Returns [(topic name or id, [FetchPartition])]."""
+    by_key: dict[tuple, object] = {}
+    for ft in topics:
+        topic_key = ft.topic_id if version >= 13 else ft.topic
+        for fp in ft.partitions:
+            by_key[topic_key, fp.partition] = fp
+    grouped: list[tuple[object, list]] = []
+    for (topic_key, _), fp in by_key.items():
+        if grouped and grouped[-1][0] == topic_key:
+            grouped[-1][1].append(fp)
+        else:
+            grouped.append((topic_key, [fp]))
+    return grouped
+
+
 def register(dispatcher: Dispatcher, services: Services) -> None:
     data = services.data
     assert data is not None
     catalog = data.catalog
     responses = API_TABLE[ApiKey.FETCH].responses
+    fetch_max_bytes = data.settings.fetch_max_bytes
 
     def plan(version: int, request) -> list[tuple[dict, list[tuple]]]:
-        """[(topic response fields, [(index, partition or error code, offset, max bytes, leader epoch)])]"""
+        """[(topic response fields, [(index, partition or error code, offset, max bytes, leader epoch)])],
+        one row per distinct partition (see `distinct_partitions`)."""
         out = []
-        for ft in request.topics:
+        for topic_key, rows in distinct_partitions(version, request.topics):
             if version >= 13:
-                info = catalog.by_id(ft.topic_id)
-                head = {"topic_id": ft.topic_id}
+                info = catalog.by_id(topic_key)
+                head = {"topic_id": topic_key}
                 missing = ErrorCode.unknown_topic_id
             else:
-                info = catalog.get(ft.topic)
-                head = {"topic": ft.topic}
+                info = catalog.get(topic_key)
+                head = {"topic": topic_key}
                 missing = ErrorCode.unknown_topic_or_partition
-            rows = []
-            for fp in ft.partitions:
+            planned = []
+            for fp in rows:
                 if info is None:
                     target = missing
                 else:
                     target = data.partition(info.name, fp.partition) or ErrorCode.unknown_topic_or_partition
-                rows.append((fp.partition, target, fp.fetch_offset, fp.partition_max_bytes,
-                             getattr(fp, "current_leader_epoch", -1)))
-            out.append((head, rows))
+                planned.append((fp.partition, target, fp.fetch_offset, fp.partition_max_bytes,
+                                getattr(fp, "current_leader_epoch", -1)))
+            out.append((head, planned))
         return out
 
     def read(planned, max_bytes: int, read_committed: bool) -> tuple[list[dict], int, bool, list]:
@@ -119,7 +143,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
                          session_id=0, responses=[])
         planned = plan(version, request)
-        max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
+        max_bytes = min(request.max_bytes, fetch_max_bytes)
         read_committed = request.isolation_level == 1
         min_bytes = request.min_bytes
         wait_s = request.max_wait.total_seconds()

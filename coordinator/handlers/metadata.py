@@ -24,6 +24,7 @@ from protocol.build import build
 from ..dispatch import Dispatcher, RequestContext
 from ..services import Services
 from ..topics import TopicInfo, topic_name_error
+from . import sliced_encoding
 from .api_versions import NO_THROTTLE
 
 NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
@@ -57,37 +58,11 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
                 "partitions": [], "topic_authorized_operations": topic_ops}
 
-    def handle(ctx: RequestContext, request) -> object:
-        version = ctx.api_version
-        cls = responses[version]
-        requested = request.topics
-        all_topics = requested is None or (version == 0 and not requested)
-        topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
-            else NOT_REQUESTED
-        cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
-            else NOT_REQUESTED
-
-        def respond(topics: list[dict]) -> object:
-            return build(
-                cls, throttle_time=NO_THROTTLE, cluster_id=node.cluster_id, controller_id=node.node_id,
-                brokers=[{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
-                topics=topics, cluster_authorized_operations=cluster_ops,
-            )
-
-        if all_topics:
-            return respond([described(topic, topic_ops) for topic in catalog.all()])
-
-        topics: list[dict] = []
-        if version < 12 and any(
-            getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
-            for t in requested
-        ):
-            return respond([missing(t.name or "", getattr(t, "topic_id", None) or ZERO_UUID,
-                                    ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
-
-        seen: set[str] = set()
-        allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
-        for item in requested:
+    def classify(items, topic_ops: int, allow_auto_create: bool, seen: set[str], topics: list[dict],
+                 to_create: list[tuple[int, str]]) -> None:
+        """Append each requested topic's answer to `topics`; names to auto-create to `to_create`
+        as (place in `topics`, name)."""
+        for item in items:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
             if topic_id != ZERO_UUID:
                 topic = catalog.by_id(topic_id)
@@ -108,12 +83,79 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 topics.append(described(topic, topic_ops))
             elif topic_name_error(name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
-            elif allow_auto_create and services.data.auto_create(name) is not None:
-                # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
-                # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it.
-                topics.append(missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops))
             else:
+                if allow_auto_create:
+                    to_create.append((len(topics), name))
                 topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
-        return respond(topics)
+
+    def with_creation(topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int, respond) -> object:
+        """Create what may be auto-created, then answer (LEADER_NOT_AVAILABLE for those)."""
+        if not to_create or services.data is None:
+            return respond(topics)
+        # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
+        # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it. So does
+        # a topic another request is creating now.
+        reserved, busy = services.data.auto_create_names([name for _, name in to_create])
+        creating = {name: place for place, name in to_create}
+        for name in busy:
+            topics[creating[name]] = missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops)
+        if not reserved:
+            return respond(topics)
+
+        async def after_creation() -> object:
+            errors = await services.data.create_topics(reserved)  # all of them with one catalog write
+            for topic, error in zip(reserved, errors):
+                if error is None:
+                    topics[creating[topic.name]] = missing(topic.name, ZERO_UUID, ErrorCode.leader_not_available,
+                                                           topic_ops)
+            answer = respond(topics)
+            return (await answer) if hasattr(answer, "__await__") else answer
+
+        return after_creation()
+
+    def handle(ctx: RequestContext, request) -> object:
+        version = ctx.api_version
+        cls = responses[version]
+        requested = request.topics
+        all_topics = requested is None or (version == 0 and not requested)
+        topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
+            else NOT_REQUESTED
+        cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
+            else NOT_REQUESTED
+        head = {"throttle_time": NO_THROTTLE, "cluster_id": node.cluster_id, "controller_id": node.node_id,
+                "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
+                "cluster_authorized_operations": cluster_ops}
+
+        def respond(topics: list[dict]) -> object:
+            if len(topics) > sliced_encoding.SLICE:
+                # cluster_authorized_operations (int32, v8-v10) follows the topics
+                return sliced_encoding.encode_sliced(cls, head, "topics", topics, flexible=version >= 9,
+                                                     after=4 if 8 <= version <= 10 else 0)
+            return build(cls, **head, topics=topics)
+
+        if all_topics:
+            return respond([described(topic, topic_ops) for topic in catalog.all()])
+        if version < 12 and any(
+            getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
+            for t in requested
+        ):
+            return respond([missing(t.name or "", getattr(t, "topic_id", None) or ZERO_UUID,
+                                    ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
+
+        allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
+        topics: list[dict] = []
+        to_create: list[tuple[int, str]] = []
+        seen: set[str] = set()
+        if len(requested) <= sliced_encoding.SLICE:
+            classify(requested, topic_ops, allow_auto_create, seen, topics, to_create)
+            return with_creation(topics, to_create, topic_ops, respond)
+
+        async def in_slices() -> object:  # a huge request: other connections are served in between
+            await sliced_encoding.in_slices(requested, lambda chunk: classify(
+                chunk, topic_ops, allow_auto_create, seen, topics, to_create))
+            answer = with_creation(topics, to_create, topic_ops, respond)
+            return (await answer) if hasattr(answer, "__await__") else answer
+
+        return in_slices()
 
     dispatcher.register(ApiKey.METADATA, handle)

@@ -23,6 +23,7 @@ task, no closure per request).
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any, NamedTuple
 
@@ -31,6 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import Encoded, decode_common, encode_response
+from protocol.header import HeaderError, parse_request_header
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
 
 from ..dispatch import CloseConnection, Deferred, Dispatcher, RequestContext
@@ -38,7 +40,9 @@ from ..late_answer import WriteAnswer
 from ..errors import commit_error_code, write_error_code
 from ..offsets import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
 from ..services import Services
+from . import offset_fetch_slices as fetch_slices
 from .api_versions import NO_THROTTLE
+from .commit_size import SCAN_FROM, refusal_body, scan_oversized
 
 log = structlog.get_logger("coordinator.offsets")
 
@@ -153,6 +157,13 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                                           else [code if c is ok else c for c in codes])
                                          for name, indexes, codes in answer])
 
+    def group_refusal(shard: Any, group_id: str, member_id: str, instance_id: str | None, generation: int,
+                      version: int) -> ErrorCode | None:
+        """The error of a commit refused for its group as a whole, or None."""
+        if not group_id:
+            return E.invalid_group_id
+        return shard.error or validate_commit(shard, group_id, member_id, instance_id, generation, version)
+
     def commit(version: int, request: Any) -> Any:
         """OffsetCommit: the response, or a WriteAnswer settled when the records are durable."""
         if version < COMMIT_RETENTION_FROM:
@@ -161,12 +172,8 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         topics = request.topics
         try:
             shard = shard_for(group_id)
-            if not group_id:
-                code: ErrorCode | None = E.invalid_group_id
-            else:
-                code = shard.error or validate_commit(
-                    shard, group_id, request.member_id, getattr(request, "group_instance_id", None),
-                    request.generation_id_or_member_epoch, version)
+            code = group_refusal(shard, group_id, request.member_id, getattr(request, "group_instance_id", None),
+                                 request.generation_id_or_member_epoch, version)
             if code is not None:
                 return commit_response(version, error_answer(topics, code))
             retention = request.retention_time // _ONE_MS if version <= COMMIT_RETENTION_UNTIL else -1
@@ -197,6 +204,10 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         """OffsetCommit v2+ without RequestHeader, RequestContext or the generic dispatch: kio's
         reader for the body, then `commit` (handle_commit's logic). None (generic path) for
         anything unusual: v0/v1, an uncommon header, a body that does not parse."""
+        if len(frame) > SCAN_FROM:
+            refused = oversized_commit(frame, version, correlation_id)
+            if refused is not None:
+                return refused
         flexible = commit_flexible.get(version)
         if flexible is None:
             return None
@@ -212,18 +223,49 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return Deferred(result, correlation_id, commit_header[version], commit_spec.name)
         return encode_response(correlation_id, commit_header[version], result)
 
+    any_flexible = {v: commit_spec.request_is_flexible(v) for v in commit_classes}
+
+    def oversized_commit(frame: bytes, version: int, correlation_id: int) -> Deferred | None:
+        """A commit whose records surely pass the offsets log's batch limit (commit_size.py),
+        answered without decoding it; None for anything else."""
+        flexible = any_flexible.get(version)
+        if flexible is None:
+            return None
+        try:
+            body_at = parse_request_header(frame, flexible).body_offset
+        except HeaderError:
+            return None
+        scan = scan_oversized(frame, body_at, version, flexible, settings.offsets_max_batch_bytes,
+                              settings.offset_metadata_max_bytes)
+        if scan is None:
+            return None
+        try:
+            code = group_refusal(shard_for(scan.group_id), scan.group_id, scan.member_id, scan.instance_id,
+                                 scan.generation, version) or E.invalid_commit_offset_size
+        except Exception:
+            log.exception("OffsetCommit failed", group=scan.group_id)
+            code = E.unknown_server_error
+        log.warning("offset commit refused: its records pass the offsets log's batch limit", group=scan.group_id,
+                    limit=settings.offsets_max_batch_bytes, request_bytes=len(frame), code=code.name)
+        answer = asyncio.ensure_future(refusal_body(frame, scan, version, flexible, code))
+        return Deferred(answer, correlation_id, commit_header[version], commit_spec.name)
+
     # --- OffsetFetch ------------------------------------------------------------------
 
     fetch_classes = API_TABLE[ApiKey.OFFSET_FETCH].responses
 
-    def fetch_group(group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
+    def fetch_group_error(group_id: str) -> ErrorCode | None:
+        """An OffsetFetch's group-level error, or None."""
         if not group_id:
-            return E.invalid_group_id, []
-        shard = shard_for(group_id)
-        if shard.error is not None:
-            return shard.error, []
+            return E.invalid_group_id
+        return shard_for(group_id).error
+
+    def fetch_group(group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
+        code = fetch_group_error(group_id)
+        if code is not None:
+            return code, []
         try:
-            return E.none, fetch(shard, group_id, topics, require_stable)
+            return E.none, fetch(shard_for(group_id), group_id, topics, require_stable)
         except Exception:
             log.exception("OffsetFetch failed", group=group_id)
             return E.unknown_server_error, []
@@ -259,6 +301,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         version = ctx.api_version
         cls = fetch_classes[version]
         require_stable = version >= FETCH_STABLE_FROM and request.require_stable
+        if fetch_slices.requested_partitions(version, request) > fetch_slices.SLICE:
+            return fetch_slices.sliced_body(version, request, fetch_group_error,
+                               lambda group_id, topics: fetch(shard_for(group_id), group_id, topics, require_stable))
         if version >= FETCH_GROUPS_FROM:
             # classic groups: Kafka ignores member id / epoch (ClassicGroup.validateOffsetFetch)
             out = []

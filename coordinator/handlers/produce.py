@@ -98,6 +98,18 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return respond(version, [(t.name, [failed(p.index, whole_request_error) for p in t.partition_data])
                                      for t in request.topic_data])
 
+        reserved, _ = data.auto_create_names([t.name for t in request.topic_data
+                                              if data.catalog.get(t.name) is None])
+        if reserved:
+            async def after_creation() -> object:
+                await data.create_topics(reserved)  # all of them with one catalog write, off the loop
+                answer = append_all(version, request, acks)
+                return (await answer) if hasattr(answer, "__await__") else answer
+
+            return after_creation()
+        return append_all(version, request, acks)
+
+    def append_all(version: int, request, acks: int) -> object:
         topics: list[tuple[str, list[dict]]] = []
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
@@ -110,9 +122,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 try:
                     if part is None:
                         known = data.catalog.get(name)
-                        if known is None and data.auto_create(name) is not None:
-                            part = data.partition(name, pd.index)
-                        elif known is not None and known.internal:
+                        if known is not None and known.internal:
                             raise InvalidTopic(f"Cannot append to internal topic {name}")
                         if part is None:
                             raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -28,8 +29,10 @@ from protocol.build import build
 
 from ..dispatch import Dispatcher, RequestContext
 from ..errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
+from ..data_plane import DataPlane
 from ..services import Services
 from ..topics import TopicInfo
+from . import sliced_encoding
 from .api_versions import NO_THROTTLE
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -39,8 +42,23 @@ TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSourc
 def register(dispatcher: Dispatcher, services: Services) -> None:
     data = services.data
     assert data is not None
-    create_responses = API_TABLE[ApiKey.CREATE_TOPICS].responses
-    delete_responses = API_TABLE[ApiKey.DELETE_TOPICS].responses
+    dispatcher.register(ApiKey.CREATE_TOPICS, _create_handler(data))
+    dispatcher.register(ApiKey.DELETE_TOPICS, _delete_handler(data))
+
+
+def _answer(cls: type, field: str, results: list[dict], flexible: bool) -> object:
+    """The response; past SLICE results, encoded in slices (sliced_encoding)."""
+    if len(results) > sliced_encoding.SLICE:
+        return sliced_encoding.encode_sliced(cls, {"throttle_time": NO_THROTTLE}, field, results, flexible=flexible)
+    return build(cls, throttle_time=NO_THROTTLE, **{field: results})
+
+
+async def _settled(answer: object) -> object:
+    return (await answer) if hasattr(answer, "__await__") else answer  # type: ignore[misc]
+
+
+def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
+    spec = API_TABLE[ApiKey.CREATE_TOPICS]
 
     def config_list(overrides: dict[str, str]) -> list[dict]:
         merged = {**data.base_configs, **overrides}
@@ -48,35 +66,68 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                  "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
                 for name, value in sorted(merged.items())]
 
+    def created(name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str]) -> dict:
+        return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
+                "num_partitions": partitions, "replication_factor": 1, "configs": config_list(overrides)}
+
+    def refused(name: str, code: ErrorCode, message: str) -> dict:
+        return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
+                "num_partitions": -1, "replication_factor": -1, "configs": None}
+
     def create(ctx: RequestContext, request) -> object:
         counts = Counter(t.name for t in request.topics)
-        results = []
-        for name in [n for n, c in counts.items() if c > 1]:
-            results.append({"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.invalid_request,
-                            "error_message": "Duplicate topic name.", "num_partitions": -1,
-                            "replication_factor": -1, "configs": None})
-        for topic in request.topics:
-            if counts[topic.name] > 1:
-                continue
-            try:
-                info, partitions, overrides = data.create_topic(
-                    topic.name, topic.num_partitions, topic.replication_factor,
-                    [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
-                    {c.name: c.value for c in topic.configs}, request.validate_only)
-            except KafkaError as exc:
-                results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": exc.code,
-                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
-                                "configs": None})
-                continue
-            except OSError as exc:  # the disk refused the new partition directories
-                results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": error_code_for(exc),
-                                "error_message": f"Cannot create the topic's logs: {exc}",
-                                "num_partitions": -1, "replication_factor": -1, "configs": None})
-                continue
-            results.append({"name": topic.name, "topic_id": info.topic_id if info else ZERO_UUID,
-                            "error_code": ErrorCode.none, "error_message": None, "num_partitions": partitions,
-                            "replication_factor": 1, "configs": config_list(overrides)})
-        return build(create_responses[ctx.api_version], throttle_time=NO_THROTTLE, topics=results)
+        results = [refused(name, ErrorCode.invalid_request, "Duplicate topic name.")
+                   for name, count in counts.items() if count > 1]
+        reserved: list[tuple[int, TopicInfo]] = []  # (place in `results`, reserved topic)
+
+        def check(topics) -> None:
+            for topic in topics:
+                if counts[topic.name] > 1:
+                    continue
+                args = (topic.name, topic.num_partitions, topic.replication_factor,
+                        [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
+                        {c.name: c.value for c in topic.configs})
+                try:
+                    if request.validate_only:
+                        partitions, overrides = data.check_topic(*args)
+                        results.append(created(topic.name, ZERO_UUID, partitions, overrides))
+                    else:
+                        reserved.append((len(results), data.reserve_topic(*args)))
+                        results.append({})
+                except KafkaError as exc:
+                    results.append(refused(topic.name, exc.code, str(exc)))
+
+        def respond() -> object:
+            version = ctx.api_version
+            return _answer(spec.responses[version], "topics", results, spec.request_is_flexible(version))
+
+        async def after_creation() -> object:
+            # every topic of the request with one catalog write, off the loop
+            errors = await data.create_topics([info for _, info in reserved])
+            for (place, info), error in zip(reserved, errors):
+                if error is None:
+                    results[place] = created(info.name, info.topic_id, info.partitions, info.config_map())
+                elif isinstance(error, KafkaError):
+                    results[place] = refused(info.name, error.code, str(error))
+                else:  # the disk refused the new partition directories or the catalog
+                    results[place] = refused(info.name, error_code_for(error), f"Cannot create the topic: {error}")
+            return await _settled(respond())
+
+        if len(request.topics) <= sliced_encoding.SLICE:
+            check(request.topics)
+            return after_creation() if reserved else respond()
+
+        async def in_slices() -> object:  # a huge request: other connections are served in between
+            await sliced_encoding.in_slices(request.topics, check)
+            return await (after_creation() if reserved else _settled(respond()))
+
+        return in_slices()
+
+    return create
+
+
+def _delete_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
+    spec = API_TABLE[ApiKey.DELETE_TOPICS]
 
     def delete(ctx: RequestContext, request) -> object:
         version = ctx.api_version
@@ -96,39 +147,55 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             answer(name, ZERO_UUID, ErrorCode.invalid_request, "Duplicate topic name.")
         for topic_id in [i for i, c in ids.items() if c > 1]:
             answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
-        for name, topic_id in wanted:
-            if (name is not None and names[name] > 1) or (name is None and ids[topic_id] > 1):
-                continue
-            if name is not None and topic_id != ZERO_UUID:
-                answer(name, topic_id, ErrorCode.invalid_request, "You may not specify both topic name and topic id.")
-                continue
-            if name is None and topic_id == ZERO_UUID:
-                answer(None, ZERO_UUID, ErrorCode.invalid_request, "Neither topic name nor id were specified.")
-                continue
-            try:
-                if name is not None:
-                    topic = data.catalog.get(name)
-                    if topic is None:
-                        raise UnknownTopicOrPartition("This server does not host this topic-partition.")
-                else:
-                    topic = data.catalog.by_id(topic_id)
-                    if topic is None:
-                        raise UnknownTopicId("This server does not host this topic ID.")
-                detached.append((topic, data.detach_topic(topic)))
-            except KafkaError as exc:
-                answer(name, topic_id, exc.code, str(exc))
-                continue
-            answer(topic.name, topic.topic_id if version >= 6 else ZERO_UUID, ErrorCode.none)
-        cls = delete_responses[version]
-        if not detached:
-            return build(cls, throttle_time=NO_THROTTLE, responses=results)
+
+        def detach(chunk) -> None:
+            for name, topic_id in chunk:
+                if (name is not None and names[name] > 1) or (name is None and ids[topic_id] > 1):
+                    continue
+                if name is not None and topic_id != ZERO_UUID:
+                    answer(name, topic_id, ErrorCode.invalid_request,
+                           "You may not specify both topic name and topic id.")
+                    continue
+                if name is None and topic_id == ZERO_UUID:
+                    answer(None, ZERO_UUID, ErrorCode.invalid_request, "Neither topic name nor id were specified.")
+                    continue
+                try:
+                    if name is not None:
+                        topic = data.catalog.get(name)
+                        if topic is None:
+                            raise UnknownTopicOrPartition("This server does not host this topic-partition.")
+                    else:
+                        topic = data.catalog.by_id(topic_id)
+                        if topic is None:
+                            raise UnknownTopicId("This server does not host this topic ID.")
+                    detached.append((topic, data.detach_topic(topic)))
+                except KafkaError as exc:
+                    answer(name, topic_id, exc.code, str(exc))
+                    continue
+                answer(topic.name, topic.topic_id if version >= 6 else ZERO_UUID, ErrorCode.none)
+
+        def respond() -> object:
+            return _answer(spec.responses[version], "responses", results, spec.request_is_flexible(version))
 
         async def after_removal() -> object:
-            for topic, parts in detached:
-                await data.remove_partitions(topic, parts)
-            return build(cls, throttle_time=NO_THROTTLE, responses=results)
+            try:
+                await data.delete_topics(detached)  # one catalog write for all, off the loop
+            except Exception as exc:  # the catalog write failed: the deletion is not durable
+                code = error_code_for(exc)
+                gone = {topic.name for topic, _ in detached}
+                for result in results:
+                    if result["error_code"] == ErrorCode.none and result["name"] in gone:
+                        result.update(error_code=code, error_message=f"Cannot write the topic catalog: {exc}")
+            return await _settled(respond())
 
-        return after_removal()
+        if len(wanted) <= sliced_encoding.SLICE:
+            detach(wanted)
+            return after_removal() if detached else respond()
 
-    dispatcher.register(ApiKey.CREATE_TOPICS, create)
-    dispatcher.register(ApiKey.DELETE_TOPICS, delete)
+        async def in_slices() -> object:  # a huge request: other connections are served in between
+            await sliced_encoding.in_slices(wanted, detach)
+            return await (after_removal() if detached else _settled(respond()))
+
+        return in_slices()
+
+    return delete

@@ -1,0 +1,45 @@
+"""Answers with huge arrays, built and encoded in slices that yield to the event loop.
+
+A request may name any number of topics (a Metadata request naming 200,000 topics, 5 MB,
+took ~0.8 s of the event loop to answer; DeleteTopics and CreateTopics likewise). Past
+SLICE entries, a handler works through the request SLICE entries per loop turn, and the
+answer's big array is built and encoded SLICE entries per loop turn with the compiled
+encoder of its struct, then spliced into the encoding of the response without entries.
+The bytes are those of the generic encoder (tests compare them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from protocol.build import _shape, build
+from protocol.codec import Encoded
+from protocol.encoder import uvarint, writer_for
+
+SLICE = 20_000  # entries handled, built or encoded per loop turn
+
+
+async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict], *, flexible: bool,
+                        after: int = 0) -> Encoded:
+    """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
+    for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""
+    entry_cls = _shape(cls)[field][0]
+    assert entry_cls is not None
+    write_entry = writer_for(entry_cls)
+    out = bytearray()
+    for start in range(0, len(entries), SLICE):
+        for entry in entries[start:start + SLICE]:
+            write_entry(build(entry_cls, **entry), out)
+        await asyncio.sleep(0)
+    shell: Any = Encoded.of(build(cls, **head, **{field: []}))
+    tail = len(shell) - after - (1 if flexible else 0)  # where the fields after the array start
+    count = uvarint(len(entries) + 1) if flexible else len(entries).to_bytes(4, "big")
+    return Encoded(shell[:tail - (1 if flexible else 4)] + count + out + shell[tail:])
+
+
+async def in_slices(items: Any, work: Any) -> None:
+    """work(chunk) for each SLICE items, yielding to the loop in between."""
+    for start in range(0, len(items), SLICE):
+        work(items[start:start + SLICE])
+        await asyncio.sleep(0)
