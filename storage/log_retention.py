@@ -118,8 +118,8 @@ class LogStartMixin:
             return 0
         if n == len(self._segments):
             new = await self.roll_at_end()
-            if self._closed or self._segments[n:n + 1] != [new]:
-                return 0  # closed, deleted or truncated meanwhile
+            if self._closed or len(self._segments) <= n or self._segments[n] is not new:
+                return 0  # closed, deleted or truncated while the roll was flushed
         doomed = self._segments[:n]
         del self._segments[:n], self._bases[:n]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
