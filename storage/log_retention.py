@@ -94,8 +94,9 @@ class LogStartMixin:
 
     def _deletable(self, count: int) -> int:
         """How many of the oldest ``count`` segments may go now: all below the high watermark
-        (the active one: up to the log end offset, and only if it is not empty), none whose
-        index files still belong to the next flush job (a just-rolled segment)."""
+        (the active one: up to the log end offset, and only if it is not empty and the log has
+        not failed), none whose index files still belong to the next flush job (a just-rolled
+        segment)."""
         segments = self._segments
         n = 0
         for i, seg in enumerate(segments[:count]):
