@@ -1,6 +1,7 @@
 """The file-handling part of PartitionLog (a mixin over its state): rolls whose files are all
-opened before the log changes (roll.py), and the active segment's write fd, which an idle
-log gives back when IDLE_WRITERS is over capacity and the next append opens again.
+opened before the log changes (roll.py), by an append or by retention rolling an idle log
+to an empty segment (``roll_at_end``), and the active segment's write fd, which an idle log
+gives back when IDLE_WRITERS is over capacity and the next append opens again.
 
 An open that fails (EMFILE, ENFILE, ENOMEM, ...) fails only the append that needed it, with
 a retriable StorageError, and leaves the log exactly as before: fd exhaustion never fails
@@ -9,7 +10,9 @@ a log, and the next append after the fds return succeeds.
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Callable
 
 import structlog
 
@@ -26,30 +29,48 @@ class LogFiles:
 
     def _prepare_files(self, metas: list, total: int) -> dict[int, Roll] | None:
         """Everything an append needs opened before it changes the log: the active segment's
-        write fd (given back while idle) and the files of the rolls it needs."""
+        write fd (given back while idle) and the files of the rolls it needs (or None)."""
+        return self._open_for(lambda: plan_rolls(self._segments[-1], self._leo, metas, total, self.segment_bytes))
+
+    def _open_for(self, planner: Callable[[], dict[int, int] | None]) -> dict[int, Roll] | None:
+        """Reopen the active segment's write fd if it was given back, then open every file of
+        the rolls ``planner`` asks for (roll.py). If an open fails (EMFILE...), a retriable
+        StorageError is raised and the log is exactly as before; the next attempt tries again."""
         try:
             if self._segments[-1].fd < 0:
                 self._reopen_active()
-            return self._prepare_rolls(metas, total)
+            plan = planner()
+            if plan is None:
+                return None
+            try:
+                opened, dir_fd = open_rolls(self.path, self._segments[-1], plan, self._index_interval,
+                                            open_dir=self._dir_fd < 0)
+            except OSError as exc:
+                raise self._no_files(exc, "roll") from exc
         except StorageError:
             self._list_if_idle()
             raise
-
-    def _prepare_rolls(self, metas: list, total: int) -> dict[int, Roll] | None:
-        """The rolls this append needs with every file they need already open (roll.py),
-        or None. If an open fails (EMFILE...), the append raises a retriable StorageError
-        and the log is exactly as before; the next append tries again."""
-        plan = plan_rolls(self._segments[-1], self._leo, metas, total, self.segment_bytes)
-        if plan is None:
-            return None
-        try:
-            opened, dir_fd = open_rolls(self.path, self._segments[-1], plan, self._index_interval,
-                                        open_dir=self._dir_fd < 0)
-        except OSError as exc:
-            raise self._no_files(exc, "roll") from exc
         if dir_fd >= 0:
             self._dir_fd = dir_fd
         return opened
+
+    async def roll_at_end(self) -> Segment:
+        """Roll to a new empty active segment at the log end offset and wait until the flush job
+        has finished the old one (its index files written and synced, its fd closed, the new
+        file's directory entry synced): retention deleting every segment (Kafka's
+        UnifiedLog.deleteSegments). StorageError if the files cannot be opened: nothing changed."""
+        self._check_writable()
+        opened = self._open_for(lambda: {0: self._leo})
+        if self._idle_listed:
+            self._unlist_idle()
+        seg = self._install_roll(opened[0])
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._pending_futures.append(done)  # a job with no bytes to write takes the roll
+        if self._flush_handle is None and self._inflight is None:
+            self._flush_handle = loop.call_soon(self._start_flush)
+        await done
+        return seg
 
     def _install_roll(self, roll: Roll) -> Segment:
         old = self._segments[-1]

@@ -11,7 +11,11 @@ flushes and reads). Kafka's UnifiedLog rules:
   leave the in-memory list on the event loop, so no read sees them any more; the log start
   offset becomes the new first segment's base offset; their files are closed and removed
   in a worker thread once no flush job can still hold their descriptors. A crash before
-  the removal leaves the files, and the next retention check deletes them again.
+  the removal leaves the files, and the next retention check deletes them again. When
+  every segment goes (the active one too, as Kafka's UnifiedLog.deleteSegments), the log
+  first rolls to an empty segment at the log end offset (``roll_at_end``, log_files.py),
+  so the log start offset becomes the log end offset and the next append continues there;
+  a restart finds that empty segment (or, before the old files went, the checkpoint).
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ log = structlog.get_logger(__name__)
 
 
 class LogStartMixin:
-    """Needs PartitionLog's ``path``, ``_segments``, ``_bases``, ``_awaits_flush``, ``_inflight``,
-    ``_hw``, ``_leo``, ``_closed``, ``_fsync``, ``_executor``, ``_log_start``,
-    ``_checkpointed_start`` and ``_checkpoint_lock``."""
+    """Needs PartitionLog's ``path``, ``_segments``, ``_bases``, ``_awaits_flush``, ``roll_at_end``,
+    ``_inflight``, ``_hw``, ``_leo``, ``_closed``, ``_failed``, ``_fsync``, ``_executor``,
+    ``_log_start``, ``_checkpointed_start`` and ``_checkpoint_lock``."""
 
     def _restore_log_start(self, checkpointed: int | None) -> None:
         """Log start offset = max(checkpoint, first base offset), as Kafka's LogLoader."""
@@ -77,9 +81,10 @@ class LogStartMixin:
     def segment_infos(self) -> list[SegmentInfo]:
         """What retention decides on: every segment, oldest first (the last is the active one)."""
         out = []
+        last = self._segments[-1]
         for seg in self._segments:
             largest = seg.max_timestamp
-            if largest < 0 and seg is not self._segments[-1]:  # Kafka: the file's last-modified time
+            if largest < 0 and (seg.size > 0 or seg is not last):  # Kafka: the file's last-modified time
                 try:
                     largest = int(os.stat(seg.log_path).st_mtime * 1000)
                 except OSError:
@@ -87,16 +92,35 @@ class LogStartMixin:
             out.append(SegmentInfo(seg.base_offset, seg.size, largest))
         return out
 
-    async def delete_oldest(self, count: int, executor) -> int:
-        """Delete up to ``count`` of the oldest closed segments (whole ones, all below the high
-        watermark); returns how many were deleted. File work runs on ``executor``."""
+    def _deletable(self, count: int) -> int:
+        """How many of the oldest ``count`` segments may go now: all below the high watermark
+        (the active one: up to the log end offset, and only if it is not empty and the log has
+        not failed), none whose index files still belong to the next flush job (a just-rolled
+        segment)."""
+        segments = self._segments
         n = 0
-        for seg, nxt in zip(self._segments[:count], self._segments[1:]):
-            if self._closed or self._awaits_flush(seg) or nxt.base_offset > self._hw:
-                break  # a just-rolled segment's index files still belong to the next flush job
+        for i, seg in enumerate(segments[:count]):
+            active = i == len(segments) - 1
+            upper = self._leo if active else segments[i + 1].base_offset
+            if (self._closed or self._awaits_flush(seg) or upper > self._hw
+                    or active and (seg.size == 0 or self._failed is not None)):
+                break
             n += 1
+        return n
+
+    async def delete_oldest(self, count: int, executor) -> int:
+        """Delete up to ``count`` of the oldest segments (whole ones, all below the high
+        watermark); returns how many were deleted. Deleting them all rolls the log first to a
+        new empty segment at the log end offset, which becomes the log start offset (a
+        StorageError if that roll cannot open its files: nothing is deleted). File work runs
+        on ``executor``."""
+        n = self._deletable(count)
         if n == 0:
             return 0
+        if n == len(self._segments):
+            new = await self.roll_at_end()
+            if self._closed or len(self._segments) <= n or self._segments[n] is not new:
+                return 0  # closed, deleted or truncated while the roll was flushed
         doomed = self._segments[:n]
         del self._segments[:n], self._bases[:n]
         self._log_start = max(self._log_start, self._segments[0].base_offset)

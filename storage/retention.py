@@ -11,10 +11,13 @@ the first segment that does not qualify:
 * log start offset (any policy): a segment whose successor starts at or below the log start
   offset (DeleteRecords moved it), so all its records are below it.
 
-Every pass only looks at a segment whose successor starts at or below the high watermark
-(the log start offset may never pass it). The active (last) segment is never deleted here:
-Kafka rolls and deletes an expired active segment; this server leaves it until it rolls
-(see docs/DATA_PLANE.md). Inputs are plain values, so tests drive the rules with a fake clock.
+Every pass only looks at a segment whose upper bound (its successor's base offset, or the
+log end offset for the active, last segment) is at or below the high watermark, so the log
+start offset never passes it (Kafka's UnifiedLog.deletableSegments). The active segment is
+a candidate like the others, except when it is empty: when every segment goes, the log
+first rolls to a new empty segment at the log end offset (``PartitionLog.delete_oldest``),
+so an idle partition keeps no expired data. Inputs are plain values, so tests drive the
+rules with a fake clock.
 """
 
 from __future__ import annotations
@@ -43,13 +46,22 @@ class Deletion:
     reasons: tuple[str, ...]  # Kafka's wording, one per pass that deleted something
 
 
-def _prefix(segments: Sequence[SegmentInfo], start: int, high_watermark: int,
-            predicate: Callable[[SegmentInfo, SegmentInfo], bool]) -> int:
-    """How many closed segments from ``start`` on qualify, stopping at the first that does not."""
+Predicate = Callable[[SegmentInfo, SegmentInfo | None], bool]  # (segment, its successor or None)
+
+
+def _prefix(segments: Sequence[SegmentInfo], start: int, high_watermark: int, log_end_offset: int,
+            predicate: Predicate) -> int:
+    """How many segments from ``start`` on qualify, stopping at the first that does not
+    (an empty last segment never does)."""
     n = 0
-    for i in range(start, len(segments) - 1):
-        seg, nxt = segments[i], segments[i + 1]
-        if high_watermark >= nxt.base_offset and predicate(seg, nxt):
+    last = len(segments) - 1
+    for i in range(start, len(segments)):
+        seg = segments[i]
+        nxt = segments[i + 1] if i < last else None
+        if nxt is None and seg.size == 0:
+            break
+        upper = nxt.base_offset if nxt is not None else log_end_offset
+        if high_watermark >= upper and predicate(seg, nxt):
             n += 1
         else:
             break
@@ -57,14 +69,15 @@ def _prefix(segments: Sequence[SegmentInfo], start: int, high_watermark: int,
 
 
 def plan(segments: Sequence[SegmentInfo], policy: RetentionPolicy, *, now_ms: int,
-         log_start_offset: int, high_watermark: int) -> Deletion:
-    """The segments (a prefix of ``segments``, oldest first, the last being the active one) to delete."""
+         log_start_offset: int, high_watermark: int, log_end_offset: int) -> Deletion:
+    """The segments (a prefix of ``segments``, oldest first, the last being the active one) to
+    delete; all of them means the log rolls first."""
     done = 0
     reasons: list[str] = []
 
-    def run(predicate: Callable[[SegmentInfo, SegmentInfo], bool], reason: str) -> None:
+    def run(predicate: Predicate, reason: str) -> None:
         nonlocal done
-        n = _prefix(segments, done, high_watermark, predicate)
+        n = _prefix(segments, done, high_watermark, log_end_offset, predicate)
         if n:
             done += n
             reasons.append(reason)
@@ -77,7 +90,7 @@ def plan(segments: Sequence[SegmentInfo], policy: RetentionPolicy, *, now_ms: in
         if size >= policy.retention_bytes:
             diff = size - policy.retention_bytes
 
-            def too_big(seg: SegmentInfo, _next: SegmentInfo) -> bool:
+            def too_big(seg: SegmentInfo, _next: SegmentInfo | None) -> bool:
                 nonlocal diff
                 if diff - seg.size >= 0:
                     diff -= seg.size
@@ -85,6 +98,7 @@ def plan(segments: Sequence[SegmentInfo], policy: RetentionPolicy, *, now_ms: in
                 return False
 
             run(too_big, f"retention size in bytes {policy.retention_bytes} breach")
-    run(lambda _seg, nxt: nxt.base_offset <= log_start_offset, f"log start offset {log_start_offset} breach")
+    run(lambda _seg, nxt: nxt is not None and nxt.base_offset <= log_start_offset,
+        f"log start offset {log_start_offset} breach")
     return Deletion(done, tuple(reasons))
 

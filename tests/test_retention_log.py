@@ -87,7 +87,7 @@ async def test_delete_oldest_removes_whole_closed_segments_and_moves_the_log_sta
     lg = await filled_log(path)
     try:
         assert log_files(path) == [f"{b:020d}.log" for b in (0, 2, 4)]
-        assert await lg.delete_oldest(5, None) == 2  # the active segment is never deleted
+        assert await lg.delete_oldest(2, None) == 2  # (all of them: tests/test_retention_roll.py)
         assert log_files(path) == ["00000000000000000004.log"]
         assert not [n for n in os.listdir(path) if n.startswith("00000000000000000000")]
         assert lg.log_start_offset == 4
@@ -200,16 +200,16 @@ async def test_retention_check_deletes_by_time_and_size_with_a_fake_clock(tmp_pa
         assert [s.base_offset for s in plane.data.partition("t", 0).log.segments] == [2, 4]
         assert plane.data.partition("s", 0).log.log_start_offset == 2
         assert [s.base_offset for s in plane.data.partition("k", 0).log.segments] == [0, 2, 4]
-        retention.clock = lambda: 10**12  # now every closed segment is old, also for the default 7 days of "s"
-        assert await retention.check_all() == 2
+        retention.clock = lambda: 10**12  # now every segment is old, also for the default 7 days of "s"
+        assert await retention.check_all() == 2 + 2  # the active ones too: each log rolled to an empty one
         assert [s.base_offset for s in plane.data.partition("k", 0).log.segments] == [0, 2, 4]
-        assert log_files(str(tmp_path / "t-0")) == ["00000000000000000004.log"]
+        assert log_files(str(tmp_path / "t-0")) == log_files(str(tmp_path / "s-0")) == ["00000000000000000006.log"]
         fetched = await plane.fetch("t", 0, 0)
         assert fetched.error_code == ErrorCode.offset_out_of_range
-        assert (await plane.fetch("t", 0, 4)).log_start_offset == 4
-        assert (await plane.call(list_offsets(-2))).topics[0].partitions[0].offset == 4
+        assert (await plane.fetch("t", 0, 6)).log_start_offset == 6
+        assert (await plane.call(list_offsets(-2))).topics[0].partitions[0].offset == 6
     async with Plane(str(tmp_path)) as plane:  # restart: the deleted segments stay deleted
-        assert plane.data.partition("t", 0).log.log_start_offset == 4
+        assert plane.data.partition("t", 0).log.log_start_offset == 6
 
 
 async def test_periodic_check_runs_on_its_interval(tmp_path):
@@ -218,10 +218,10 @@ async def test_periodic_check_runs_on_its_interval(tmp_path):
         await plane.create("t")
         await produce_n(plane, 6)
         for _ in range(100):
-            if plane.data.partition("t", 0).log.log_start_offset == 4:
+            if plane.data.partition("t", 0).log.log_start_offset == 6:
                 break
             await asyncio.sleep(0.05)
-        assert [s.base_offset for s in plane.data.partition("t", 0).log.segments] == [4]
+        assert [s.base_offset for s in plane.data.partition("t", 0).log.segments] == [6]
 
 
 async def test_a_failed_deletion_is_logged_and_retried(tmp_path, monkeypatch):
@@ -233,14 +233,14 @@ async def test_a_failed_deletion_is_logged_and_retried(tmp_path, monkeypatch):
         monkeypatch.setattr(log_retention, "unlink_segment", lambda seg: (_ for _ in ()).throw(
             PermissionError("read-only file system")))
         assert await plane.data.retention.check_all() == 0  # logged, not raised
-        assert plane.data.partition("t", 0).log.log_start_offset == 4
-        assert (await plane.fetch("t", 0, 4)).error_code == ErrorCode.none
-        assert len(log_files(str(tmp_path / "t-0"))) == 3  # the files stayed
+        assert plane.data.partition("t", 0).log.log_start_offset == 6  # rolled to an empty segment at 6
+        assert (await plane.fetch("t", 0, 6)).error_code == ErrorCode.none
+        assert len(log_files(str(tmp_path / "t-0"))) == 4  # the old files stayed
         monkeypatch.undo()
     async with Plane(str(tmp_path)) as plane:  # after a restart they are below the log start offset
-        assert plane.data.partition("t", 0).log.log_start_offset == 4
-        assert await plane.data.retention.check_all() == 2
-        assert log_files(str(tmp_path / "t-0")) == ["00000000000000000004.log"]
+        assert plane.data.partition("t", 0).log.log_start_offset == 6
+        assert await plane.data.retention.check_all() == 3
+        assert log_files(str(tmp_path / "t-0")) == ["00000000000000000006.log"]
 
 
 # ------------------------------------------------------------------------ compaction

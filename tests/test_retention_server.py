@@ -1,7 +1,8 @@
 """Topic retention and DeleteRecords against the real server process with real clients:
 segments deleted by retention.bytes / retention.ms, the log start offset moving (Fetch below it
-answers OFFSET_OUT_OF_RANGE, ListOffsets EARLIEST follows it), DeleteRecords through
-confluent-kafka's AdminClient, and the log start offset surviving a restart and kill -9."""
+answers OFFSET_OUT_OF_RANGE, ListOffsets EARLIEST follows it), an idle topic whose records all
+expired keeping none of them (earliest == latest), DeleteRecords through confluent-kafka's
+AdminClient, and the log start offset surviving a restart and kill -9."""
 
 from __future__ import annotations
 
@@ -28,14 +29,15 @@ def create(server, name: str, **configs: str) -> None:
     futures[name].result(10)
 
 
-def produce(server, topic: str, count: int) -> None:
+def produce(server, topic: str, count: int, timestamp: int = 0) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all", "linger.ms": 0,
                          "batch.size": SEGMENT // 2})
     errors = []
     for i in range(count):
-        producer.produce(topic, VALUE, key=b"%d" % i, on_delivery=lambda err, _m: err and errors.append(err))
+        producer.produce(topic, VALUE, key=b"%d" % i, timestamp=timestamp,
+                         on_delivery=lambda err, _m: err and errors.append(err))
         producer.poll(0)
     assert producer.flush(30) == 0 and not errors, errors
 
@@ -118,10 +120,44 @@ def test_retention_ms_deletes_segments_whose_records_are_old(tmp_path):
         create(server, "aged", **{"retention.ms": "1500"})
         produce(server, "aged", 100)
         assert len(segment_bases(str(tmp_path), "aged")) > 3  # (the boundary is unit-tested with a fake clock)
-        wait_until(lambda: len(segment_bases(str(tmp_path), "aged")) == 1)  # only the active one stays
-        assert watermarks(server, "aged")[0] == segment_bases(str(tmp_path), "aged")[0]
+        # idle from here on: the active segment expires too, so the log rolls to an empty segment at the
+        # log end offset and deletes all the old ones (Kafka's UnifiedLog.deleteSegments)
+        wait_until(lambda: segment_bases(str(tmp_path), "aged") == [100])
+        assert watermarks(server, "aged") == (100, 100)  # ListOffsets: earliest == latest
+        assert raw_fetch(server, "aged", 99).error_code == ErrorCode.offset_out_of_range
+        assert server.events("storage.segment.rolled")[-1]["base_offset"] == 100
+        consumer = from_earliest(server, "aged")
+        try:
+            assert poll_for(consumer, 2.0) == []  # no old data left to read
+            later = int(time.time() * 1000) + 600_000  # 10 min ahead: retention.ms keeps it during the test
+            produce(server, "aged", 1, timestamp=later)
+            assert [msg.offset() for msg in poll_for(consumer, 15.0, stop_after=1)] == [100]
+        finally:
+            consumer.close()
+        assert watermarks(server, "aged") == (100, 101)
     finally:
         server.stop()
+
+
+def from_earliest(server, topic: str):
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "earliest",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    return consumer
+
+
+def poll_for(consumer, seconds: float, stop_after: int | None = None) -> list:
+    """The records ``consumer`` receives within ``seconds`` (or until it has ``stop_after``)."""
+    out = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (stop_after is None or len(out) < stop_after):
+        msg = consumer.poll(0.2)
+        if msg is not None:
+            assert msg.error() is None, msg.error()
+            out.append(msg)
+    return out
 
 
 def test_delete_records_through_the_admin_client_survives_restart_and_kill(tmp_path):

@@ -1,14 +1,16 @@
 """The periodic retention check of topic logs (Kafka's LogManager cleanupLogs task).
 
 Every ``log.retention.check.interval.ms`` each topic partition is checked once: the
-rules of ``storage/retention.py`` (time, size, log start offset) pick a prefix of closed
-segments, ``PartitionLog.delete_oldest`` drops them from the log on the event loop and
-closes and unlinks their files on this manager's own worker thread, so a slow unlink of a
-large file delays neither the loop nor the flush threads. One partition is handled at a
-time; DeleteRecords asks for an early check of its partition (``soon``). Topics with
-``compact`` in cleanup.policy are then compacted (``PartitionLog.compact``) on the same
-thread. A failure is logged and the partition is tried again at the next check; it never
-stops the task.
+rules of ``storage/retention.py`` (time, size, log start offset) pick a prefix of
+segments, ``PartitionLog.delete_oldest`` drops them from the log on the event loop (rolling
+first to an empty segment at the log end offset when they are all of them, so an idle
+partition keeps no expired data) and closes and unlinks their files on this manager's own
+worker thread, so a slow unlink of a large file delays neither the loop nor the flush
+threads. One partition is handled at a time; DeleteRecords asks for an early check of
+its partition (``soon``). Topics with ``compact`` in cleanup.policy are then compacted
+(``PartitionLog.compact``) on the same thread. A failure (a disk error, or a roll that
+cannot open its files, which leaves the log as it was) is logged and the partition is
+tried again at the next check; it never stops the task.
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ class RetentionManager:
         lg = part.log
         now = self.clock()
         decision = plan(lg.segment_infos(), part.config.retention, now_ms=now,
-                        log_start_offset=lg.log_start_offset, high_watermark=lg.high_watermark)
+                        log_start_offset=lg.log_start_offset, high_watermark=lg.high_watermark,
+                        log_end_offset=lg.log_end_offset)
         deleted = 0
         try:
             if decision.count:
