@@ -63,6 +63,19 @@ class Deferred:
     header_version: int
     api_name: str
     request_bytes: int = 0  # the request's size, counted by its connection while outstanding
+    release: Callable[[], Any] | None = None  # frees what the answer holds if its connection goes away
+
+
+class Abandonable:
+    """What a handler returns for an answer that may be dropped if the client goes away (a parked
+    Fetch): `awaitable` computes it; `release()` is called, and the task cancelled, if the
+    connection closes first. Other deferred answers run to the end (a write must still land)."""
+
+    __slots__ = ("awaitable", "release")
+
+    def __init__(self, awaitable: Any, release: Callable[[], Any]) -> None:
+        self.awaitable = awaitable
+        self.release = release
 
 
 class Dispatcher:
@@ -148,6 +161,9 @@ class Dispatcher:
             return None
         if isinstance(result, LateAnswer):
             return Deferred(result, correlation_id, header_version, spec.name)
+        if result.__class__ is Abandonable:
+            return Deferred(asyncio.ensure_future(result.awaitable), correlation_id, header_version, spec.name,
+                            release=result.release)
         if hasattr(result, "__await__"):  # coroutine, Future or PendingWrite; cheaper than inspect.isawaitable
             return Deferred(asyncio.ensure_future(result), correlation_id, header_version, spec.name)
         try:

@@ -136,6 +136,9 @@ class Connection(asyncio.Protocol):
         for item in self.pending:
             if isinstance(item, Deferred):
                 item.future.remove_done_callback(self._deferred_done)
+                if item.release is not None:  # an answer nobody waits for any more (a parked Fetch)
+                    item.future.cancel()
+                    item.release()
         self.pending.clear()
         self.pending_bytes = 0
         self.transport = None  # a delivery still scheduled finds nothing to do

@@ -6,6 +6,10 @@ watermark moved); every fetch watching that partition subtracts them from what i
 still needs and completes when it has enough. The timer completes it otherwise.
 Completion only wakes the handler, which reads the logs again and answers, as
 Kafka's DelayedFetch.onComplete does. Deleting a topic wakes its watchers too.
+
+A fetch whose client goes away is released at once (`DelayedFetch.release`, called when
+its connection closes): its timer may run for max_wait_ms, up to 24.8 days, and Kafka
+frees nothing earlier only because its entry is small; ours holds the whole request.
 """
 
 from __future__ import annotations
@@ -25,27 +29,35 @@ class DelayedFetch:
         self.timer: asyncio.TimerHandle | None = None
 
     def complete(self) -> None:
+        self._forget()
+        if not self.future.done():
+            self.future.set_result(None)
+
+    def release(self) -> None:
+        """The answer is no longer wanted: leave the purgatory and cancel the future."""
+        self._forget()
+        self.future.cancel()
+
+    def _forget(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         self.purgatory._unwatch(self)
-        if not self.future.done():
-            self.future.set_result(None)
 
 
 class FetchPurgatory:
     def __init__(self) -> None:
         self._watchers: dict[Hashable, set[DelayedFetch]] = {}
 
-    def park(self, keys: Iterable[Hashable], needed_bytes: int, timeout_s: float) -> asyncio.Future:
-        """A future completed when `needed_bytes` more bytes arrive on `keys` or after `timeout_s`."""
+    def park(self, keys: Iterable[Hashable], needed_bytes: int, timeout_s: float) -> DelayedFetch:
+        """A DelayedFetch whose future completes when `needed_bytes` more bytes arrive on `keys`
+        or after `timeout_s`; `release()` it if the answer is no longer wanted."""
         loop = asyncio.get_running_loop()
         delayed = DelayedFetch(self, loop.create_future(), tuple(dict.fromkeys(keys)), needed_bytes)
         for key in delayed.keys:
             self._watchers.setdefault(key, set()).add(delayed)
         delayed.timer = loop.call_later(max(0.0, timeout_s), delayed.complete)
-        # a client that goes away cancels nothing here: the timer bounds the entry's life
-        return delayed.future
+        return delayed
 
     def on_append(self, key: Hashable, nbytes: int) -> None:
         watchers = self._watchers.get(key)

@@ -19,6 +19,9 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
   may exceed both with its first batch (KIP-74), so progress is always possible;
 * records are the log's raw batch bytes up to the high watermark
   (= last_stable_offset: no transactions here);
+* min_bytes is at most the request's byte limit (Kafka: min(min_bytes, fetch max bytes));
+  max_wait_ms is the client's, unbounded as in Kafka, but a parked fetch is released
+  when its connection closes;
 * fewer than min_bytes and max_wait_ms > 0 and no error -> wait in the purgatory
   until appends bring enough bytes or max_wait_ms passes, then read again.
 """
@@ -33,7 +36,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
-from ..dispatch import Dispatcher, RequestContext
+from ..dispatch import Abandonable, Dispatcher, RequestContext
 from ..errors import error_code_for
 from ..services import Services
 from .api_versions import NO_THROTTLE
@@ -145,7 +148,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         planned = plan(version, request)
         max_bytes = min(request.max_bytes, fetch_max_bytes)
         read_committed = request.isolation_level == 1
-        min_bytes = request.min_bytes
+        min_bytes = min(request.min_bytes, max_bytes)  # Kafka: KafkaApis.handleFetchRequest
         wait_s = request.max_wait.total_seconds()
 
         def respond(topics: list[dict]) -> object:
@@ -154,13 +157,13 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         topics, total, errors, keys = read(planned, max_bytes, read_committed)
         if wait_s <= 0 or total >= min_bytes or errors or not keys:
             return respond(topics)
-        woken = data.purgatory.park(keys, min_bytes - total, wait_s)
+        delayed = data.purgatory.park(keys, min_bytes - total, wait_s)
 
         async def after_wait() -> object:
-            await woken
+            await delayed.future
             again, _, _, _ = read(plan(version, request), max_bytes, read_committed)
             return respond(again)
 
-        return after_wait()
+        return Abandonable(after_wait(), delayed.release)  # released if the client goes away
 
     dispatcher.register(ApiKey.FETCH, handle)
