@@ -68,3 +68,16 @@ async def test_min_bytes_is_capped_by_the_request_max_bytes(tmp_path):
         assert time.monotonic() - started < 1.0  # Kafka: min(min_bytes, max_bytes) arrived; no 10 s wait
         assert response.responses[0].partitions[0].records
         await asyncio.sleep(0)
+
+
+async def test_many_woken_fetches_are_answered_a_slice_per_loop_turn():
+    purgatory = FetchPurgatory(wake_slice=10)
+    keys = ["p0", "p1", "p2", "p3"]
+    parked = [purgatory.park(keys, 100, 3600.0) for _ in range(5)]
+    parked[4].release()
+    purgatory.wake("p2")  # e.g. the topic was deleted: every fetch wakes
+    assert purgatory.waiting() == 0
+    assert sum(d.future.done() for d in parked[:4]) == 3  # 3 x 4 partitions reach the slice of 10
+    await asyncio.sleep(0)  # the next loop turn answers the rest
+    assert all(d.future.done() for d in parked) and parked[4].future.cancelled()
+    assert not purgatory._ready

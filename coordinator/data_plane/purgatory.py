@@ -7,6 +7,11 @@ still needs and completes when it has enough. The timer completes it otherwise.
 Completion only wakes the handler, which reads the logs again and answers, as
 Kafka's DelayedFetch.onComplete does. Deleting a topic wakes its watchers too.
 
+Answers are woken in slices: at most WAKE_SLICE partitions' worth of fetches per loop
+turn (each woken fetch reads all its partitions again), the rest on the next turns, so a
+DeleteTopics or a common max_wait that wakes thousands of wide fetches at once does not
+hold the event loop for seconds.
+
 A fetch whose client goes away is released at once (`DelayedFetch.release`, called when
 its connection closes): its timer may run for max_wait_ms, up to 24.8 days, and Kafka
 frees nothing earlier only because its entry is small; ours holds the whole request.
@@ -15,7 +20,10 @@ frees nothing earlier only because its entry is small; ours holds the whole requ
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Hashable, Iterable
+
+WAKE_SLICE = 20_000  # partitions of woken fetches answered per loop turn
 
 
 class DelayedFetch:
@@ -31,7 +39,7 @@ class DelayedFetch:
     def complete(self) -> None:
         self._forget()
         if not self.future.done():
-            self.future.set_result(None)
+            self.purgatory._answer_soon(self)
 
     def release(self) -> None:
         """The answer is no longer wanted: leave the purgatory and cancel the future."""
@@ -46,8 +54,12 @@ class DelayedFetch:
 
 
 class FetchPurgatory:
-    def __init__(self) -> None:
+    def __init__(self, wake_slice: int = WAKE_SLICE) -> None:
         self._watchers: dict[Hashable, set[DelayedFetch]] = {}
+        self._ready: deque[DelayedFetch] = deque()  # woken, waiting for a later turn's slice
+        self._spent = 0  # partitions of the fetches answered this turn
+        self._slice = wake_slice
+        self._turn_scheduled = False
 
     def park(self, keys: Iterable[Hashable], needed_bytes: int, timeout_s: float) -> DelayedFetch:
         """A DelayedFetch whose future completes when `needed_bytes` more bytes arrive on `keys`
@@ -74,6 +86,31 @@ class FetchPurgatory:
 
     def waiting(self) -> int:
         return len({d for watchers in self._watchers.values() for d in watchers})
+
+    def _answer_soon(self, delayed: DelayedFetch) -> None:
+        """Wake the fetch now if this turn's slice has room and none waits before it, else later."""
+        if not self._ready and self._spent < self._slice:
+            self._answer(delayed)
+        else:
+            self._ready.append(delayed)
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
+
+    def _answer(self, delayed: DelayedFetch) -> None:
+        if not delayed.future.done():  # not released meanwhile
+            self._spent += len(delayed.keys)
+            delayed.future.set_result(None)
+
+    def _next_turn(self) -> None:
+        self._turn_scheduled = False
+        self._spent = 0
+        ready = self._ready
+        while ready and self._spent < self._slice:
+            self._answer(ready.popleft())
+        if ready:
+            self._turn_scheduled = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
 
     def _unwatch(self, delayed: DelayedFetch) -> None:
         for key in delayed.keys:
