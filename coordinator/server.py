@@ -7,13 +7,16 @@ outstanding, while the requests behind them add up to `queued.max.request.bytes.
 (their data waits in memory for the disk: an acks=-1 or acks=0 Produce, an OffsetCommit),
 or while the transport holds more than `socket.send.buffer.high.bytes` unsent, and resumes
 when all drop. Idle connections close after connections.max.idle.ms (checked by one lazily
-re-armed timer per connection).
+re-armed timer per connection). A paused connection reads nothing, so it would not see its
+peer close: while paused it looks at the socket's TCP state every PEER_CHECK_SECONDS and
+closes when the peer has (answers parked for it, e.g. long-polling Fetches, are released).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 from collections import deque
 from typing import Any
 
@@ -31,6 +34,21 @@ log = structlog.get_logger(__name__)
 
 _connection_ids = itertools.count(1)
 _CLOSED = object()  # Connection._dispatch: the request broke the protocol; the connection closes
+PEER_CHECK_SECONDS = 1.0  # how often a connection that stopped reading checks that its peer is there
+# Linux TCP states (tcp_states.h) of a socket whose peer closed or reset: CLOSE_WAIT, CLOSE
+_PEER_GONE_STATES = (8, 7)
+
+
+def peer_gone(transport: asyncio.BaseTransport) -> bool:
+    """Whether the peer closed or reset the connection, seen from the TCP state, which data
+    still unread does not hide (Linux; elsewhere False: the idle timeout remains)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or not hasattr(socket, "TCP_INFO"):
+        return False
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in _PEER_GONE_STATES
+    except (OSError, ValueError):
+        return False
 
 
 class Connection(asyncio.Protocol):
@@ -38,7 +56,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
-        "admitted", "pending_bytes", "max_pending_bytes",
+        "admitted", "pending_bytes", "max_pending_bytes", "peer_timer",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -65,6 +83,7 @@ class Connection(asyncio.Protocol):
         self.max_pending_bytes = server.config.queued_max_request_bytes_per_connection
         self.delivery_scheduled = False
         self.admitted = False  # counted by the server's ConnectionQuotas
+        self.peer_timer: asyncio.TimerHandle | None = None  # armed while reading is paused
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -133,6 +152,8 @@ class Connection(asyncio.Protocol):
         self.server.quotas.release(self.peer_host)
         if self.idle_timer is not None:
             self.idle_timer.cancel()
+        if self.peer_timer is not None:
+            self.peer_timer.cancel()
         for item in self.pending:
             if isinstance(item, Deferred):
                 item.future.remove_done_callback(self._deferred_done)
@@ -263,6 +284,8 @@ class Connection(asyncio.Protocol):
         if should_pause and not self.reading_paused:
             self.transport.pause_reading()
             self.reading_paused = True
+            if self.peer_timer is None:
+                self.peer_timer = self.loop.call_later(PEER_CHECK_SECONDS, self._peer_check)
         elif not should_pause and self.reading_paused:
             self.transport.resume_reading()
             self.reading_paused = False
@@ -281,6 +304,17 @@ class Connection(asyncio.Protocol):
         log.error("answer failed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
                   exc_info=exc)
         self._violation(f"internal error: {exc!r}")
+
+    def _peer_check(self) -> None:
+        """While reading is paused: close if the peer has gone, else look again later."""
+        self.peer_timer = None
+        if self.transport is None or self.closing or not self.reading_paused:
+            return
+        if peer_gone(self.transport):
+            self.close_reason = "peer closed while reading was paused"
+            self.transport.abort()  # connection_lost releases what its answers hold
+            return
+        self.peer_timer = self.loop.call_later(PEER_CHECK_SECONDS, self._peer_check)
 
     def _idle_check(self) -> None:
         idle = self.server.idle_seconds
