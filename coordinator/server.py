@@ -10,6 +10,9 @@ when all drop. Idle connections close after connections.max.idle.ms (checked by 
 re-armed timer per connection). A paused connection reads nothing, so it would not see its
 peer close: while paused it looks at the socket's TCP state every PEER_CHECK_SECONDS and
 closes when the peer has (answers parked for it, e.g. long-polling Fetches, are released).
+Fairness: the event loop may hand one connection up to 32 reads of 64 KiB in one turn (libuv); a
+connection that has taken in READ_SLICE_BYTES pauses reading until the next turn, so a client
+pipelining costly requests does not keep the others waiting for seconds.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ log = structlog.get_logger(__name__)
 
 _connection_ids = itertools.count(1)
 _CLOSED = object()  # Connection._dispatch: the request broke the protocol; the connection closes
+READ_SLICE_BYTES = 256 << 10  # bytes a connection takes in before it lets the others have a loop turn
 PEER_CHECK_SECONDS = 1.0  # how often a connection that stopped reading checks that its peer is there
 # Linux TCP states (tcp_states.h) of a socket whose peer closed or reset: CLOSE_WAIT, CLOSE
 _PEER_GONE_STATES = (8, 7)
@@ -56,7 +60,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
-        "admitted", "pending_bytes", "max_pending_bytes", "peer_timer",
+        "admitted", "pending_bytes", "max_pending_bytes", "peer_timer", "turn_bytes", "yielding",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -84,6 +88,8 @@ class Connection(asyncio.Protocol):
         self.delivery_scheduled = False
         self.admitted = False  # counted by the server's ConnectionQuotas
         self.peer_timer: asyncio.TimerHandle | None = None  # armed while reading is paused
+        self.turn_bytes = 0  # bytes taken in since this connection last gave the others a turn
+        self.yielding = False  # reading paused until the next loop turn (READ_SLICE_BYTES)
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -104,6 +110,9 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self.loop.time()
+        self.turn_bytes += len(data)
+        if self.turn_bytes > READ_SLICE_BYTES:
+            self._yield_turn()
         if not self.buffer and not self.pending and not self.closing and not self.writing_paused:
             request = single_frame(data, self.max_frame)
             if request is not None:  # one whole request, nothing queued: answer it straight away
@@ -140,6 +149,19 @@ class Connection(asyncio.Protocol):
         self.pending_bytes += size
         self.pending.append(deferred)
         deferred.future.add_done_callback(self._deferred_done)
+
+    def _yield_turn(self) -> None:
+        """Stop reading until the next loop turn (the data in hand is still processed)."""
+        self.turn_bytes = 0
+        if self.yielding or self.transport is None:
+            return
+        self.yielding = True
+        self.loop.call_soon(self._turn_over)
+        self._update_reading()
+
+    def _turn_over(self) -> None:
+        self.yielding = False
+        self._update_reading()
 
     def eof_received(self) -> bool | None:
         self.close_reason = "peer closed"
@@ -279,7 +301,7 @@ class Connection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closing:
             return
-        should_pause = (self.writing_paused or len(self.pending) >= self.max_pending
+        should_pause = (self.writing_paused or self.yielding or len(self.pending) >= self.max_pending
                         or self.pending_bytes >= self.max_pending_bytes)
         if should_pause and not self.reading_paused:
             self.transport.pause_reading()
