@@ -8,6 +8,12 @@ into one write + one fsync (group commit across all requests of the partition), 
 the PendingWrites resolve when their batch is durable. Encoding errors and storage
 errors resolve the write with the exception; errors.commit_error_code /
 write_error_code map them to wire codes.
+
+As Kafka refuses a coordinator write whose batch is larger than the offsets topic's
+max.message.bytes (CoordinatorRuntime: RecordTooLargeException), a write whose records
+pass `max_batch_bytes` fails alone with RecordTooLargeError (a group record is judged
+before it is encoded). Any failure while batching (MemoryError included) fails exactly
+the writes of that batch; the log goes on.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ from functools import partial
 
 import structlog
 
-from storage.batch import build_tail_batch
+from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
 
 from . import record_codec
+from .records import GroupMetadataRecord
 from .shard import PendingWrite
 
 log = structlog.get_logger(__name__)
@@ -35,8 +42,10 @@ class DurableLog:
     """Implements shard.RecordLog over PartitionLogs opened by `open_partition`."""
 
     def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
-                 segment_bytes: int = 100 * 1024 * 1024, clock_ms=None, fsync=os.fsync) -> None:
+                 segment_bytes: int = 100 * 1024 * 1024, clock_ms=None, fsync=os.fsync,
+                 max_batch_bytes: int = 1048588) -> None:
         self.root = root
+        self.max_batch_bytes = max_batch_bytes  # the offsets topic's max.message.bytes (message.max.bytes)
         self.flush_policy = FlushPolicy(flush_policy.lower())
         self.flush_interval_ms = flush_interval_ms
         self.segment_bytes = segment_bytes  # Kafka's offsets.topic.segment.bytes default
@@ -92,7 +101,7 @@ class DurableLog:
                 for pending in writes:
                     pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
                 continue
-            members, data = _encode_writes(writes, now)
+            members, data = _encode_writes(writes, now, self.max_batch_bytes)
             if not members:
                 continue
             try:
@@ -131,12 +140,15 @@ class DurableLog:
             await plog.close()
 
 
-def _encode_writes(writes: list[PendingWrite], now: int) -> tuple[list[PendingWrite], bytes]:
+def _encode_writes(writes: list[PendingWrite], now: int,
+                   max_batch_bytes: int) -> tuple[list[PendingWrite], bytes]:
     """The writes still waiting and their batches: one per run of writes of up to
     BATCH_RECORDS records; a write never spans two (a batch is all-or-nothing on
-    recovery). A write that cannot be encoded fails alone."""
+    recovery). A write that cannot be encoded, or whose records pass `max_batch_bytes`,
+    fails alone; a batch that cannot be built fails its writes."""
     batches: list[bytes] = []
     members: list[PendingWrite] = []
+    run: list[PendingWrite] = []  # the writes of the batch being built, and their tails
     tails: list = []
     encode_tails = record_codec.encode_tails
     for pending in writes:
@@ -145,21 +157,56 @@ def _encode_writes(writes: list[PendingWrite], now: int) -> tuple[list[PendingWr
         try:
             encoded = pending.tails
             if encoded is None:
+                _refuse_large_group_records(pending.records, max_batch_bytes)
                 encoded = encode_tails(pending.records)
+            size = HEADER_SIZE + sum(map(len, encoded))
+            if size > max_batch_bytes:
+                raise RecordTooLargeError(f"a write of {size} bytes passes the offsets log's "
+                                          f"max.message.bytes {max_batch_bytes}")
         except ValueError as exc:  # a string too long for its field: the commit is too large
             pending.resolve(RecordTooLargeError(str(exc)))
             continue
-        except Exception as exc:  # e.g. a number out of its field's range
+        except Exception as exc:  # e.g. a number out of its field's range, MemoryError
             pending.resolve(exc)
             continue
         if tails and len(tails) + len(encoded) > BATCH_RECORDS:
-            batches.append(build_tail_batch(tails, now))
-            tails = []
+            _close_run(run, tails, now, batches, members)
+            run, tails = [], []
         tails += encoded
-        members.append(pending)
+        run.append(pending)
     if tails:
+        _close_run(run, tails, now, batches, members)
+    if len(batches) == 1:
+        return members, batches[0]
+    try:
+        return members, b"".join(batches)
+    except Exception as exc:  # MemoryError: nothing of this turn is written
+        for pending in members:
+            pending.resolve(exc)
+        return [], b""
+
+
+def _close_run(run: list[PendingWrite], tails: list, now: int, batches: list[bytes],
+               members: list[PendingWrite]) -> None:
+    """Build the run's batch; if that fails, the run's writes fail with the error."""
+    try:
         batches.append(build_tail_batch(tails, now))
-    return members, batches[0] if len(batches) == 1 else b"".join(batches)
+    except Exception as exc:
+        for pending in run:
+            pending.resolve(exc)
+        return
+    members += run
+
+
+def _refuse_large_group_records(records, max_batch_bytes: int) -> None:
+    """RecordTooLargeError for a group record whose members' subscriptions and assignments
+    alone pass the limit, before encoding it costs their size again in memory."""
+    for record in records:
+        if type(record) is GroupMetadataRecord and record.value is not None:
+            size = sum(len(m.subscription or b"") + len(m.assignment or b"") for m in record.value.members)
+            if size > max_batch_bytes:
+                raise RecordTooLargeError(f"group {record.group_id!r}: {size} bytes of member metadata pass "
+                                          f"the offsets log's max.message.bytes {max_batch_bytes}")
 
 
 def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future) -> None:

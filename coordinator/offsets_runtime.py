@@ -29,7 +29,8 @@ class OffsetsRuntime:
         self.config = config
         self.durable = DurableLog(config.log_dirs, flush_policy=config.offsets_log_flush_policy,
                                   flush_interval_ms=config.log_flush_interval_ms,
-                                  segment_bytes=config.offsets_topic_segment_bytes)
+                                  segment_bytes=config.offsets_topic_segment_bytes,
+                                  max_batch_bytes=config.message_max_bytes)
         partitions = range(config.offsets_topic_num_partitions)
         self.coordinator = GroupCoordinator(GroupSettings.from_config(config), record_log=self.durable,
                                             owned=partitions)
