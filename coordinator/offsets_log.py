@@ -148,7 +148,7 @@ def _encode_writes(writes: list[PendingWrite], now: int,
     fails alone; a batch that cannot be built fails its writes."""
     batches: list[bytes] = []
     members: list[PendingWrite] = []
-    run: list[PendingWrite] = []  # the writes of the batch being built, and their tails
+    run: list[PendingWrite] = []  # the writes whose tails make the batch being built
     tails: list = []
     encode_tails = record_codec.encode_tails
     for pending in writes:

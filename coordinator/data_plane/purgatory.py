@@ -13,8 +13,8 @@ DeleteTopics or a common max_wait that wakes thousands of wide fetches at once d
 hold the event loop for seconds.
 
 A fetch whose client goes away is released at once (`DelayedFetch.release`, called when
-its connection closes): its timer may run for max_wait_ms, up to 24.8 days, and Kafka
-frees nothing earlier only because its entry is small; ours holds the whole request.
+its connection closes): its timer may run for max_wait_ms, up to 24.8 days (Kafka does not
+bound a consumer's max_wait), and the waiting handler holds the whole decoded request.
 """
 
 from __future__ import annotations
