@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.codec import Encoded
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
 from ..dispatch import Abandonable, Dispatcher, RequestContext
@@ -162,7 +163,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         async def after_wait() -> object:
             await delayed.future
             again, _, _, _ = read(plan(version, request), max_bytes, read_committed)
-            return respond(again)
+            # encoded here, within the purgatory's wake slice, not later by the connection,
+            # which encodes every answer that is ready at once (a DeleteTopics wakes them all)
+            return Encoded.of(respond(again))
 
         return Abandonable(after_wait(), delayed.release)  # released if the client goes away
 
