@@ -1,0 +1,64 @@
+"""Names derived from a partition directory stay within one file-name component (255 bytes),
+and a renamed log never writes into its old directory again."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from coordinator.data_plane.plane import MAX_PARTITIONS_PER_TOPIC
+from coordinator.topics import MAX_NAME_LENGTH
+from storage.batch import build_batch
+from storage.log import PartitionLog
+from storage.log_dirs import MAX_NAME_BYTES, delete_dir_name, is_delete_dir, partition_dir_name
+
+HEX = uuid.UUID(int=0xABC).hex
+
+
+@pytest.mark.parametrize("length", [1, 100, 213, 214, 230, 248, MAX_NAME_LENGTH])
+@pytest.mark.parametrize("partition", [0, 7, MAX_PARTITIONS_PER_TOPIC - 1, 2**31 - 1])
+def test_delete_dir_name_fits_and_keeps_the_kafka_shape(length, partition):
+    topic = "t" * length
+    name = delete_dir_name(topic, partition, HEX)
+    tail = f"-{partition}.{HEX}-delete"
+    assert len(name.encode()) <= MAX_NAME_BYTES and name.endswith(tail) and is_delete_dir(name)
+    head = name[:-len(tail)]
+    assert topic.startswith(head)
+    # Kafka cuts the topic only as much as needed: the whole topic when it fits, else exactly 255
+    assert head == topic if len(topic) + len(tail) <= MAX_NAME_BYTES else len(name) == MAX_NAME_BYTES
+
+
+def test_cut_names_stay_distinct_by_their_unique_id():
+    topic = "y" * MAX_NAME_LENGTH
+    names = {delete_dir_name(topic, 3, uuid.uuid4().hex) for _ in range(20)}
+    assert len(names) == 20
+
+
+def test_every_legal_partition_dir_fits():
+    assert len(partition_dir_name("z" * MAX_NAME_LENGTH, MAX_PARTITIONS_PER_TOPIC - 1)) <= MAX_NAME_BYTES
+
+
+def test_the_longest_delete_name_can_really_be_created(tmp_path):
+    topic = "x" * MAX_NAME_LENGTH
+    source = tmp_path / partition_dir_name(topic, MAX_PARTITIONS_PER_TOPIC - 1)
+    source.mkdir()
+    target = tmp_path / delete_dir_name(topic, MAX_PARTITIONS_PER_TOPIC - 1, uuid.uuid4().hex)
+    os.rename(source, target)  # ENAMETOOLONG before the cut
+    assert target.is_dir()
+
+
+async def test_a_renamed_log_writes_nothing_into_a_directory_recreated_under_its_old_name(tmp_path):
+    old = str(tmp_path / "t-0")
+    lg = PartitionLog.open(old, fsync=lambda fd: None)
+    for i in range(50):  # enough bytes for index entries, which close() writes by path
+        lg.append(build_batch([(None, b"v" * 200, 1000 + i)]))
+    await lg.flush()
+    doomed = str(tmp_path / delete_dir_name("t", 0, HEX))
+    lg.rename_dir(doomed)
+    os.mkdir(old)  # a topic re-created under the same name
+    await lg.close()
+    assert os.listdir(old) == []
+    assert sorted(os.listdir(doomed)) == ["00000000000000000000.index", "00000000000000000000.log",
+                                          "00000000000000000000.timeindex"]
