@@ -62,3 +62,18 @@ async def test_a_renamed_log_writes_nothing_into_a_directory_recreated_under_its
     assert os.listdir(old) == []
     assert sorted(os.listdir(doomed)) == ["00000000000000000000.index", "00000000000000000000.log",
                                           "00000000000000000000.timeindex"]
+
+
+async def test_the_longest_partition_dir_takes_every_file_the_log_derives_and_its_delete_name(tmp_path):
+    topic, partition = "q" * MAX_NAME_LENGTH, MAX_PARTITIONS_PER_TOPIC - 1
+    path = str(tmp_path / partition_dir_name(topic, partition))
+    lg = PartitionLog.open(path, segment_bytes=4096, fsync=lambda fd: None)
+    for i in range(40):  # several rolls: rolled segments with their index files
+        lg.append(build_batch([(None, b"v" * 300, 1000 + i)]))
+    await lg.flush()
+    lg.advance_log_start(5)
+    await lg.checkpoint_log_start()  # the checkpoint's temp file, then its rename
+    lg.rename_dir(str(tmp_path / delete_dir_name(topic, partition, HEX)))
+    await lg.close()
+    (doomed,) = os.listdir(tmp_path)
+    assert is_delete_dir(doomed) and len(os.listdir(tmp_path / doomed)) > 6
