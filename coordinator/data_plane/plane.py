@@ -46,6 +46,7 @@ from . import topic_configs
 from .producer_ids import ProducerIdAllocator
 from .producer_state import ProducerStateTable
 from .purgatory import FetchPurgatory
+from .record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from .retention import RetentionManager
 from .topic_configs import EffectiveConfig
 from .validation import check_batch, stamp_log_append_time
@@ -276,19 +277,28 @@ class DataPlane:
     def auto_create_names(self, names: list[str]) -> tuple[list[TopicInfo], set[str]]:
         """Reserve what auto.create.topics.enable may create among unknown `names`: (reserved
         topics to pass to `create_topics`, names another request is creating or deleting now).
-        A name that may not be created is logged and left out."""
+        A name that may not be created is logged and left out; past MAX_RECORDS_PER_USER_OP
+        (record_budget.py) none is created, as Kafka's one CreateTopics for them all fails."""
         if not self.settings.auto_create_topics or not self._started:
             return [], set()  # before start() (in-process tests of other handlers) no logs exist
         reserved: list[TopicInfo] = []
         busy: set[str] = set()
+        budget = RecordBudget()
         for name in dict.fromkeys(names):
             if self.catalog.get(name) is None and self.catalog.taken(name):
                 busy.add(name)
                 continue
             try:
-                reserved.append(self.reserve_topic(name))
+                topic = self.reserve_topic(name)
             except KafkaError as exc:
                 log.info("data_plane.topic.auto_create_failed", topic=name, error=str(exc))
+                continue
+            reserved.append(topic)
+            if not budget.take(topic_records(topic.partitions, len(topic.configs))):
+                self.catalog.release([t.name for t in reserved])
+                log.warning("data_plane.topic.auto_create_refused", topics=len(reserved),
+                            records=budget.used, limit=budget.limit, error=EXCESSIVE_BATCH)
+                return [], busy
         return reserved, busy
 
     def detach_topic(self, topic: TopicInfo) -> list[Partition]:
