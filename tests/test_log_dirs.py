@@ -3,6 +3,7 @@ and a renamed log never writes into its old directory again."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 
@@ -77,3 +78,30 @@ async def test_the_longest_partition_dir_takes_every_file_the_log_derives_and_it
     await lg.close()
     (doomed,) = os.listdir(tmp_path)
     assert is_delete_dir(doomed) and len(os.listdir(tmp_path / doomed)) > 6
+
+
+async def test_segments_leaving_by_retention_are_unlinked_where_a_deletion_renamed_them(tmp_path, monkeypatch):
+    old = str(tmp_path / "t-0")
+    lg = PartitionLog.open(old, segment_bytes=4096, fsync=lambda fd: None)
+    for i in range(40):
+        lg.append(build_batch([(None, b"v" * 300, 1000 + i)]))
+    await lg.flush()
+    first = os.path.basename(lg.segments[0].log_path)
+    held, checkpoint = asyncio.Event(), lg.checkpoint_log_start
+
+    async def slow_checkpoint():  # retention has taken the segments out; the unlinks have not run yet
+        await held.wait()
+        await checkpoint()
+
+    monkeypatch.setattr(lg, "checkpoint_log_start", slow_checkpoint)
+    retention = asyncio.ensure_future(lg.delete_oldest(2, None))
+    await asyncio.sleep(0)
+    doomed = str(tmp_path / delete_dir_name("t", 0, HEX))
+    lg.rename_dir(doomed)  # the topic is deleted...
+    os.mkdir(old)  # ...and created again, with its own first segment
+    with open(os.path.join(old, first), "wb") as f:
+        f.write(b"the new topic's records")
+    held.set()
+    assert await retention == 2
+    assert os.path.exists(os.path.join(old, first)) and not os.path.exists(os.path.join(doomed, first))
+    await lg.close()
