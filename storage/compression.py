@@ -54,8 +54,8 @@ MAX_DECOMPRESSED_BYTES = 16 << 20
 STORED_MAX_DECOMPRESSED_BYTES = 1 << 30
 _FIRST_TRY = 64 * 1024  # smallest first output buffer
 _RATIO_GUESS = 8  # first output buffer: this many times the compressed size
-#: cramjam's DecompressionError texts when the output buffer is full (all codecs, 2.x)
 MIN_PIECE_COST = 128  # bytes a xerial chunk or gzip member counts as, at least (see above)
+#: cramjam's DecompressionError texts when the output buffer is full (all codecs, 2.x)
 _FULL = ("failed to write whole buffer", "smaller than required")
 
 try:  # cramjam is a declared dependency; the guard keeps a broken install typed.
