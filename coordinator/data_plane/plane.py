@@ -49,7 +49,7 @@ from .purgatory import FetchPurgatory
 from .record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from .retention import RetentionManager
 from .topic_configs import EffectiveConfig
-from .validation import check_batch, stamp_log_append_time
+from .validation import WalkBudget, check_batch, stamp_log_append_time
 
 log = structlog.get_logger(__name__)
 
@@ -402,16 +402,22 @@ class DataPlane:
         return low
 
     # ---------------------------------------------------------------- append
-    def append(self, part: Partition, data: bytes | None, produce_version: int) -> Appended:
+    def walk_budget(self) -> WalkBudget:
+        """The record bytes one Produce request may make us walk (shared by its batches)."""
+        return WalkBudget(self.settings.max_decompressed_bytes)
+
+    def append(self, part: Partition, data: bytes | None, produce_version: int,
+               budget: WalkBudget | None = None) -> Appended:
         """Validate one producer batch and append it (or recognise a retried duplicate).
 
         Raises a KafkaError (or a storage error carrying its Kafka code) and appends
-        nothing when the batch is rejected.
+        nothing when the batch is rejected. `budget`: the request's walk budget (see
+        validation), a fresh one when None.
         """
         config = part.config
         info = check_batch(data, produce_version=produce_version, max_message_bytes=config.max_message_bytes,
                            segment_bytes=config.segment_bytes,
-                           max_decompressed_bytes=self.settings.max_decompressed_bytes)
+                           max_decompressed_bytes=self.settings.max_decompressed_bytes, budget=budget)
         log_ = part.log
         pid = info.producer_id
         if pid >= 0:

@@ -11,7 +11,9 @@ Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
   auto-creates on Metadata; clients always ask Metadata before producing, so this only
   matters to hand-written clients); otherwise, or for an unknown partition,
   UNKNOWN_TOPIC_OR_PARTITION; the internal topic -> INVALID_TOPIC_EXCEPTION;
-* every rejected batch leaves its log untouched; other partitions are unaffected;
+* every rejected batch leaves its log untouched; other partitions are unaffected,
+  except that the request's batches share one budget of record bytes to walk
+  (message.max.decompressed.bytes): a batch past what is left is INVALID_RECORD;
 * acks=0: no response; if any partition failed the connection is closed, as Kafka
   does so that the producer refreshes its metadata. Until its appends are written
   the request still counts as outstanding on its connection (a silent LateAnswer), so
@@ -114,6 +116,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
         any_error = False
+        budget = data.walk_budget()  # the request's batches together (message.max.decompressed.bytes)
         for topic in request.topic_data:
             name = topic.name
             parts: list[dict] = []
@@ -129,7 +132,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                     if _is_transactional(pd.records):
                         raise InvalidTxnState("This server has no transaction coordinator; "
                                               "transactional produce is not supported.")
-                    appended = data.append(part, pd.records, version)
+                    appended = data.append(part, pd.records, version, budget)
                 except (KafkaError, RecordError, StorageError) as exc:
                     any_error = True
                     parts.append(failed(pd.index, error_code_for(exc), str(exc)))
