@@ -76,7 +76,8 @@ def test_the_same_partition_listed_twenty_times(tmp_path):  # a10b
     walk = many_smallest_records(MAX_DECOMPRESSED_BYTES)
 
     def attack(client: WireClient) -> None:
-        first_accepted_rest_refused(codes(client.call(produce("rep", [(0, walk)] * 20))), 20)
+        # Kafka keys a Produce's partitions in a map: the partition is appended (and walked) once
+        first_accepted_rest_refused(codes(client.call(produce("rep", [(0, walk)] * 20))), 1)
 
     under_attack(tmp_path, attack)
 
