@@ -204,7 +204,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                        "16777216",
                                        "Largest size a compressed batch's records may inflate to; past it, "
                                        "decompression stops and Produce answers INVALID_RECORD (no Kafka "
-                                       "equivalent: Kafka streams records and has no total)."),
+                                       "equivalent: Kafka streams records and has no total). One Produce "
+                                       "request's batches share it: the batches past it are INVALID_RECORD."),
     "log.flush.policy": ("log_flush_policy", _choice("FSYNC", "NONE"), "fsync",
                          "Topic logs: fsync = acks=-1 answers after fsync; none = after the OS write, "
                          "fsync every log.flush.interval.ms."),

@@ -1,7 +1,9 @@
 """structlog: JSON lines when stderr is not a terminal, readable output when it is.
 
 Warnings and errors are rate-limited per event name (RateLimiter): a hostile or broken client that
-makes the server warn on every request must not flood the log or spend the loop on writing it.
+makes the server warn on every request must not flood the log or spend the loop on writing it. And no
+value is written whole past a bound (truncate_values): a log line quotes client strings (group ids,
+topic names, reasons) that can be megabytes long.
 """
 
 from __future__ import annotations
@@ -48,6 +50,27 @@ class RateLimiter:
         raise structlog.DropEvent
 
 
+MAX_VALUE_CHARS = 1024  # a field of a log line; a client's group id can be 32,767 bytes, a flexible one more
+MAX_EXCEPTION_CHARS = 16384  # a formatted traceback, whose last line may quote a client's value
+
+
+def _shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more chars)"
+
+
+def truncate_values(logger: Any, method_name: str, event_dict: dict) -> dict:
+    """A structlog processor: every value is written at most MAX_VALUE_CHARS long (its repr, for
+    what is not a string or a number), a traceback at most MAX_EXCEPTION_CHARS."""
+    for key, value in event_dict.items():
+        if value.__class__ in (int, float, bool) or value is None:
+            continue
+        text = value if isinstance(value, str) else repr(value)
+        limit = MAX_EXCEPTION_CHARS if key == "exception" else MAX_VALUE_CHARS
+        if len(text) > limit:
+            event_dict[key] = _shortened(text, limit)
+    return event_dict
+
+
 def configure_logging(level: str = "INFO", json: bool | None = None) -> None:
     if json is None:
         json = not sys.stderr.isatty()
@@ -59,6 +82,7 @@ def configure_logging(level: str = "INFO", json: bool | None = None) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            truncate_values,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level)),

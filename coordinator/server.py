@@ -10,9 +10,13 @@ when all drop. Idle connections close after connections.max.idle.ms (checked by 
 re-armed timer per connection). A paused connection reads nothing, so it would not see its
 peer close: while paused it looks at the socket's TCP state every PEER_CHECK_SECONDS and
 closes when the peer has (answers parked for it, e.g. long-polling Fetches, are released).
-Fairness: the event loop may hand one connection up to 32 reads of 64 KiB in one turn (libuv); a
-connection that has taken in READ_SLICE_BYTES pauses reading until the next turn, so a client
-pipelining costly requests does not keep the others waiting for seconds.
+
+Fairness: one read can hold many pipelined requests, and some cost a lot of loop time (a
+Produce walks up to message.max.decompressed.bytes of records, ~0.3 s). A connection that has
+dispatched for more than DISPATCH_BUDGET_SECONDS in one go puts the frames it has not
+dispatched back in its buffer, pauses reading and continues on a later loop turn, so that
+other connections are answered in between; its requests are still dispatched, and answered,
+in the order they came.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+import time
 from collections import deque
 from typing import Any
 
@@ -37,7 +42,8 @@ log = structlog.get_logger(__name__)
 
 _connection_ids = itertools.count(1)
 _CLOSED = object()  # Connection._dispatch: the request broke the protocol; the connection closes
-READ_SLICE_BYTES = 256 << 10  # bytes a connection takes in before it lets the others have a loop turn
+#: Loop time one connection may spend dispatching in one go before it lets others run.
+DISPATCH_BUDGET_SECONDS = 0.015
 PEER_CHECK_SECONDS = 1.0  # how often a connection that stopped reading checks that its peer is there
 # Linux TCP states (tcp_states.h) of a socket whose peer closed or reset: CLOSE_WAIT, CLOSE
 _PEER_GONE_STATES = (8, 7)
@@ -60,7 +66,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
-        "admitted", "pending_bytes", "max_pending_bytes", "peer_timer", "turn_bytes", "yielding",
+        "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -87,9 +93,8 @@ class Connection(asyncio.Protocol):
         self.max_pending_bytes = server.config.queued_max_request_bytes_per_connection
         self.delivery_scheduled = False
         self.admitted = False  # counted by the server's ConnectionQuotas
+        self.resume_scheduled = False  # _process yielded its turn with frames left in the buffer
         self.peer_timer: asyncio.TimerHandle | None = None  # armed while reading is paused
-        self.turn_bytes = 0  # bytes taken in since this connection last gave the others a turn
-        self.yielding = False  # reading paused until the next loop turn (READ_SLICE_BYTES)
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -110,9 +115,6 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self.loop.time()
-        self.turn_bytes += len(data)
-        if self.turn_bytes > READ_SLICE_BYTES:
-            self._yield_turn()
         if not self.buffer and not self.pending and not self.closing and not self.writing_paused:
             request = single_frame(data, self.max_frame)
             if request is not None:  # one whole request, nothing queued: answer it straight away
@@ -149,19 +151,6 @@ class Connection(asyncio.Protocol):
         self.pending_bytes += size
         self.pending.append(deferred)
         deferred.future.add_done_callback(self._deferred_done)
-
-    def _yield_turn(self) -> None:
-        """Stop reading until the next loop turn (the data in hand is still processed)."""
-        self.turn_bytes = 0
-        if self.yielding or self.transport is None:
-            return
-        self.yielding = True
-        self.loop.call_soon(self._turn_over)
-        self._update_reading()
-
-    def _turn_over(self) -> None:
-        self.yielding = False
-        self._update_reading()
 
     def eof_received(self) -> bool | None:
         self.close_reason = "peer closed"
@@ -203,10 +192,15 @@ class Connection(asyncio.Protocol):
     # --- request processing ---------------------------------------------
 
     def _process(self) -> None:
-        """Answer every complete frame in the buffer, as far as back-pressure allows."""
+        """Answer every complete frame in the buffer, as far as back-pressure and the
+        connection's dispatch budget allow."""
+        if self.resume_scheduled:
+            return  # _continue carries on, on a later loop turn
         dispatch = self._dispatch
         pending = self.pending
         out = self.out
+        clock = self.server.clock
+        deadline = clock() + self.server.dispatch_budget
         while not self.closing and not self.writing_paused:
             room = self.max_pending - len(pending)
             if room <= 0 or self.pending_bytes >= self.max_pending_bytes:
@@ -221,11 +215,11 @@ class Connection(asyncio.Protocol):
             unread = iter(frames)
             for frame in unread:
                 result = dispatch(frame)
-                if result is None:
-                    continue
                 if result is _CLOSED:
                     return
-                if result.__class__ is bytes:
+                if result is None:
+                    pass
+                elif result.__class__ is bytes:
                     if pending:
                         pending.append(result)
                     else:
@@ -235,10 +229,25 @@ class Connection(asyncio.Protocol):
                     if self.pending_bytes >= self.max_pending_bytes:
                         self._unread(list(unread))  # left for when the outstanding bytes drop
                         break
+                if clock() >= deadline:
+                    self._yield_turn(list(unread))
+                    break
             self._write_out()  # may call pause_writing(), which ends the loop
-            if len(frames) < room:
-                break  # cut_frames stopped short of its limit: no complete frame is left
+            if len(frames) < room or self.resume_scheduled:
+                break  # no complete frame is left, or they wait for a later turn
         self._update_reading()
+
+    def _yield_turn(self, unread: list[bytes]) -> None:
+        """The dispatch budget is spent: leave what is buffered to a later loop turn."""
+        self._unread(unread)
+        if self.buffer:
+            self.resume_scheduled = True
+            self.loop.call_soon(self._continue)
+
+    def _continue(self) -> None:
+        self.resume_scheduled = False
+        if self.transport is not None and not self.closing:
+            self._process()
 
     def _unread(self, frames: list[bytes]) -> None:
         """Put frames cut from the buffer but not dispatched back at its front."""
@@ -301,8 +310,8 @@ class Connection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closing:
             return
-        should_pause = (self.writing_paused or self.yielding or len(self.pending) >= self.max_pending
-                        or self.pending_bytes >= self.max_pending_bytes)
+        should_pause = (self.writing_paused or len(self.pending) >= self.max_pending
+                        or self.pending_bytes >= self.max_pending_bytes or self.resume_scheduled)
         if should_pause and not self.reading_paused:
             self.transport.pause_reading()
             self.reading_paused = True
@@ -376,6 +385,8 @@ class Server:
         self.dispatcher = dispatcher
         self.loop = loop
         self.idle_seconds = config.connections_max_idle_ms / 1000.0
+        self.clock = time.perf_counter  # the connections' dispatch budget is measured on it
+        self.dispatch_budget = DISPATCH_BUDGET_SECONDS
         self.connections: set[Connection] = set()
         self.quotas = ConnectionQuotas.from_config(config)
         self._servers: list[asyncio.AbstractServer] = []

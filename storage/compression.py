@@ -22,6 +22,13 @@ mapped buffer of ``max_bytes`` + 1 bytes (only the pages written cost memory). A
 RLE block inflates 32,768:1, so without the cap a 131 KB batch asks for 4 GiB. Kafka
 reads compressed batches as a stream one record at a time and has no total; the cap is
 ours (message.max.decompressed.bytes in the coordinator's settings).
+
+Two framings are walked piece by piece in Python: xerial snappy chunks and concatenated
+gzip members. Each piece counts as at least ``MIN_PIECE_COST`` bytes toward the cap, its
+loop overhead (about 1.6 us, the cost of walking some 80 bytes of records): a 1 MB batch of
+80,000 one-record chunks took 0.13 s while inflating to only 0.5 MB. Real producers write
+32 KiB chunks and one gzip member per batch, so the charge never touches them.
+``decompress_counted`` returns what a payload cost, for a caller that budgets many.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ MAX_DECOMPRESSED_BYTES = 16 << 20
 STORED_MAX_DECOMPRESSED_BYTES = 1 << 30
 _FIRST_TRY = 64 * 1024  # smallest first output buffer
 _RATIO_GUESS = 8  # first output buffer: this many times the compressed size
+MIN_PIECE_COST = 128  # bytes a xerial chunk or gzip member counts as, at least (see above)
 #: cramjam's DecompressionError texts when the output buffer is full (all codecs, 2.x)
 _FULL = ("failed to write whole buffer", "smaller than required")
 
@@ -60,7 +68,7 @@ def _too_large(cap: int) -> DecompressedTooLargeError:
     return DecompressedTooLargeError(f"the records inflate to more than {cap} bytes")
 
 
-def _gzip(data, cap: int) -> bytes:
+def _gzip(data, cap: int) -> tuple[bytes, int]:
     # wbits=47 (32+15): auto-detect gzip/zlib header. Concatenated gzip members are
     # legal in a stream, so loop over unused_data like gzip.decompress does.
     out = []
@@ -69,17 +77,17 @@ def _gzip(data, cap: int) -> bytes:
     while buf:
         d = zlib.decompressobj(47)
         chunk = d.decompress(buf, cap - total + 1)  # never 0, which would mean "no limit"
-        total += len(chunk)
+        total += max(len(chunk), MIN_PIECE_COST)
         if total > cap:
             raise _too_large(cap)
         out.append(chunk)
         if not d.eof:
             raise CorruptRecordError("gzip payload is truncated")
         buf = d.unused_data
-    return b"".join(out)
+    return b"".join(out), total
 
 
-def _into(fn, data, cap: int) -> bytes:
+def _into(fn, data, cap: int) -> tuple[bytes, int]:
     """fn(data, out) into a bounded buffer; a payload that fills cap + 1 bytes is too large.
 
     First a bytearray sized for ordinary ratios (as fast as cramjam's own allocation);
@@ -90,13 +98,13 @@ def _into(fn, data, cap: int) -> bytes:
         out = bytearray(size)
         n = _fill(fn, data, out, cap)
         if n >= 0:
-            return bytes(memoryview(out)[:n])
+            return bytes(memoryview(out)[:n]), n
         del out
     with mmap.mmap(-1, cap + 1) as big:
         n = _fill(fn, data, big, cap)
         if n < 0:
             raise _too_large(cap)
-        return big[:n]
+        return big[:n], n
 
 
 def _fill(fn, data, out, cap: int) -> int:
@@ -110,7 +118,7 @@ def _fill(fn, data, out, cap: int) -> int:
     return n if n <= cap else -1
 
 
-def _snappy(data, cap: int) -> bytes:
+def _snappy(data, cap: int) -> tuple[bytes, int]:
     sn = _need_cramjam("snappy").snappy
     mv = memoryview(data)
     if bytes(mv[:8]) == XERIAL_MAGIC:
@@ -122,17 +130,18 @@ def _snappy(data, cap: int) -> bytes:
             pos += 4
             if n < 0 or pos + n > end:
                 raise CorruptRecordError(f"xerial snappy chunk length {n} runs past the payload")
-            total += _raw_len(sn, mv[pos:pos + n])
+            total += max(_raw_len(sn, mv[pos:pos + n]), MIN_PIECE_COST)
             if total > cap:
                 raise _too_large(cap)
             out.append(bytes(sn.decompress_raw(mv[pos:pos + n])))
             pos += n
-        return b"".join(out)
+        return b"".join(out), total
     if bytes(mv[:10]) == SNAPPY_FRAMED_MAGIC:
         return _into(sn.decompress_into, mv, cap)
     if _raw_len(sn, mv) > cap:
         raise _too_large(cap)
-    return bytes(sn.decompress_raw(mv))
+    out = bytes(sn.decompress_raw(mv))
+    return out, len(out)
 
 
 def _raw_len(sn, block) -> int:
@@ -140,11 +149,11 @@ def _raw_len(sn, block) -> int:
     return sn.decompress_raw_len(block)
 
 
-def _lz4(data, cap: int) -> bytes:
+def _lz4(data, cap: int) -> tuple[bytes, int]:
     return _into(_need_cramjam("lz4").lz4.decompress_into, data, cap)
 
 
-def _zstd(data, cap: int) -> bytes:
+def _zstd(data, cap: int) -> tuple[bytes, int]:
     return _into(_need_cramjam("zstd").zstd.decompress_into, data, cap)
 
 
@@ -158,7 +167,13 @@ _DECODERS = {GZIP: _gzip, SNAPPY: _snappy, LZ4: _lz4, ZSTD: _zstd}
 
 
 def decompress(codec: int, data, max_bytes: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """Decompress a batch's records section, at most `max_bytes` of it. Raises typed errors only.
+    """Decompress a batch's records section, at most `max_bytes` of it (see decompress_counted)."""
+    return decompress_counted(codec, data, max_bytes)[0]
+
+
+def decompress_counted(codec: int, data, max_bytes: int = MAX_DECOMPRESSED_BYTES) -> tuple[bytes, int]:
+    """The records section inflated, and what it counted toward `max_bytes` (its size, plus the
+    per-piece minimum of the piecewise framings). Raises typed errors only.
 
     UnsupportedCompressionError for an unknown codec id or a missing library;
     DecompressedTooLargeError when the records inflate past `max_bytes`;

@@ -50,6 +50,7 @@ from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
 from .log_files import LogFiles
+from .log_dirs import partition_dir_name
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
 from .segment import Segment
 
@@ -86,7 +87,7 @@ class TimestampOffset:
 
 
 def partition_dir(root: str, topic: str, partition: int) -> str:
-    return os.path.join(root, f"{topic}-{partition}")
+    return os.path.join(root, partition_dir_name(topic, partition))
 
 
 class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):

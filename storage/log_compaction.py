@@ -149,19 +149,22 @@ class CompactionMixin:
         if total == 0 or dirty / total < policy.min_cleanable_dirty_ratio:
             return None
         loop = asyncio.get_running_loop()
+        directory = self.path  # a topic deletion renames it: then stop, never write by the old path
         files = [(s.base_offset, s.log_path, s.durable_size) for s in segments]
         latest, upper = await loop.run_in_executor(executor, _build_map, files, upper)
         stats = CleanStats()
         for seg, (base, path, size) in zip(segments, files):
             if base >= upper:
                 break
+            if self.path != directory:
+                return stats
             cleaned, seg_stats = await loop.run_in_executor(
                 executor, _clean_into, path, size, latest, upper, now_ms, policy.delete_retention_ms, self._fsync)
             stats.add(seg_stats)
             if seg_stats.batches_copied == seg_stats.batches_read:  # nothing changed: keep the old file
                 await loop.run_in_executor(executor, os.unlink, cleaned)
                 continue
-            if self._closed or seg not in self._segments:
+            if self._closed or self.path != directory or seg not in self._segments:
                 os.unlink(cleaned)
                 return stats
             # Reads of the old segment keep the old file: its own fd, since the shared read-fd cache
@@ -171,7 +174,7 @@ class CompactionMixin:
             HANDLES.forget(path)
             new = await loop.run_in_executor(executor, _swap_in, self.path, base, path, cleaned,
                                              self._index_interval, self._fsync)
-            if self._closed or seg not in self._segments:
+            if self._closed or self.path != directory or seg not in self._segments:
                 new.close()
                 return stats
             self._segments[self._segments.index(seg)] = new

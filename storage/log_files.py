@@ -118,6 +118,23 @@ class LogFiles:
         if not self._pending_futures and self._inflight is None and not self._unsynced:
             self._segments[-1].close_log()
 
+    def rename_dir(self, new_path: str) -> None:
+        """Rename the partition directory and take every path from the new one (Kafka's
+        LocalLog.renameDir): whatever the log still writes by path (the active segment's index
+        files at close, a reopened write fd, checkpoints) must never land in a directory later
+        created under the old name. OSError if the rename fails; the log is then unchanged."""
+        os.rename(self.path, new_path)
+        self.moved_to(new_path)
+
+    def moved_to(self, new_path: str) -> None:
+        """The directory is now ``new_path`` (or gone): use it for every path from here on."""
+        self.path = new_path
+        for seg in self._segments:
+            seg.moved_to(new_path)
+        for seg, _fds in self._rolled:
+            if seg not in self._segments:
+                seg.moved_to(new_path)
+
     def _release_fds(self) -> None:
         """Close every fd the log holds (on close or delete; also after a failed flush left
         a roll's index fds unused)."""

@@ -28,7 +28,6 @@ import structlog
 
 from . import log_start as log_start_checkpoint
 from .errors import LogClosedError, OffsetOutOfRangeError
-from .recovery import fsync_dir, unlink_segment
 from .retention import SegmentInfo
 from .segment import Segment
 
@@ -132,23 +131,50 @@ class LogStartMixin:
             inflight = self._inflight
             if inflight is not None:  # a running flush job may still fsync a doomed segment's fd
                 await asyncio.wait([inflight])
-            await asyncio.get_running_loop().run_in_executor(executor, _remove, self.path, doomed, self._fsync)
+            dir_fd = _open_dir(self.path, doomed)
+            if dir_fd >= 0:
+                await asyncio.get_running_loop().run_in_executor(executor, _remove, dir_fd, doomed, self._fsync)
         return n
 
 
-def _remove(directory: str, segments: list[Segment], fsync) -> None:
-    """Close every segment's files, then unlink them (the first error is raised after trying all)."""
-    for seg in segments:
-        seg.close()
-    errors = []
-    for seg in segments:
-        try:
-            unlink_segment(seg)
-        except OSError as exc:
-            errors.append(exc)
+def _open_dir(path: str, segments: list[Segment]) -> int:
+    """The partition directory's fd, opened on the loop, where a topic deletion renames it: the
+    unlinks go through it, so they follow that rename and can never hit a directory created
+    under the old name meanwhile. -1 if it is gone (the topic was deleted: the files went with
+    it); an OSError (say EMFILE) after closing the segments' fds, leaving their files for the
+    check after the next start (they are below the log start offset)."""
     try:
-        fsync_dir(directory, fsync)
-    except FileNotFoundError:  # the topic was deleted meanwhile
-        pass
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        for seg in segments:
+            seg.close()
+        if isinstance(exc, FileNotFoundError):
+            return -1
+        raise
+
+
+def _remove(dir_fd: int, segments: list[Segment], fsync) -> None:
+    """Close every segment's files, then unlink them relative to ``dir_fd`` and fsync it (the
+    first error is raised after trying all); closes ``dir_fd``."""
+    errors: list[OSError] = []
+    try:
+        for seg in segments:
+            seg.close()
+        for seg in segments:
+            try:
+                unlink_segment(seg, dir_fd)
+            except OSError as exc:
+                errors.append(exc)
+        fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
     if errors:
         raise errors[0]
+
+
+def unlink_segment(seg: Segment, dir_fd: int) -> None:
+    for path in (seg.log_path, seg.offset_index.path, seg.time_index.path):
+        try:
+            os.unlink(os.path.basename(path), dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass

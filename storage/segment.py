@@ -120,6 +120,14 @@ class Segment:
             for fd in fds:
                 os.close(fd)
 
+    def moved_to(self, directory: str) -> None:
+        """The directory was renamed: take every path from ``directory`` (open fds stay valid)."""
+        stem = os.path.join(directory, segment_name(self.base_offset))
+        HANDLES.forget(self.log_path)
+        self.log_path = stem + ".log"
+        self.offset_index.path = stem + ".index"
+        self.time_index.path = stem + ".timeindex"
+
     def close_log(self) -> None:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1

@@ -61,3 +61,13 @@ def many_smallest_records(inflated: int) -> bytes:
     struct.pack_into(">i", buf, 57, count)  # records count
     struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
     return bytes(buf)
+
+
+def many_xerial_chunks(batch_bytes: int) -> bytes:
+    """A valid snappy (xerial) batch of at most `batch_bytes`: one smallest record per chunk, the
+    most chunks (the longest chunk walk, ~80,000 in 1 MB) that fit."""
+    one = bytes(cramjam.snappy.compress_raw(SMALLEST_RECORD))
+    chunk = struct.pack(">i", len(one)) + one
+    header = xerial_snappy(b"")[:16]
+    count = (batch_bytes - 61 - len(header)) // len(chunk)
+    return batch_with_payload(SNAPPY, header + chunk * count, count=count)

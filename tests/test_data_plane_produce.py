@@ -210,3 +210,21 @@ async def test_sequence_wraps_at_int32_max(tmp_path):
         top = 2**31 - 2
         assert (await plane.produce("t", 0, seq_batch(9, 0, top, n=2))).error_code == ErrorCode.none
         assert (await plane.produce("t", 0, seq_batch(9, 0, 0, n=1))).error_code == ErrorCode.none
+
+
+async def test_a_partition_listed_twice_is_appended_once_with_its_last_batch(tmp_path):
+    """Kafka keys a Produce's partitions in a map (KafkaApis.handleProduceRequest): the last listing wins and
+    the partition is answered once, at its first place, also when its topic is listed twice."""
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("t", partitions=2)
+        request = req(ApiKey.PRODUCE, 9, acks=-1, timeout=ms(1000), transactional_id=None, topic_data=[
+            {"name": "t", "partition_data": [{"index": 0, "records": batch(b"a")},
+                                             {"index": 1, "records": batch(b"b")},
+                                             {"index": 0, "records": batch(b"c", b"d")}]},
+            {"name": "t", "partition_data": [{"index": 1, "records": batch(b"e", b"f", b"g")}]}])
+        response = await plane.call(request)
+        answers = [(t.name, p.index, p.error_code, p.base_offset) for t in response.responses
+                   for p in t.partition_responses]
+        assert answers == [("t", 0, ErrorCode.none, 0), ("t", 1, ErrorCode.none, 0)]
+        assert plane.data.partition("t", 0).log.log_end_offset == 2  # "c", "d" only
+        assert plane.data.partition("t", 1).log.log_end_offset == 3  # "e", "f", "g" only

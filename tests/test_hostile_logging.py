@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import datetime
 import socket
 import struct
 
 import pytest
+from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.static.primitive import i32Timedelta
 
+from coordinator.log_setup import MAX_VALUE_CHARS
 from protocol.header import encode_request_header
 from tests.hostile_support import Watchdog, closed_by_server, start_limited_server
+from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +58,17 @@ def test_a_flood_of_bad_requests_logs_a_bounded_number_of_warnings(server):
     assert 1 <= len(warnings) <= 20, len(warnings)  # log_setup.RateLimiter: 20 per event name per 10 s
     assert all("exception" not in e for e in warnings)
     assert [e for e in server.events() if e.get("level") in ("error", "critical")] == []
+
+
+def test_a_megabyte_group_id_is_not_copied_whole_into_the_log(server):
+    """Every line that quotes a client's string quotes at most log_setup.MAX_VALUE_CHARS of it."""
+    group = "g" * (1 << 20)
+    with WireClient(server.host, server.port) as client:
+        for member_id in ("", "unknown-member"):
+            client.call(JoinGroupRequest(
+                group_id=group, session_timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+                rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)), member_id=member_id,
+                group_instance_id=None, protocol_type="consumer", reason="r" * (1 << 20),
+                protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),)))
+    server.stop()
+    assert max(len(line) for line in server.lines) < 3 * MAX_VALUE_CHARS + 2000

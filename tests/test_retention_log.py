@@ -230,7 +230,7 @@ async def test_a_failed_deletion_is_logged_and_retried(tmp_path, monkeypatch):
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t", 1, {"segment.bytes": SMALL, "retention.ms": "0"})
         await produce_n(plane, 6)
-        monkeypatch.setattr(log_retention, "unlink_segment", lambda seg: (_ for _ in ()).throw(
+        monkeypatch.setattr(log_retention, "unlink_segment", lambda seg, dir_fd: (_ for _ in ()).throw(
             PermissionError("read-only file system")))
         assert await plane.data.retention.check_all() == 0  # logged, not raised
         assert plane.data.partition("t", 0).log.log_start_offset == 6  # rolled to an empty segment at 6

@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from storage.errors import OffsetOutOfRangeError, StorageError
 from storage.compression import MAX_DECOMPRESSED_BYTES
 from storage.log import PartitionLog, partition_dir
+from storage.log_dirs import delete_dir_path, is_delete_dir
 
 from ..errors import (
     InvalidPartitions,
@@ -45,9 +46,10 @@ from . import topic_configs
 from .producer_ids import ProducerIdAllocator
 from .producer_state import ProducerStateTable
 from .purgatory import FetchPurgatory
+from .record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from .retention import RetentionManager
 from .topic_configs import EffectiveConfig
-from .validation import check_batch, stamp_log_append_time
+from .validation import WalkBudget, check_batch, stamp_log_append_time
 
 log = structlog.get_logger(__name__)
 
@@ -143,7 +145,7 @@ class DataPlane:
         if not os.path.isdir(root):
             return
         for name in os.listdir(root):
-            if name.endswith("-delete"):
+            if is_delete_dir(name):
                 shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
     def _open_topic(self, topic: TopicInfo, fresh: bool) -> list[Partition]:
@@ -275,45 +277,78 @@ class DataPlane:
     def auto_create_names(self, names: list[str]) -> tuple[list[TopicInfo], set[str]]:
         """Reserve what auto.create.topics.enable may create among unknown `names`: (reserved
         topics to pass to `create_topics`, names another request is creating or deleting now).
-        A name that may not be created is logged and left out."""
+        A name that may not be created is logged and left out; past MAX_RECORDS_PER_USER_OP
+        (record_budget.py) none is created, as Kafka's one CreateTopics for them all fails."""
         if not self.settings.auto_create_topics or not self._started:
             return [], set()  # before start() (in-process tests of other handlers) no logs exist
         reserved: list[TopicInfo] = []
         busy: set[str] = set()
+        budget = RecordBudget()
         for name in dict.fromkeys(names):
             if self.catalog.get(name) is None and self.catalog.taken(name):
                 busy.add(name)
                 continue
             try:
-                reserved.append(self.reserve_topic(name))
+                topic = self.reserve_topic(name)
             except KafkaError as exc:
                 log.info("data_plane.topic.auto_create_failed", topic=name, error=str(exc))
+                continue
+            reserved.append(topic)
+            if not budget.take(topic_records(topic.partitions, len(topic.configs))):
+                self.catalog.release([t.name for t in reserved])
+                log.warning("data_plane.topic.auto_create_refused", topics=len(reserved),
+                            records=budget.used, limit=budget.limit, error=EXCESSIVE_BATCH)
+                return [], busy
         return reserved, busy
 
     def detach_topic(self, topic: TopicInfo) -> list[Partition]:
         """Forget the topic at once (no await: two deletes cannot interleave); `delete_topics`
-        then makes that durable and removes its partitions, which stop taking requests now."""
+        then makes that durable and removes its partitions, which stop taking requests now.
+
+        Each partition directory is renamed first, before any await, to its `-delete` name
+        (storage/log_dirs.py, bounded to 255 bytes as Kafka's): a topic re-created under this
+        name at once (say by a pipelined CreateTopics or auto-creation) gets fresh directories
+        that the removal, which only ever removes renamed directories, cannot touch. If a
+        rename fails, the renames done are undone and the topic stays (KAFKA_STORAGE_ERROR).
+        A rename is a metadata change without fsync, cheap enough for the loop."""
         if topic.internal:
             raise TopicDeletionDisabled(f"Topic {topic.name} is a kafka internal topic and is not allowed to be "
                                         "marked for deletion.")
-        self.catalog.drop(topic.name)
-        parts = [self.partitions.pop((topic.name, i)) for i in range(topic.partitions)
+        parts = [self.partitions[(topic.name, i)] for i in range(topic.partitions)
                  if (topic.name, i) in self.partitions]
+        self._rename_for_deletion(topic, parts)
+        self.catalog.drop(topic.name)
         for part in parts:
+            del self.partitions[part.key]
             self.purgatory.wake(part.key)
-            # Renamed now, before any await: a topic re-created under this name at once
-            # (say by auto-creation) gets fresh directories that the removal cannot touch.
-            # A rename is a metadata change without fsync, cheap enough for the loop.
-            try:
-                os.rename(part.log.path, self._doomed_path(part, topic))
-            except OSError as exc:
-                log.warning("data_plane.topic.rename_failed", topic=topic.name, partition=part.index, error=repr(exc))
         log.info("data_plane.topic.deleted", topic=topic.name, topic_id=str(topic.topic_id))
         return parts
 
+    def _rename_for_deletion(self, topic: TopicInfo, parts: list[Partition]) -> None:
+        renamed: list[tuple[Partition, str]] = []
+        for part in parts:
+            original = part.log.path
+            doomed = delete_dir_path(self.settings.log_dir, topic.name, part.index, topic.topic_id.hex)
+            try:
+                part.log.rename_dir(doomed)
+            except FileNotFoundError:  # nothing on disk to remove; never write to the old path again
+                part.log.moved_to(doomed)
+            except OSError as exc:
+                log.warning("data_plane.topic.rename_failed", topic=topic.name, partition=part.index,
+                            error=repr(exc))
+                self._undo_renames(topic, renamed)
+                raise KafkaError(f"Cannot delete topic {topic.name}: renaming the directory of partition "
+                                 f"{part.index} failed: {exc.strerror or exc}", ErrorCode.kafka_storage_error) from exc
+            renamed.append((part, original))
+
     @staticmethod
-    def _doomed_path(part: Partition, topic: TopicInfo) -> str:
-        return f"{part.log.path}.{topic.topic_id.hex}-delete"
+    def _undo_renames(topic: TopicInfo, renamed: list[tuple[Partition, str]]) -> None:
+        for part, original in renamed:
+            try:
+                part.log.rename_dir(original)
+            except OSError as exc:  # the partition keeps working from its renamed directory until restart
+                log.error("data_plane.topic.rename_undo_failed", topic=topic.name, partition=part.index,
+                          directory=part.log.path, error=repr(exc))
 
     async def delete_topics(self, detached: list[tuple[TopicInfo, list[Partition]]]) -> None:
         """Write the catalog without the detached topics (once, off the loop), then close
@@ -332,13 +367,16 @@ class DataPlane:
                 except Exception as exc:  # a failed log still gets removed
                     log.warning("data_plane.topic.close_failed", topic=topic.name, partition=part.index,
                                 error=repr(exc))
-            await loop.run_in_executor(None, self._remove_dirs, topic, parts)
+            await loop.run_in_executor(None, self._remove_dirs, parts)
 
-    @classmethod
-    def _remove_dirs(cls, topic: TopicInfo, parts: list[Partition]) -> None:
+    @staticmethod
+    def _remove_dirs(parts: list[Partition]) -> None:
+        """Only renamed (`-delete`) directories: never a path a new topic may have taken."""
         for part in parts:
-            doomed = cls._doomed_path(part, topic)
-            shutil.rmtree(doomed if os.path.exists(doomed) else part.log.path, ignore_errors=True)
+            if is_delete_dir(os.path.basename(part.log.path)):
+                shutil.rmtree(part.log.path, ignore_errors=True)
+            else:
+                log.error("data_plane.topic.not_removed", directory=part.log.path)
 
     # ------------------------------------------------------------ delete records
     async def delete_records(self, part: Partition, offset: int) -> int:
@@ -364,16 +402,22 @@ class DataPlane:
         return low
 
     # ---------------------------------------------------------------- append
-    def append(self, part: Partition, data: bytes | None, produce_version: int) -> Appended:
+    def walk_budget(self) -> WalkBudget:
+        """The record bytes one Produce request may make us walk (shared by its batches)."""
+        return WalkBudget(self.settings.max_decompressed_bytes)
+
+    def append(self, part: Partition, data: bytes | None, produce_version: int,
+               budget: WalkBudget | None = None) -> Appended:
         """Validate one producer batch and append it (or recognise a retried duplicate).
 
         Raises a KafkaError (or a storage error carrying its Kafka code) and appends
-        nothing when the batch is rejected.
+        nothing when the batch is rejected. `budget`: the request's walk budget (see
+        validation), a fresh one when None.
         """
         config = part.config
         info = check_batch(data, produce_version=produce_version, max_message_bytes=config.max_message_bytes,
                            segment_bytes=config.segment_bytes,
-                           max_decompressed_bytes=self.settings.max_decompressed_bytes)
+                           max_decompressed_bytes=self.settings.max_decompressed_bytes, budget=budget)
         log_ = part.log
         pid = info.producer_id
         if pid >= 0:

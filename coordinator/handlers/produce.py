@@ -11,7 +11,12 @@ Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
   auto-creates on Metadata; clients always ask Metadata before producing, so this only
   matters to hand-written clients); otherwise, or for an unknown partition,
   UNKNOWN_TOPIC_OR_PARTITION; the internal topic -> INVALID_TOPIC_EXCEPTION;
-* every rejected batch leaves its log untouched; other partitions are unaffected;
+* every rejected batch leaves its log untouched; other partitions are unaffected,
+  except that the request's batches share one budget of record bytes to walk
+  (message.max.decompressed.bytes): a batch past what is left is INVALID_RECORD;
+* a partition listed more than once (under one topic entry or two) is appended once, with its
+  last listing's batch, and answered once at its first place: Kafka keys a Produce's
+  partitions in a map (handleProduceRequest);
 * acks=0: no response; if any partition failed the connection is closed, as Kafka
   does so that the producer refreshes its metadata. Until its appends are written
   the request still counts as outstanding on its connection (a silent LateAnswer), so
@@ -51,6 +56,16 @@ def _append_time(ms: int) -> datetime.datetime | None:
     return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=_UTC)
 
 
+def _partitions_once(topic_data) -> list[tuple[str, list]]:
+    """(topic, partition data) with each (topic, partition) once: its last listing, at its first place."""
+    by_topic: dict[str, dict[int, object]] = {}
+    for topic in topic_data:
+        parts = by_topic.setdefault(topic.name, {})
+        for pd in topic.partition_data:
+            parts[pd.index] = pd  # a dict keeps a key's first place when its value is replaced
+    return [(name, list(parts.values())) for name, parts in by_topic.items()]
+
+
 def _silent_until_written(futures: list) -> LateAnswer | None:
     """No answer (None) once every future is done; until then the request stays outstanding."""
     if not futures:
@@ -86,38 +101,38 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     def handle(ctx: RequestContext, request) -> object:
         version = ctx.api_version
         acks = request.acks
+        topic_data = _partitions_once(request.topic_data)
         whole_request_error = None
         if acks not in (-1, 0, 1):
             whole_request_error = ErrorCode.invalid_required_acks
         elif request.transactional_id is None and any(
-                _is_transactional(p.records) for t in request.topic_data for p in t.partition_data):
+                _is_transactional(p.records) for _, parts in topic_data for p in parts):
             whole_request_error = ErrorCode.transactional_id_authorization_failed
         if whole_request_error is not None:
             if acks == 0:
                 raise CloseConnection(f"produce with acks=0 failed: {whole_request_error.name}")
-            return respond(version, [(t.name, [failed(p.index, whole_request_error) for p in t.partition_data])
-                                     for t in request.topic_data])
+            return respond(version, [(name, [failed(p.index, whole_request_error) for p in parts])
+                                     for name, parts in topic_data])
 
-        reserved, _ = data.auto_create_names([t.name for t in request.topic_data
-                                              if data.catalog.get(t.name) is None])
+        reserved, _ = data.auto_create_names([name for name, _ in topic_data if data.catalog.get(name) is None])
         if reserved:
             async def after_creation() -> object:
                 await data.create_topics(reserved)  # all of them with one catalog write, off the loop
-                answer = append_all(version, request, acks)
+                answer = append_all(version, topic_data, acks)
                 return (await answer) if hasattr(answer, "__await__") else answer
 
             return after_creation()
-        return append_all(version, request, acks)
+        return append_all(version, topic_data, acks)
 
-    def append_all(version: int, request, acks: int) -> object:
+    def append_all(version: int, topic_data: list[tuple[str, list]], acks: int) -> object:
         topics: list[tuple[str, list[dict]]] = []
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
         any_error = False
-        for topic in request.topic_data:
-            name = topic.name
+        budget = data.walk_budget()  # the request's batches together (message.max.decompressed.bytes)
+        for name, listed in topic_data:
             parts: list[dict] = []
-            for pd in topic.partition_data:
+            for pd in listed:
                 part = data.partition(name, pd.index)
                 try:
                     if part is None:
@@ -129,7 +144,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                     if _is_transactional(pd.records):
                         raise InvalidTxnState("This server has no transaction coordinator; "
                                               "transactional produce is not supported.")
-                    appended = data.append(part, pd.records, version)
+                    appended = data.append(part, pd.records, version, budget)
                 except (KafkaError, RecordError, StorageError) as exc:
                     any_error = True
                     parts.append(failed(pd.index, error_code_for(exc), str(exc)))

@@ -8,6 +8,9 @@ INVALID_CONFIG). validate_only runs every check and creates nothing. v5+ results
 carry num_partitions, replication_factor and every supported config with its
 source; errors carry -1 and no configs.
 
+A request whose topics need more than 10,000 metadata records (record_budget.py) fails whole:
+every topic answers POLICY_VIOLATION, as Kafka's controller.
+
 DeleteTopics follows ControllerApis.deleteTopics: duplicates -> INVALID_REQUEST; an
 unknown name -> UNKNOWN_TOPIC_OR_PARTITION, an unknown id (v6) -> UNKNOWN_TOPIC_ID.
 Kafka lets a client delete `__consumer_offsets`; here the group coordinator owns it,
@@ -30,6 +33,7 @@ from protocol.build import build
 from ..dispatch import Dispatcher, RequestContext
 from ..errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
 from ..data_plane import DataPlane
+from ..data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from ..services import Services
 from ..topics import TopicInfo
 from . import sliced_encoding
@@ -79,10 +83,11 @@ def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
         results = [refused(name, ErrorCode.invalid_request, "Duplicate topic name.")
                    for name, count in counts.items() if count > 1]
         reserved: list[tuple[int, TopicInfo]] = []  # (place in `results`, reserved topic)
+        budget = RecordBudget()
 
         def check(topics) -> None:
             for topic in topics:
-                if counts[topic.name] > 1:
+                if counts[topic.name] > 1 or budget.exceeded:
                     continue
                 args = (topic.name, topic.num_partitions, topic.replication_factor,
                         [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
@@ -92,10 +97,24 @@ def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
                         partitions, overrides = data.check_topic(*args)
                         results.append(created(topic.name, ZERO_UUID, partitions, overrides))
                     else:
-                        reserved.append((len(results), data.reserve_topic(*args)))
+                        info = data.reserve_topic(*args)
+                        reserved.append((len(results), info))
+                        partitions, overrides = info.partitions, info.config_map()
                         results.append({})
                 except KafkaError as exc:
                     results.append(refused(topic.name, exc.code, str(exc)))
+                    continue
+                budget.take(topic_records(partitions, len(overrides)))
+
+        def too_large() -> bool:
+            """Past MAX_RECORDS_PER_USER_OP the whole request fails, as Kafka's: every topic of
+            it (in request order) answers POLICY_VIOLATION and nothing is created."""
+            if not budget.exceeded:
+                return False
+            data.catalog.release([info.name for _, info in reserved])
+            reserved.clear()
+            results[:] = [refused(t.name, ErrorCode.policy_violation, EXCESSIVE_BATCH) for t in request.topics]
+            return True
 
         def respond() -> object:
             version = ctx.api_version
@@ -115,11 +134,11 @@ def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
 
         if len(request.topics) <= sliced_encoding.SLICE:
             check(request.topics)
-            return after_creation() if reserved else respond()
+            return respond() if too_large() or not reserved else after_creation()
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
             await sliced_encoding.in_slices(request.topics, check)
-            return await (after_creation() if reserved else _settled(respond()))
+            return await (_settled(respond()) if too_large() or not reserved else after_creation())
 
         return in_slices()
 

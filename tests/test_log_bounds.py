@@ -1,5 +1,4 @@
-"""Warnings and errors are rate-limited per event name, so a client that triggers one on every
-request cannot flood the log (issue 13, defect 7)."""
+"""Log lines stay bounded: warnings and errors rate-limited per event name, long values cut (issue 13, defect 7)."""
 
 from __future__ import annotations
 
@@ -50,3 +49,15 @@ def test_every_level_from_warning_up_is_limited(level: str) -> None:
     limiter = RateLimiter(burst=1, window=10.0, clock=Clock())
     assert emit(limiter, level, "x") is not None
     assert emit(limiter, level, "x") is None
+
+
+def test_long_values_are_cut_and_short_ones_kept() -> None:
+    from coordinator.log_setup import MAX_EXCEPTION_CHARS, MAX_VALUE_CHARS, truncate_values
+
+    group = "g" * 45_000_000
+    out = truncate_values(None, "info", {"event": "rebalance", "group": group, "members": 3, "ok": True,
+                                         "ids": ["m" * 2000], "exception": "x" * 100_000, "short": "abc"})
+    assert out["group"] == "g" * MAX_VALUE_CHARS + f"... ({45_000_000 - MAX_VALUE_CHARS} more chars)"
+    assert len(out["ids"]) < MAX_VALUE_CHARS + 40 and out["ids"].startswith("['mmm")
+    assert out["exception"].startswith("x" * MAX_EXCEPTION_CHARS) and len(out["exception"]) < MAX_EXCEPTION_CHARS + 40
+    assert (out["members"], out["ok"], out["short"], out["event"]) == (3, True, "abc", "rebalance")
