@@ -177,10 +177,12 @@ def _read_chunks(reader: Reader, compact: bool, n: int, buf: memoryview, pos: in
             _i32.pack_into(budget.frame, start, k)
         chunk, size = reader(buf, start)
         pos = start + size
-        items.extend(chunk)
         left -= k
         budget.count += k
-        if not left:
+        if not left and not items:
+            return chunk, pos
+        items.extend(chunk)
+        if not left:  # one step of ~10 ns an element (~0.4 s for 64M on a busy machine): a tuple is made whole
             return tuple(items), pos
         if budget.count >= CHUNK:
             budget.count = 0
