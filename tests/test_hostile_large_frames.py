@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import ApiKey
 from protocol.encoder import uvarint
 from protocol.header import encode_request_header
-from tests.hostile_support import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.hostile_support import Watchdog, assert_commits_survive, limited_server_with_commits
 from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -29,12 +29,8 @@ WATCHED_SECONDS = 15.0  # the decode of the 64 MB frame and the first of its han
 
 @pytest.fixture
 def server(tmp_path):
-    server = start_limited_server(str(tmp_path))
-    try:
-        commit_offsets(server, GROUP, KEPT)
+    with limited_server_with_commits(str(tmp_path), GROUP, KEPT) as server:
         yield server
-    finally:
-        server.kill()
 
 
 def framed(api_key: ApiKey, version: int, body: bytes, flexible: bool = True) -> bytes:
