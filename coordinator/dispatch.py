@@ -64,6 +64,9 @@ class Deferred:
     header_version: int
     api_name: str
     request_bytes: int = 0  # the request's size, counted by its connection while outstanding
+    # Handled before its connection's later requests are read (a sliced decode: Kafka handles a
+    # connection's requests one at a time, so a later commit must not overtake an earlier one).
+    barrier: bool = False
 
 
 class Dispatcher:
@@ -132,7 +135,7 @@ class Dispatcher:
         context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port)
         if len(frame) > SLICED_FROM:
             return Deferred(asyncio.ensure_future(self._sliced(spec, context, frame, header.body_offset)),
-                            correlation_id, spec.response_header_versions[api_version], spec.name)
+                            correlation_id, spec.response_header_versions[api_version], spec.name, barrier=True)
         try:
             request = decode_request(spec, api_version, frame, header.body_offset)
         except DecodeError as exc:
