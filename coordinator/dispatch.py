@@ -27,8 +27,9 @@ from typing import Any, Callable
 import structlog
 
 from protocol.apis import API_TABLE, ApiKey, ApiSpec
-from protocol.codec import DecodeError, decode_request, encode_response
+from protocol.codec import DecodeError, decode_request, decode_request_sliced, encode_response
 from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
+from protocol.sliced_decode import SLICED_FROM
 
 from .late_answer import LateAnswer
 
@@ -64,6 +65,9 @@ class Deferred:
     api_name: str
     request_bytes: int = 0  # the request's size, counted by its connection while outstanding
     release: Callable[[], Any] | None = None  # frees what the answer holds if its connection goes away
+    # Handled before its connection's later requests are read (a sliced decode: Kafka handles a
+    # connection's requests one at a time, so a later commit must not overtake an earlier one).
+    barrier: bool = False
 
 
 class Abandonable:
@@ -141,19 +145,37 @@ class Dispatcher:
             header = parse_request_header(frame, spec.request_is_flexible(api_version))
         except HeaderError as exc:
             raise CloseConnection(f"{spec.name} v{api_version} header does not parse: {exc}") from None
+        context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port)
+        if len(frame) > SLICED_FROM:
+            return Deferred(asyncio.ensure_future(self._sliced(spec, context, frame, header.body_offset)),
+                            correlation_id, spec.response_header_versions[api_version], spec.name, barrier=True)
         try:
             request = decode_request(spec, api_version, frame, header.body_offset)
         except DecodeError as exc:
             raise CloseConnection(str(exc)) from None
-        context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port)
+        return self._respond(spec, api_version, correlation_id, self._handle(spec, context, request))
+
+    def _handle(self, spec: ApiSpec, context: RequestContext, request: Any) -> Any:
         try:
-            result = self._handlers[api_key](context, request)
+            return self._handlers[context.api_key](context, request)
         except CloseConnection:
             raise
         except Exception:
-            log.exception("handler failed", api=spec.name, version=api_version, client_id=header.client_id)
+            log.exception("handler failed", api=spec.name, version=context.api_version, client_id=context.client_id)
             raise CloseConnection(f"internal error handling {spec.name}") from None
-        return self._respond(spec, api_version, correlation_id, result)
+
+    async def _sliced(self, spec: ApiSpec, context: RequestContext, frame: bytes, body_offset: int) -> Any:
+        """A frame over SLICED_FROM: decoded a few thousand elements at a time, other connections
+        served in between (kio would hold the loop for seconds on a 64 MB one), then handled. Its
+        connection keeps it in its place among the answers, as any Deferred."""
+        try:
+            request = await decode_request_sliced(spec, context.api_version, frame, body_offset)
+        except DecodeError as exc:
+            raise CloseConnection(str(exc)) from None
+        result = self._handle(spec, context, request)
+        if hasattr(result, "__await__"):  # a coroutine, Future, PendingWrite or LateAnswer
+            result = await result
+        return result
 
     def _respond(self, spec: ApiSpec, version: int, correlation_id: int, result: Any) -> bytes | Deferred | None:
         header_version = spec.response_header_versions[version]

@@ -82,9 +82,11 @@ SyncWaiter = Callable[[SyncResult], None]
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's preference order
 
 
-def dedupe_protocols(protocols: Protocols) -> Protocols:
-    """Keep the first entry per protocol name (Kafka's collection is keyed by name)."""
-    seen: set[str] = set()
+def dedupe_protocols(protocols: Protocols, seen: set[str] | None = None) -> Protocols:
+    """Keep the first entry per protocol name (Kafka's collection is keyed by name); `seen`: the
+    names kept from earlier slices of the same list."""
+    if seen is None:
+        seen = set()
     out = []
     for name, metadata in protocols:
         if name not in seen:

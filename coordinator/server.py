@@ -66,7 +66,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
-        "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer",
+        "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier",
     )
 
     def __init__(self, server: "Server") -> None:
@@ -95,6 +95,7 @@ class Connection(asyncio.Protocol):
         self.admitted = False  # counted by the server's ConnectionQuotas
         self.resume_scheduled = False  # _process yielded its turn with frames left in the buffer
         self.peer_timer: asyncio.TimerHandle | None = None  # armed while reading is paused
+        self.barrier: Deferred | None = None  # a request to finish before the next is dispatched
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -147,6 +148,8 @@ class Connection(asyncio.Protocol):
         return _CLOSED
 
     def _hold(self, deferred: Deferred, size: int) -> None:
+        if deferred.barrier:
+            self.barrier = deferred
         deferred.request_bytes = size
         self.pending_bytes += size
         self.pending.append(deferred)
@@ -196,12 +199,14 @@ class Connection(asyncio.Protocol):
         connection's dispatch budget allow."""
         if self.resume_scheduled:
             return  # _continue carries on, on a later loop turn
+        if self.barrier is not None and self._behind_barrier():
+            return  # _deliver carries on once it is done
         dispatch = self._dispatch
         pending = self.pending
         out = self.out
         clock = self.server.clock
         deadline = clock() + self.server.dispatch_budget
-        while not self.closing and not self.writing_paused:
+        while not self.closing and not self.writing_paused and self.barrier is None:
             room = self.max_pending - len(pending)
             if room <= 0 or self.pending_bytes >= self.max_pending_bytes:
                 break
@@ -226,7 +231,7 @@ class Connection(asyncio.Protocol):
                         out.append(result)
                 else:
                     self._hold(result, len(frame))
-                    if self.pending_bytes >= self.max_pending_bytes:
+                    if self.pending_bytes >= self.max_pending_bytes or self.barrier is not None:
                         self._unread(list(unread))  # left for when the outstanding bytes drop
                         break
                 if clock() >= deadline:
@@ -236,6 +241,12 @@ class Connection(asyncio.Protocol):
             if len(frames) < room or self.resume_scheduled:
                 break  # no complete frame is left, or they wait for a later turn
         self._update_reading()
+
+    def _behind_barrier(self) -> bool:
+        """Whether the barrier request (see Deferred.barrier) is still outstanding; forgets it once done."""
+        if self.barrier is not None and self.barrier.future.done():
+            self.barrier = None
+        return self.barrier is not None
 
     def _yield_turn(self, unread: list[bytes]) -> None:
         """The dispatch budget is spent: leave what is buffered to a later loop turn."""
@@ -311,7 +322,8 @@ class Connection(asyncio.Protocol):
         if self.transport is None or self.closing:
             return
         should_pause = (self.writing_paused or len(self.pending) >= self.max_pending
-                        or self.pending_bytes >= self.max_pending_bytes or self.resume_scheduled)
+                        or self.pending_bytes >= self.max_pending_bytes or self.resume_scheduled
+                        or (self.barrier is not None and self._behind_barrier()))
         if should_pause and not self.reading_paused:
             self.transport.pause_reading()
             self.reading_paused = True

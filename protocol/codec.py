@@ -8,6 +8,7 @@ from typing import Any
 from kio.serial import entity_reader
 
 from . import bounds
+from .sliced_decode import SLICED_FROM, decode_sliced
 from .apis import ApiSpec
 from .encoder import writer_for
 from .header import plain_body_offset
@@ -45,14 +46,30 @@ def decode_request(spec: ApiSpec, version: int, frame: bytes, offset: int) -> An
             check(frame, offset)  # before kio allocates room for any array
         entity, _size = reader(frame, offset)
     except Exception as exc:  # kio raises many types for malformed input
-        raise DecodeError(f"{spec.name} v{version} body does not parse: {type(exc).__name__}: {exc}") from exc
+        raise _does_not_parse(spec, version, exc) from exc
     return entity
+
+
+async def decode_request_sliced(spec: ApiSpec, version: int, frame: bytes, offset: int) -> Any:
+    """`decode_request` for a frame over SLICED_FROM: the same entity or the same refusal, but
+    other connections are served every few thousand elements (protocol/sliced_decode.py)."""
+    try:
+        return await decode_sliced(spec.requests[version], frame, offset)
+    except Exception as exc:
+        raise _does_not_parse(spec, version, exc) from exc
+
+
+def _does_not_parse(spec: ApiSpec, version: int, exc: Exception) -> DecodeError:
+    return DecodeError(f"{spec.name} v{version} body does not parse: {type(exc).__name__}: {exc}")
 
 
 def decode_common(spec: ApiSpec, version: int, frame: bytes, flexible: bool) -> Any | None:
     """The body of a request whose header is the common kind (header.plain_body_offset), or
     None: an uncommon header or a body that does not parse. For fast paths, which leave
-    such frames to the generic path (it judges them, and closes the connection if need be)."""
+    such frames to the generic path (it judges them, and closes the connection if need be), and
+    so are frames over SLICED_FROM (the generic path decodes them without stopping the loop)."""
+    if len(frame) > SLICED_FROM:
+        return None
     offset = plain_body_offset(frame, flexible)
     if offset < 0:
         return None

@@ -8,7 +8,8 @@ import resource
 import socket
 import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
@@ -28,6 +29,18 @@ def start_limited_server(log_dir: str | None = None, overrides: dict[str, str] |
     if nofile is not None:
         rlimits[resource.RLIMIT_NOFILE] = nofile
     return start_server(log_dir, overrides, rlimits=rlimits)
+
+
+@contextmanager
+def limited_server_with_commits(log_dir: str, group: str, offsets: dict[tuple[str, int], int],
+                                **limits: Any) -> Iterator[ServerProcess]:
+    """start_limited_server, with `offsets` committed for `group` before the test attacks it."""
+    server = start_limited_server(log_dir, **limits)
+    try:
+        commit_offsets(server, group, offsets)
+        yield server
+    finally:
+        server.kill()
 
 
 class Watchdog:

@@ -160,6 +160,16 @@ def test_classes_without_arrays_get_no_checker():
 st.register_type_strategy(Records, st.one_of(st.none(), st.binary(max_size=64)).map(
     lambda b: None if b is None else Records(b)))
 
+def well_formed(data: st.DataObject, cls: type) -> tuple[object, bytes]:
+    """An entity of `cls` drawn by hypothesis, and its encoding."""
+    entity = data.draw(st.from_type(cls))
+    try:
+        return entity, encode(entity)
+    except Exception:  # a value the wire cannot carry (e.g. a string over 32767 bytes)
+        assume(False)
+        raise
+
+
 REQUESTS = [cls for spec in API_TABLE.values() for cls in spec.requests.values() if bounds.checker(cls)]
 TAGGED_COUNTS = [FetchResponse, ProduceResponse]  # tagged arrays, nested tagged structs: the tag helpers
 
@@ -169,11 +179,7 @@ TAGGED_COUNTS = [FetchResponse, ProduceResponse]  # tagged arrays, nested tagged
 @given(data=st.data(), prefix=st.binary(max_size=3))
 def test_every_well_formed_message_passes_its_checker(cls, data, prefix):
     """The checker walks a frame exactly as kio reads it: it never refuses what kio encodes."""
-    entity = data.draw(st.from_type(cls))
-    try:
-        body = encode(entity)
-    except Exception:  # a value the wire cannot carry (e.g. a string over 32767 bytes)
-        assume(False)
+    entity, body = well_formed(data, cls)
     frame = prefix + body
     bounds.checker(cls)(frame, len(prefix))
     try:

@@ -37,6 +37,7 @@ from ..group import JoinResult, SyncResult, dedupe_protocols
 from ..group_admin import delete_groups, describe_groups, list_groups
 from ..membership import JoinParams, LeaveResult, LeavingMember, SyncParams
 from ..services import Services
+from . import sliced_encoding
 from .api_versions import NO_THROTTLE
 
 log = structlog.get_logger("coordinator.groups")
@@ -131,6 +132,20 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                    member_id=r.member_id, members=members, **extra)
 
     def handle_join(ctx: RequestContext, request: Any) -> Any:
+        if len(request.protocols) > sliced_encoding.SLICE:
+            return join_in_slices(ctx, request)
+        return join(ctx, request, dedupe_protocols(tuple((p.name, p.metadata) for p in request.protocols)))
+
+    async def join_in_slices(ctx: RequestContext, request: Any) -> Any:
+        """A JoinGroup listing millions of protocols: deduplicated a slice per loop turn."""
+        seen: set[str] = set()
+        kept: list[tuple[str, bytes]] = []
+        await sliced_encoding.in_slices(request.protocols, lambda chunk: kept.extend(
+            dedupe_protocols(tuple((p.name, p.metadata) for p in chunk), seen)))
+        answer = join(ctx, request, tuple(kept))
+        return await answer if isinstance(answer, asyncio.Future) else answer
+
+    def join(ctx: RequestContext, request: Any, protocols: tuple[tuple[str, bytes], ...]) -> Any:
         version = ctx.api_version
         session_ms = _ms(request.session_timeout)
         params = JoinParams(
@@ -138,8 +153,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             group_instance_id=getattr(request, "group_instance_id", None),
             session_timeout_ms=session_ms,
             rebalance_timeout_ms=session_ms if version == 0 else _ms(request.rebalance_timeout),
-            protocol_type=request.protocol_type,
-            protocols=dedupe_protocols(tuple((p.name, p.metadata) for p in request.protocols)),
+            protocol_type=request.protocol_type, protocols=protocols,
             reason=getattr(request, "reason", None), client_id=ctx.client_id or "",
             client_host="/" + ctx.client_host, api_version=version)
         if params.reason:  # DEBUG: one line per member per rebalance; the rebalance's own line has the reason
@@ -290,9 +304,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     def handle_describe(ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         with_ops = getattr(request, "include_authorized_operations", False)
-        described = []
-        for g in describe_groups(groups, list(request.groups)):
-            described.append({
+
+        def described(group_ids: Any) -> list[dict]:
+            return [{
                 "error_code": g.error, "group_id": g.group_id, "group_state": g.state,
                 "protocol_type": g.protocol_type, "protocol_data": g.protocol_data,
                 "authorized_operations": GROUP_OPERATIONS if with_ops and g.error is ErrorCode.none
@@ -300,8 +314,14 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                              "client_id": m.client_id, "client_host": m.client_host,
                              "member_metadata": m.metadata, "member_assignment": m.assignment}
-                            for m in g.members]})
-        return build(responses[ApiKey.DESCRIBE_GROUPS][version], throttle_time=NO_THROTTLE, groups=described)
+                            for m in g.members]} for g in describe_groups(groups, list(group_ids))]
+
+        cls = responses[ApiKey.DESCRIBE_GROUPS][version]
+        if len(request.groups) > sliced_encoding.SLICE:  # described, built and encoded a slice per loop turn
+            return sliced_encoding.encode_sliced(cls, {"throttle_time": NO_THROTTLE}, "groups",
+                                                 sliced_encoding.LazyEntries(request.groups, described),
+                                                 flexible=version >= 5)
+        return build(cls, throttle_time=NO_THROTTLE, groups=described(request.groups))
 
     def handle_list(ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version

@@ -43,3 +43,18 @@ async def in_slices(items: Any, work: Any) -> None:
     for start in range(0, len(items), SLICE):
         work(items[start:start + SLICE])
         await asyncio.sleep(0)
+
+
+class LazyEntries:
+    """The entries of a response array for `items`, made a slice at a time (`make(items[a:b])`)
+    as encode_sliced asks for them, so that millions are never held at once."""
+
+    def __init__(self, items: Any, make: Any) -> None:
+        self.items = items
+        self.make = make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, where: slice) -> list[dict]:
+        return self.make(self.items[where])
