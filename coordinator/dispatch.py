@@ -173,6 +173,8 @@ class Dispatcher:
         except DecodeError as exc:
             raise CloseConnection(str(exc)) from None
         result = self._handle(spec, context, request)
+        if result.__class__ is Abandonable:  # a parked Fetch: its connection waits for it here anyway
+            result = result.awaitable
         if hasattr(result, "__await__"):  # a coroutine, Future, PendingWrite or LateAnswer
             result = await result
         return result

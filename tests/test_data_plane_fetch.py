@@ -200,3 +200,22 @@ async def test_acks_all_waits_for_the_flush_policy(tmp_path, policy):
         answer = await plane.produce("t", 0, batch(b"a"), acks=-1)
         assert answer.error_code == ErrorCode.none
         assert plane.data.partition("t", 0).log.high_watermark == 1
+
+
+async def test_a_fetch_decoded_by_the_sliced_path_still_parks_and_is_answered(tmp_path, monkeypatch):
+    """A Fetch over dispatch.SLICED_FROM (a consumer of very many partitions) is decoded in slices; its handler's
+    parked answer (an Abandonable) is awaited there, then encoded as any other."""
+    from coordinator import dispatch
+
+    monkeypatch.setattr(dispatch, "SLICED_FROM", 0)
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("t")
+        request = plane.fetch_request("t", 0, 0, max_wait=10_000, min_bytes=1)
+        out = plane.send(request)
+        assert isinstance(out, Deferred)
+        await asyncio.sleep(0.05)
+        assert not out.future.done()  # parked: nothing to read yet
+        await plane.produce("t", 0, batch(b"woken"))
+        answer = await plane.resolve(request, out, timeout=5)
+        (partition,) = answer.responses[0].partitions
+        assert partition.error_code == ErrorCode.none and partition.high_watermark == 1
