@@ -229,7 +229,9 @@ async def test_a_failed_deletion_is_logged_and_retried(tmp_path, monkeypatch):
 
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t", 1, {"segment.bytes": SMALL, "retention.ms": "0"})
-        await produce_n(plane, 6)
+        # a minute old: stamped "now + i", the last record could still be unexpired (now - ts > 0 is false)
+        # when the check ran within the same milliseconds, and the active segment stayed (log start 4)
+        await produce_n(plane, 6, ts=int(time.time() * 1000) - 60_000)
         monkeypatch.setattr(log_retention, "unlink_segment", lambda seg, dir_fd: (_ for _ in ()).throw(
             PermissionError("read-only file system")))
         assert await plane.data.retention.check_all() == 0  # logged, not raised
