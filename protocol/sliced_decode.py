@@ -34,6 +34,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from .encoder import uvarint
 from .bounds import CountError, Node, _null, _too_many, _uvarint, counted, min_size, shape
 
 SLICED_FROM = 1 << 20  # frames larger than this (bytes) are decoded sliced
@@ -169,7 +170,7 @@ def _read_chunks(reader: Reader, compact: bool, n: int, buf: memoryview, pos: in
     while True:
         k = min(left, CHUNK)
         if compact:
-            head = _uvarint_bytes(k + 1)
+            head = uvarint(k + 1)
             start = pos - len(head)
             budget.frame[start:pos] = head
         else:
@@ -187,15 +188,6 @@ def _read_chunks(reader: Reader, compact: bool, n: int, buf: memoryview, pos: in
         if budget.count >= CHUNK:
             budget.count = 0
             yield
-
-
-def _uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _read_struct(plan: _Struct, buf: memoryview, pos: int, budget: _Budget) -> Steps:

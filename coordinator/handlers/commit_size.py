@@ -24,8 +24,9 @@ from protocol.codec import Encoded
 from protocol.encoder import uvarint
 from protocol.header import HeaderError, read_uvarint
 
+from .sliced_encoding import SLICE  # partitions answered per loop turn
+
 SCAN_FROM = 256 << 10  # bytes: smaller commits decode in ~30 ms
-SLICE = 20_000  # partitions answered per loop turn
 MAX_WALK = 200_000  # entries walked before the walk gives up (e.g. a frame of empty topics)
 BATCH_OVERHEAD = 61  # record batch v2 header
 # A record of key v1 (2 + group 2+n + topic 2+n + 4) and value v3 (2 + 8 + 4 + metadata 2+n + 8),

@@ -21,9 +21,10 @@ from kio.schema.errors import ErrorCode
 from protocol.codec import Encoded
 from protocol.encoder import uvarint
 
+from .sliced_encoding import SLICE  # partitions read and encoded per loop turn
+
 log = structlog.get_logger("coordinator.offsets")
 
-SLICE = 20_000  # partitions read and encoded per loop turn
 
 THROTTLE_FROM, TOP_ERROR_FROM, EPOCH_FROM, FLEXIBLE_FROM, GROUPS_FROM = 3, 2, 5, 6, 8
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
