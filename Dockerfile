@@ -16,6 +16,7 @@ COPY pyproject.toml README.md ./
 COPY docker/requirements.py /usr/local/bin/requirements-of
 RUN python3 /usr/local/bin/requirements-of pyproject.toml > /tmp/requirements.txt \
  && /opt/venv/bin/pip install --quiet -r /tmp/requirements.txt
+COPY primitives ./primitives
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage
@@ -62,6 +63,7 @@ RUN python3 /tmp/requirements-of /tmp/pyproject.toml test > /tmp/requirements.tx
  && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
 WORKDIR /app
 COPY pyproject.toml ./
+COPY primitives ./primitives
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage

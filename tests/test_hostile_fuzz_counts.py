@@ -30,8 +30,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.apis import API_TABLE
-from protocol.encoder import uvarint
 from protocol.framing import frame
 from tests.hostile_support import (
     Watchdog,

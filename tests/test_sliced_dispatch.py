@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
+from primitives.uvarint import encode_uvarint as uvarint
 from coordinator import dispatch
 from coordinator.dispatch import CloseConnection, Deferred, Dispatcher
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_common
-from protocol.encoder import uvarint
 from protocol.sliced_decode import CHUNK, SLICED_FROM
 from tests.data_plane_support import ms, req
 from tests.dispatch_support import InProcess

@@ -20,8 +20,8 @@ import asyncio
 import struct
 from dataclasses import dataclass
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.codec import Encoded
-from protocol.encoder import uvarint
 from protocol.header import HeaderError, read_uvarint
 
 from .sliced_encoding import SLICE  # partitions answered per loop turn

@@ -18,8 +18,8 @@ from typing import Any, Callable, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.codec import Encoded
-from protocol.encoder import uvarint
 
 from .sliced_encoding import SLICE  # partitions read and encoded per loop turn
 

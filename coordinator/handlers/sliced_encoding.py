@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.build import _shape, build
 from protocol.codec import Encoded
-from protocol.encoder import uvarint, writer_for
+from protocol.encoder import writer_for
 
 SLICE = 20_000  # entries handled, built or encoded per loop turn
 
