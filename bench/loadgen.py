@@ -54,14 +54,13 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from functools import cache, partial
+from functools import partial
 from typing import Any, Callable, Sequence
 
-from kio.index import load_entity_module
-from kio.schema.index import api_key_map
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
+from protocol.apis import kio_class
 from protocol.codec import encode_request
 from protocol.header import skip_tagged_fields
 
@@ -76,14 +75,8 @@ def encode(entity: Any, correlation_id: int = 1, client_id: str | None = "bench"
                           correlation_id, client_id, entity)
 
 
-@cache  # a module lookup costs ~30 µs: member clients decode ~1,000 answers per 500-member rebalance
 def response_class(request_cls: type) -> type:
-    module = load_entity_module(api_key_map[int(request_cls.__api_key__)], int(request_cls.__version__),
-                                EntityType.response)
-    for value in vars(module).values():
-        if isinstance(value, type) and getattr(value, "__type__", None) is EntityType.response:
-            return value
-    raise LookupError(f"no kio response class for {request_cls.__name__}")
+    return kio_class(int(request_cls.__api_key__), int(request_cls.__version__), EntityType.response)
 
 
 def decode_response(request_cls: type, body: bytes) -> Any:

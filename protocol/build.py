@@ -17,7 +17,9 @@ from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 
 
 @cache
-def _shape(cls: type) -> dict[str, tuple[type | None, bool]]:
+def field_shapes(cls: type) -> dict[str, tuple[type | None, bool]]:
+    """Field name -> (its kio class if the field is a struct or an array of structs, else None;
+    whether it is an array), for kio class `cls`."""
     shape: dict[str, tuple[type | None, bool]] = {}
     for field in fields(cls):
         kind = classify_field(field)
@@ -27,7 +29,7 @@ def _shape(cls: type) -> dict[str, tuple[type | None, bool]]:
 
 
 def build(cls: type, **values: Any) -> Any:
-    shape = _shape(cls)
+    shape = field_shapes(cls)
     kwargs: dict[str, Any] = {}
     for name, value in values.items():
         entry = shape.get(name)

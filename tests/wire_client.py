@@ -11,28 +11,14 @@ import struct
 from typing import Any
 
 from kio.serial import entity_reader
+from kio.static.constants import EntityType
 
-from protocol.apis import API_TABLE
+from protocol.apis import API_TABLE, kio_class
 from protocol.codec import encode_request
-
-_RESPONSE_CLASSES: dict[tuple[int, int], type] = {}
 
 
 def response_class_for(request: Any) -> type:
-    from kio.index import load_entity_module
-    from kio.static.constants import EntityType
-
-    key = (int(request.__api_key__), int(request.__version__))
-    spec = API_TABLE.get(key[0])
-    if spec is not None and key[1] in spec.responses:  # includes protocol/legacy_messages.py's
-        return spec.responses[key[1]]
-    cls = _RESPONSE_CLASSES.get(key)
-    if cls is None:
-        module = load_entity_module(API_TABLE[key[0]].name, key[1], EntityType.response)
-        cls = next(v for v in vars(module).values()
-                   if isinstance(v, type) and getattr(v, "__type__", None) is EntityType.response)
-        _RESPONSE_CLASSES[key] = cls
-    return cls
+    return kio_class(int(request.__api_key__), int(request.__version__), EntityType.response)
 
 
 def request_frame(request: Any, correlation_id: int, client_id: str | None = "test-client") -> bytes:

@@ -62,9 +62,9 @@ FETCH_GROUPS_FROM = 8
 
 
 def _nested(cls: type, name: str) -> type:
-    from protocol.build import _shape  # class introspection only, once per version
+    from protocol.build import field_shapes  # class introspection only, once per version
 
-    nested = _shape(cls)[name][0]
+    nested = field_shapes(cls)[name][0]
     assert nested is not None
     return nested
 

@@ -14,7 +14,7 @@ import asyncio
 from typing import Any
 
 from primitives.uvarint import encode_uvarint as uvarint
-from protocol.build import _shape, build
+from protocol.build import build, field_shapes
 from protocol.codec import Encoded
 from protocol.encoder import writer_for
 
@@ -25,7 +25,7 @@ async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict], 
                         after: int = 0) -> Encoded:
     """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
     for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""
-    entry_cls = _shape(cls)[field][0]
+    entry_cls = field_shapes(cls)[field][0]
     assert entry_cls is not None
     write_entry = writer_for(entry_cls)
     out = bytearray()
