@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cache
-from typing import Any
 
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map
@@ -122,7 +121,3 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}
-
-
-def request_class(api_key: int, version: int) -> Any:
-    return API_TABLE[api_key].requests[version]
