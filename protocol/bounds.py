@@ -24,7 +24,9 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Callable, Union
 
-from kio.serial._introspect import (
+from primitives.uvarint import uvarint_reader
+
+from .kio_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
@@ -33,8 +35,6 @@ from kio.serial._introspect import (
     get_schema_field_type,
     is_optional,
 )
-
-from primitives.uvarint import uvarint_reader
 
 Checker = Callable[[bytes, int], None]
 

@@ -13,7 +13,7 @@ from dataclasses import fields
 from functools import cache
 from typing import Any
 
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+from .kio_fields import EntityField, EntityTupleField, classify_field
 
 
 @cache

@@ -16,8 +16,11 @@ import struct
 from dataclasses import MISSING, fields
 from typing import Any, Callable
 
-from kio.serial._implicit_defaults import get_tagged_field_default
-from kio.serial._introspect import (
+from kio.static.constants import uuid_zero
+
+from primitives.uvarint import encode_uvarint
+
+from .kio_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveField,
@@ -25,11 +28,9 @@ from kio.serial._introspect import (
     classify_field,
     get_field_tag,
     get_schema_field_type,
+    get_tagged_field_default,
     is_optional,
 )
-from kio.static.constants import uuid_zero
-
-from primitives.uvarint import encode_uvarint
 
 Writer = Callable[[Any, bytearray], None]
 

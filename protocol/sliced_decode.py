@@ -25,18 +25,10 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generator, Union
 
-from kio._kio_native import get_field_reader
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    classify_field,
-    get_field_tag,
-    is_optional,
-)
-
 from primitives.uvarint import encode_uvarint
 
 from .bounds import CountError, Node, counted, min_size, null_array, read_uvarint, shape, too_many
+from .kio_fields import EntityField, EntityTupleField, classify_field, get_field_reader, get_field_tag, is_optional
 
 SLICED_FROM = 1 << 20  # frames larger than this (bytes) are decoded sliced
 CHUNK = 10_000  # elements read between two yields
