@@ -21,7 +21,7 @@ COPY coordinator ./coordinator
 COPY storage ./storage
 COPY spark_jobs ./spark_jobs
 RUN /opt/venv/bin/pip install --quiet --no-deps . \
- && /opt/venv/bin/python -c "import coordinator.server, storage.snapshot, protocol.apis; from storage.latest import CRecordBatch; assert CRecordBatch" \
+ && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.latest import CRecordBatch; assert CRecordBatch" \
  && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- runtime base shared by every target
