@@ -22,7 +22,7 @@ COPY coordinator ./coordinator
 COPY storage ./storage
 COPY spark_jobs ./spark_jobs
 RUN /opt/venv/bin/pip install --quiet --no-deps . \
- && /opt/venv/bin/python -c "import coordinator.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)" \
+ && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)" \
  && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- runtime base shared by every target

@@ -23,9 +23,10 @@ from kio.static.primitive import i32, i64
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
 from coordinator.services import Node, Services
-from coordinator.shard import GroupCoordinator, GroupSettings, MemoryLog
-from coordinator.timers import FakeScheduler
-from coordinator.topics import TopicCatalog
+from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.runtime.writes import MemoryLog
+from coordinator.runtime.timers import FakeScheduler
+from coordinator.data_plane.topic_catalog import TopicCatalog
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import encode_request

@@ -81,7 +81,7 @@ def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
 
 def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
     """Write one partition of about `megabytes` MB; returns (records, bytes)."""
-    from coordinator.offsets_log import DurableLog
+    from coordinator.runtime.durable_log import DurableLog
     from coordinator.record_codec import offset_key, offset_value
     from coordinator.records import OffsetValue
     from storage.batch import build_batch
@@ -109,10 +109,10 @@ def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
 
 
 def measure_load(root: str) -> tuple[float, int, int]:
-    from coordinator.loader import load_shard
-    from coordinator.offsets_log import DurableLog
-    from coordinator.shard import GroupCoordinator, GroupSettings
-    from coordinator.timers import FakeScheduler
+    from coordinator.runtime.loader import load_shard
+    from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+    from coordinator.runtime.timers import FakeScheduler
 
     async def go() -> tuple[float, int, int]:
         durable = DurableLog(root)

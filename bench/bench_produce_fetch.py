@@ -1,6 +1,6 @@
 """Produce and fetch throughput of the embedded data plane through a real client (not a test).
 
-Starts our server (tests/server_process.py) on a fresh log dir, creates a 3-partition
+Starts our server (tests/support/server_process.py) on a fresh log dir, creates a 3-partition
 topic per run, produces N messages of S bytes with confluent-kafka (librdkafka), then
 reads them all back with an assign()-consumer. Prints a table of records/s and MB/s
 (payload bytes) and, with --write, stores it in docs/BENCHMARKS.md under
@@ -19,8 +19,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.server_process import start_server  # noqa: E402
-from tests.test_data_plane_clients import create_topic  # noqa: E402
+from tests.support.server_process import start_server  # noqa: E402
+from tests.clients.test_data_plane_clients import create_topic  # noqa: E402
 
 PARTITIONS = 3
 

@@ -28,7 +28,7 @@ from bench.profile_heartbeats import FakeTransport
 from coordinator.app import YOUNG_GC_THRESHOLD, App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
-from coordinator.server import Connection
+from coordinator.net.server import Connection
 
 
 class CountingTransport(FakeTransport):

@@ -24,16 +24,16 @@ from typing import Callable
 
 from bench.bench_offsets import commit_frames
 from coordinator import record_codec
-from coordinator.dispatch import Dispatcher
-from coordinator.offsets import commit_records
-from coordinator.shard import GroupCoordinator, GroupSettings
-from coordinator.timers import FakeScheduler
+from coordinator.net.dispatch import Dispatcher
+from coordinator.offsets.manager import commit_records
+from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.runtime.timers import FakeScheduler
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_request
 from protocol.header import parse_request_header
 from storage.batch import build_tail_batch
-from tests.offsets_support import OffsetsHarness
+from tests.support.offsets import OffsetsHarness
 
 BATCH = 512  # requests per timing of the whole path: 16 connections x 32 in flight
 

@@ -8,9 +8,9 @@ temporary log.dirs, the real dispatcher and uvloop) forms `groups` consumer grou
 through JoinGroup v5 / SyncGroup v3 request frames, then feeds Heartbeat v3 frames for every member
 through the dispatcher for `seconds`, yielding to the event loop between rounds so session timers run
 as they would in the server. Only the heartbeat phase is profiled (cProfile). It prints the own time
-of the timer code (coordinator/timers.py and the session-expiry callbacks) against the total.
+of the timer code (coordinator/runtime/timers.py and the session-expiry callbacks) against the total.
 
-With --pipeline N the frames go through the server's Connection instead (coordinator/server.py: framing,
+With --pipeline N the frames go through the server's Connection instead (coordinator/net/server.py: framing,
 in-order answers, one write per read) over a fake transport, N size-prefixed frames per
 `data_received`, as a client with N requests in flight delivers them. --no-profile measures the rate
 without cProfile's per-call overhead (heartbeats per second of process CPU time, for before/after runs).
@@ -43,7 +43,7 @@ from bench.loadgen import decode_response, encode
 from coordinator.app import YOUNG_GC_THRESHOLD, App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
-from coordinator.server import Connection
+from coordinator.net.server import Connection
 
 
 def ms(value: int) -> i32Timedelta:
@@ -279,7 +279,7 @@ async def scenario(args: argparse.Namespace) -> None:
     stats = pstats.Stats(profiler)
     total = stats.total_tt
     timers = own_time(stats, lambda path, name: path.endswith("timers.py") or "session" in name)
-    print(f"profiled CPU {total:.2f} s; timer code (coordinator/timers.py + session callbacks) "
+    print(f"profiled CPU {total:.2f} s; timer code (coordinator/runtime/timers.py + session callbacks) "
           f"{timers:.3f} s = {100 * timers / total:.2f} %")
     stats.sort_stats("tottime").print_stats(16)
 

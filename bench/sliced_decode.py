@@ -19,7 +19,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_request
 from protocol.encoder import encode
 from protocol.sliced_decode import SLICED_FROM, decode
-from tests.data_plane_support import ms, req
+from tests.support.data_plane import ms, req
 
 
 def bodies() -> dict[str, tuple[ApiKey, int, bytes]]:

@@ -21,7 +21,7 @@ import time
 
 import uvloop
 
-from coordinator.timers import FIRING_BUDGET_S, KeyedTimers, LoopScheduler
+from coordinator.runtime.timers import FIRING_BUDGET_S, KeyedTimers, LoopScheduler
 
 
 async def one_run(members: int, spread_ms: float, shards: int, limit_s: float) -> tuple[list[float], float]:

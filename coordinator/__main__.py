@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .config import SETTINGS, Config, ConfigError, env_name
+from coordinator.config import SETTINGS, Config, ConfigError, env_name
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "dump-log":
         return dump_log(args.paths, args.json)
-    from .log_setup import configure_logging
+    from coordinator.log_setup import configure_logging
 
     overrides: dict[str, str] = {}
     for item in args.override:
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning(warning)
     log.info("starting", **config.as_properties())
-    from .app import run
+    from coordinator.app import run
 
     try:
         run(config)

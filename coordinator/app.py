@@ -8,15 +8,15 @@ import signal
 
 import structlog
 
-from .cluster import Node, load_or_create_cluster_id
-from .config import Config
-from .dispatch import Dispatcher
-from .handlers import api_versions, find_coordinator, groups, metadata
-from .handlers import delete_records, fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
-from .offsets_runtime import OffsetsRuntime
-from .server import Server
-from .services import Services
-from .topics import TopicCatalog
+from coordinator.node import Node, load_or_create_cluster_id
+from coordinator.config import Config
+from coordinator.net.dispatch import Dispatcher
+from coordinator.handlers import api_versions, find_coordinator, groups, metadata
+from coordinator.handlers import delete_records, fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
+from coordinator.runtime.offsets_topic import OffsetsRuntime
+from coordinator.net.server import Server
+from coordinator.services import Services
+from coordinator.data_plane.topic_catalog import TopicCatalog
 
 log = structlog.get_logger(__name__)
 

@@ -29,7 +29,7 @@ from storage.records import (
 )
 from storage.varint import encode_varint
 
-from .records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 
 _I = Struct(">i")
 _KEY_V1 = b"\x00\x01"

@@ -7,7 +7,7 @@ source generated from the same field metadata kio uses (kafka_type, tags, flexib
 optionality), with runs of fixed-size fields packed by one precompiled Struct into a
 bytearray. The semantics (null encodings, compact lengths, tagged-field defaults,
 KIP-893 nullable structs, the RequestHeader client_id quirk) follow kio's writer, and
-tests/test_encoder_identity.py checks byte identity against kio with hypothesis.
+tests/unit/test_encoder_identity.py checks byte identity against kio with hypothesis.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 def default_capacity() -> int:
     """An eighth of RLIMIT_NOFILE, between 16 and 128 (the connection cap leaves a quarter
-    of the limit to files: coordinator/connection_quotas.py)."""
+    of the limit to files: coordinator/net/connection_quotas.py)."""
     import resource
 
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]

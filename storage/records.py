@@ -323,7 +323,7 @@ def _fields(schema: Schema, obj: Any, version: int) -> dict[str, Any]:
 # OffsetCommitKey v1 and OffsetCommitValue v3 (v1 with an expire timestamp) are every commit,
 # written on the OffsetCommit path and read back millions of times by loading, dump-log and
 # the Spark jobs, so they get precompiled structs. The bytes equal the schema codec's above
-# (tests/test_offsets_codec.py); anything else goes through it.
+# (tests/unit/test_offsets_codec.py); anything else goes through it.
 
 _KEY_V1 = b"\x00\x01"
 _VALUE_V3 = b"\x00\x03"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server
 
 
 @pytest.fixture

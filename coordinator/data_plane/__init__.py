@@ -6,6 +6,6 @@ coordinator/handlers/{produce,fetch,list_offsets,topics_admin,init_producer_id}.
 this package holds the state they share.
 """
 
-from .plane import DataPlane, DataPlaneSettings
+from coordinator.data_plane.plane import DataPlane, DataPlaneSettings
 
 __all__ = ["DataPlane", "DataPlaneSettings"]

@@ -29,7 +29,7 @@ from storage.compression import MAX_DECOMPRESSED_BYTES
 from storage.log import PartitionLog, partition_dir
 from storage.log_dirs import delete_dir_path, is_delete_dir
 
-from ..errors import (
+from coordinator.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
@@ -41,15 +41,15 @@ from ..errors import (
     TopicDeletionDisabled,
     UnknownTopicOrPartition,
 )
-from ..topics import TopicCatalog, TopicInfo, topic_name_error
-from . import topic_configs
-from .producer_ids import ProducerIdAllocator
-from .producer_state import ProducerStateTable
-from .purgatory import FetchPurgatory
-from .record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
-from .retention import RetentionManager
-from .topic_configs import EffectiveConfig
-from .validation import WalkBudget, check_batch, stamp_log_append_time
+from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
+from coordinator.data_plane import topic_configs
+from coordinator.data_plane.producer_ids import ProducerIdAllocator
+from coordinator.data_plane.producer_state import ProducerStateTable
+from coordinator.data_plane.purgatory import FetchPurgatory
+from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
+from coordinator.data_plane.retention import RetentionManager
+from coordinator.data_plane.topic_configs import EffectiveConfig
+from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
 
 log = structlog.get_logger(__name__)
 

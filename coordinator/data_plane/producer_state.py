@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 from storage.batch import iter_batches
 
-from ..errors import InvalidProducerEpoch, OutOfOrderSequence
-from .validation import increment_sequence
+from coordinator.errors import InvalidProducerEpoch, OutOfOrderSequence
+from coordinator.data_plane.validation import increment_sequence
 
 BATCHES_TO_RETAIN = 5
 REBUILD_CHUNK = 8 << 20

@@ -25,7 +25,7 @@ import structlog
 from storage.retention import plan
 
 if TYPE_CHECKING:
-    from .plane import Partition
+    from coordinator.data_plane.plane import Partition
 
 log = structlog.get_logger(__name__)
 YIELD_EVERY = 64

@@ -17,8 +17,8 @@ from typing import Callable, Mapping
 from storage.log_compaction import CompactionPolicy
 from storage.retention import RetentionPolicy
 
-from ..config import parse_cleanup_policy
-from ..errors import InvalidConfig
+from coordinator.config import parse_cleanup_policy
+from coordinator.errors import InvalidConfig
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1

@@ -41,7 +41,7 @@ from storage.compression import MAX_DECOMPRESSED_BYTES, NONE, ZSTD, decompress_c
 from storage.errors import DecompressedTooLargeError
 from storage.varint import read_varint
 
-from ..errors import (
+from coordinator.errors import (
     CorruptMessage,
     InvalidRecord,
     MessageTooLarge,

@@ -18,8 +18,8 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
 
-from ..dispatch import Dispatcher, RequestContext
-from ..services import Services
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")

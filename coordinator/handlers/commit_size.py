@@ -24,7 +24,7 @@ from primitives.uvarint import encode_uvarint as uvarint
 from protocol.codec import Encoded
 from protocol.header import HeaderError, read_uvarint
 
-from .sliced_encoding import SLICE  # partitions answered per loop turn
+from coordinator.handlers.sliced_encoding import SLICE  # partitions answered per loop turn
 
 SCAN_FROM = 256 << 10  # bytes: smaller commits decode in ~30 ms
 MAX_WALK = 200_000  # entries walked before the walk gives up (e.g. a frame of empty topics)

@@ -25,10 +25,10 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.errors import OffsetOutOfRangeError, StorageError
 
-from ..dispatch import Dispatcher, RequestContext
-from ..errors import KafkaError, error_code_for
-from ..services import Services
-from .api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.errors import KafkaError, error_code_for
+from coordinator.services import Services
+from coordinator.handlers.api_versions import NO_THROTTLE
 
 SLICE = 1024
 

@@ -37,10 +37,10 @@ from protocol.build import build
 from protocol.codec import Encoded
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
-from ..dispatch import Abandonable, Dispatcher, RequestContext
-from ..errors import error_code_for
-from ..services import Services
-from .api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
+from coordinator.errors import error_code_for
+from coordinator.services import Services
+from coordinator.handlers.api_versions import NO_THROTTLE
 
 ZERO_UUID = uuid.UUID(int=0)
 LEADER_EPOCH = 0

@@ -16,10 +16,10 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-from ..dispatch import Dispatcher, RequestContext
-from ..errors import error_message
-from ..services import Services
-from .api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.errors import error_message
+from coordinator.services import Services
+from coordinator.handlers.api_versions import NO_THROTTLE
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4

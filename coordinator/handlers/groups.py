@@ -31,14 +31,14 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import FixedResponse, decode_common
 
-from ..dispatch import Dispatcher, RequestContext
-from ..errors import write_error_code
-from ..group import JoinResult, SyncResult, dedupe_protocols
-from ..group_admin import delete_groups, describe_groups, list_groups
-from ..membership import JoinParams, LeaveResult, LeavingMember, SyncParams
-from ..services import Services
-from . import sliced_encoding
-from .api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.errors import write_error_code
+from coordinator.groups.classic_group import JoinResult, SyncResult, dedupe_protocols
+from coordinator.groups.admin import delete_groups, describe_groups, list_groups
+from coordinator.groups.membership import JoinParams, LeaveResult, LeavingMember, SyncParams
+from coordinator.services import Services
+from coordinator.handlers import sliced_encoding
+from coordinator.handlers.api_versions import NO_THROTTLE
 
 log = structlog.get_logger("coordinator.groups")
 

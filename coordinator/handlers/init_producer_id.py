@@ -15,9 +15,9 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-from ..dispatch import Dispatcher, RequestContext
-from ..services import Services
-from .api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
+from coordinator.handlers.api_versions import NO_THROTTLE
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

@@ -21,11 +21,11 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-from ..dispatch import Dispatcher, RequestContext
-from ..services import Services
-from ..topics import TopicInfo, topic_name_error
-from . import sliced_encoding
-from .api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
+from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
+from coordinator.handlers import sliced_encoding
+from coordinator.handlers.api_versions import NO_THROTTLE
 
 NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
 ZERO_UUID = uuid.UUID(int=0)

@@ -21,9 +21,9 @@ from kio.schema.errors import ErrorCode
 from primitives.uvarint import encode_uvarint as uvarint
 from protocol.codec import Encoded
 
-from .sliced_encoding import SLICE  # partitions read and encoded per loop turn
+from coordinator.handlers.sliced_encoding import SLICE  # partitions read and encoded per loop turn
 
-log = structlog.get_logger("coordinator.offsets")
+log = structlog.get_logger("coordinator.offsets.manager")
 
 
 THROTTLE_FROM, TOP_ERROR_FROM, EPOCH_FROM, FLEXIBLE_FROM, GROUPS_FROM = 3, 2, 5, 6, 8

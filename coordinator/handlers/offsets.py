@@ -1,4 +1,4 @@
-"""OffsetCommit v0-v9, OffsetFetch v0-v9, OffsetDelete v0: kio messages <-> coordinator/offsets.py.
+"""OffsetCommit v0-v9, OffsetFetch v0-v9, OffsetDelete v0: kio messages <-> coordinator/offsets/manager.py.
 
 OffsetCommit v0/v1 and OffsetFetch v0 (classes from protocol/legacy_messages.py) behave
 as in Kafka 3.x's KafkaApis: a v0 commit is a commit outside group management
@@ -35,16 +35,16 @@ from protocol.codec import Encoded, decode_common, encode_response
 from protocol.header import HeaderError, parse_request_header
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
 
-from ..dispatch import CloseConnection, Deferred, Dispatcher, RequestContext
-from ..late_answer import WriteAnswer
-from ..errors import commit_error_code, write_error_code
-from ..offsets import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
-from ..services import Services
-from . import offset_fetch_slices as fetch_slices
-from .api_versions import NO_THROTTLE
-from .commit_size import SCAN_FROM, refusal_body, scan_oversized
+from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext
+from coordinator.completion import WriteAnswer
+from coordinator.errors import commit_error_code, write_error_code
+from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
+from coordinator.services import Services
+from coordinator.handlers import offset_fetch_slices as fetch_slices
+from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 
-log = structlog.get_logger("coordinator.offsets")
+log = structlog.get_logger("coordinator.offsets.manager")
 
 E = ErrorCode
 _ONE_MS = datetime.timedelta(milliseconds=1)

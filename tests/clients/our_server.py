@@ -4,7 +4,7 @@ comes back), plus the server-side views the tests check (log events of every inc
 
 from __future__ import annotations
 
-from tests.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server
 
 # Kafka's defaults except a shorter initial rebalance delay (3 s in Kafka): three members started at once
 # still join one generation, and each group forms 2 s sooner.
@@ -74,7 +74,7 @@ def describe_group(server: ServerProcess, group: str) -> tuple[str, dict[str, se
     from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
     from kio.schema.errors import ErrorCode
 
-    from tests.wire_client import WireClient
+    from tests.support.wire_client import WireClient
 
     with WireClient(server.host, server.port) as client:
         described = client.call(DescribeGroupsRequest(groups=(group,), include_authorized_operations=False))

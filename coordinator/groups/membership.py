@@ -1,0 +1,443 @@
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup of classic groups, as Kafka answers them.
+
+Ported in behaviour (not code) from GroupMetadataManager.classicGroupJoin*,
+classicGroupSync*, classicGroupHeartbeat*, classicGroupLeave* and the request checks of
+GroupCoordinatorService / KafkaApis. Answers go to the `reply` callable the handler
+passed in, possibly much later (JoinGroup and SyncGroup are delayed operations);
+Heartbeat answers at once; LeaveGroup returns its answer plus the write it waits for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from coordinator.errors import KafkaError, write_error_code
+from coordinator.groups.classic_group import (
+    EMPTY_ASSIGNMENT,
+    MAX_SHORT_STRING_BYTES,
+    UNKNOWN_MEMBER_ID,
+    ClassicGroup,
+    GroupState,
+    IllegalStateTransition,
+    JoinResult,
+    JoinWaiter,
+    Member,
+    Protocols,
+    SyncResult,
+    SyncWaiter,
+)
+from coordinator.groups.rebalance import Rebalancer
+from coordinator.records import GroupMetadataRecord, GroupMetadataValue
+
+if TYPE_CHECKING:
+    from coordinator.runtime.writes import PendingWrite
+
+log = structlog.get_logger("coordinator.groups")
+
+S = GroupState
+# Heartbeat's states and answer as module constants: an Enum attribute costs ~150 ns per access
+_DEAD, _EMPTY, _PREPARING_REBALANCE, _NONE = S.DEAD, S.EMPTY, S.PREPARING_REBALANCE, ErrorCode.none
+JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM = 4  # JoinGroupRequest.requiresKnownMemberId
+JOIN_SUPPORTS_SKIP_ASSIGNMENT_FROM = 9  # JoinGroupRequest.supportsSkippingAssignment
+SYNC_REQUIRES_PROTOCOL_FROM = 5  # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
+
+
+@dataclass(frozen=True, slots=True)
+class JoinParams:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int  # v0: the session timeout (JoinGroupRequest.maybeOverrideRebalanceTimeout)
+    protocol_type: str
+    protocols: Protocols  # deduplicated by name, preference order kept
+    reason: str | None
+    client_id: str
+    client_host: str
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncParams:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeavingMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveResult:
+    error: ErrorCode
+    members: tuple[tuple[str, str | None, ErrorCode], ...]  # (member id, instance id, error)
+
+
+def _inconsistent(requested: str | None, actual: str | None) -> bool:
+    """isProtocolInconsistent: a null in the request matches anything (pre-v5 clients)."""
+    return requested is not None and requested != actual
+
+
+def _too_long(text: str | None) -> bool:
+    return text is not None and len(text) > MAX_SHORT_STRING_BYTES // 4 and \
+        len(text.encode()) > MAX_SHORT_STRING_BYTES
+
+
+def _unpersistable(p: JoinParams) -> bool:
+    """A string GroupMetadataValue v3 must hold but cannot (int16 length), possible only through
+    JoinGroup v6+'s compact strings. Kafka accepts it and then fails every write of the group
+    (UNKNOWN_SERVER_ERROR for ever); refused at once instead, as Kafka refuses bad request fields."""
+    return _too_long(p.group_instance_id) or _too_long(p.protocol_type) or \
+        any(_too_long(name) for name, _ in p.protocols)
+
+
+class Membership(Rebalancer):
+    # --- JoinGroup ----------------------------------------------------------------------
+
+    def join(self, p: JoinParams, reply: JoinWaiter) -> None:
+        if not p.group_id:
+            return reply(JoinResult(ErrorCode.invalid_group_id, p.member_id))
+        if p.group_instance_id == "":
+            # Kafka's clients refuse an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId) and its
+            # KIP-848 path answers INVALID_REQUEST ("InstanceId can't be empty."): no static member without a name.
+            return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
+        if _unpersistable(p):
+            return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
+        settings = self.settings
+        if not settings.min_session_timeout_ms <= p.session_timeout_ms <= settings.max_session_timeout_ms:
+            return reply(JoinResult(ErrorCode.invalid_session_timeout, p.member_id))
+        unknown = p.member_id == UNKNOWN_MEMBER_ID
+        group = self.groups.get(p.group_id)
+        new_group = group is None
+        if group is None:
+            if not unknown:  # getOrMaybeCreateClassicGroup(groupId, false)
+                return reply(JoinResult(ErrorCode.unknown_member_id, p.member_id))
+            group = self.groups[p.group_id] = ClassicGroup(p.group_id, self.clock.wall_ms())
+        if not self._accept_joining_member(group, p.member_id):
+            group.remove(p.member_id)
+            reply(JoinResult(ErrorCode.group_max_size_reached, UNKNOWN_MEMBER_ID))
+        elif unknown:
+            self._join_new_member(group, p, reply)
+        else:
+            self._join_existing_member(group, p, reply)
+        if new_group:
+            # Kafka commits a new group with an empty GroupMetadata record.
+            # (GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord)
+            empty = GroupMetadataValue("", 0, None, None, (), group.state_timestamp)
+            write = self.shard.write([GroupMetadataRecord(p.group_id, empty)])
+            self._warn_on_failure(write, p.group_id, "new group")
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        """acceptJoiningMember: group.max.size, counted as Kafka counts it per state."""
+        max_size = self.settings.max_size
+        if group.state in (S.EMPTY, S.DEAD):
+            return True
+        if group.is_in(S.PREPARING_REBALANCE):
+            member = group.members.get(member_id)
+            return (member is not None and member.awaiting_join is not None) or group.num_awaiting_join < max_size
+        return member_id in group.members or len(group.members) < max_size
+
+    def _join_new_member(self, group: ClassicGroup, p: JoinParams, reply: JoinWaiter) -> None:
+        if group.is_in(S.DEAD):
+            return reply(JoinResult(ErrorCode.coordinator_not_available, UNKNOWN_MEMBER_ID))
+        if not group.supports_protocols(p.protocol_type, {name for name, _ in p.protocols}):
+            return reply(JoinResult(ErrorCode.inconsistent_group_protocol, UNKNOWN_MEMBER_ID))
+        new_member_id = group.generate_member_id(p.client_id, p.group_instance_id)
+        if p.group_instance_id is not None:
+            existing = group.static_member_id(p.group_instance_id)
+            if existing is not None:
+                log.info("static member rejoins with unknown member id; replacing", group=group.group_id,
+                         instance=p.group_instance_id, old_member=existing, member=new_member_id)
+                self._update_static_member_then_rebalance(group, p, existing, new_member_id, reply)
+            else:
+                self._add_member_then_rebalance(group, p, new_member_id, reply)
+        elif p.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM:
+            group.add_pending_member(new_member_id)
+            self.schedule_pending_member_expiry(group, new_member_id, p.session_timeout_ms)
+            reply(JoinResult(ErrorCode.member_id_required, new_member_id))
+        else:
+            self._add_member_then_rebalance(group, p, new_member_id, reply)
+
+    def _join_existing_member(self, group: ClassicGroup, p: JoinParams, reply: JoinWaiter) -> None:
+        member_id = p.member_id
+        if group.is_in(S.DEAD):
+            return reply(JoinResult(ErrorCode.coordinator_not_available, member_id))
+        if not group.supports_protocols(p.protocol_type, {name for name, _ in p.protocols}):
+            return reply(JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
+        if group.is_pending_member(member_id):
+            if p.group_instance_id is not None:
+                # Kafka throws IllegalStateException here, answered as UNKNOWN_SERVER_ERROR
+                return reply(JoinResult(ErrorCode.unknown_server_error, member_id))
+            return self._add_member_then_rebalance(group, p, member_id, reply)
+        try:
+            group.validate_member(member_id, p.group_instance_id)
+        except KafkaError as exc:
+            return reply(JoinResult(exc.code, member_id))
+        member = group.members[member_id]
+        reason = p.reason or "not provided"
+        if group.is_in(S.PREPARING_REBALANCE):
+            self._update_member_then_rebalance(group, p, member, reply, "member_rejoined",
+                                               f"member {member_id} rejoined; reason: {reason}")
+        elif group.is_in(S.COMPLETING_REBALANCE):
+            if member.matches(p.protocols):
+                # it missed the JoinGroup answer: give it the current generation again
+                reply(group.join_result(member_id, members=group.is_leader(member_id)))
+            else:
+                self._update_member_then_rebalance(group, p, member, reply, "subscription_change",
+                                                   f"member {member_id} changed its metadata; reason: {reason}")
+        elif group.is_in(S.STABLE):
+            if group.is_leader(member_id):
+                # the leader may rejoin to trigger a rebalance for metadata changes
+                self._update_member_then_rebalance(group, p, member, reply, "leader_rejoined",
+                                                   f"leader {member_id} rejoined; reason: {reason}")
+            elif not member.matches(p.protocols):
+                self._update_member_then_rebalance(group, p, member, reply, "subscription_change",
+                                                   f"member {member_id} changed its metadata; reason: {reason}")
+            else:
+                reply(group.join_result(member_id, members=False))
+        else:
+            log.warning("rejoining member found the group empty", group=group.group_id, member=member_id)
+            reply(JoinResult(ErrorCode.unknown_member_id, member_id))
+
+    def _update_member_then_rebalance(self, group: ClassicGroup, p: JoinParams, member: Member,
+                                      reply: JoinWaiter, cause: str, detail: str) -> None:
+        group.update_member(member, p.protocols, p.rebalance_timeout_ms, p.session_timeout_ms, reply)
+        self.maybe_prepare_rebalance_or_complete_join(group, cause, detail)
+
+    def _add_member_then_rebalance(self, group: ClassicGroup, p: JoinParams, member_id: str,
+                                   reply: JoinWaiter) -> None:
+        member = Member(member_id, p.group_instance_id, p.client_id, p.client_host, p.rebalance_timeout_ms,
+                        p.session_timeout_ms, p.protocol_type, p.protocols, is_new=True)
+        if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
+            group.new_member_added = True  # extends the initial delay
+        group.add(member, reply)
+        # A new member cannot heartbeat before it has its id; it gets the (long) new-member
+        # join timeout instead, so a client that vanished mid-join is removed eventually.
+        self.touch_session(group, member, self.settings.new_member_join_timeout_ms)
+        self.maybe_prepare_rebalance_or_complete_join(
+            group, "member_joined",
+            f"new member {member_id} (instance {p.group_instance_id}); reason: {p.reason or 'not provided'}")
+
+    def _update_static_member_then_rebalance(self, group: ClassicGroup, p: JoinParams, old_member_id: str,
+                                             new_member_id: str, reply: JoinWaiter) -> None:
+        instance_id = p.group_instance_id
+        assert instance_id is not None
+        current_leader = group.leader_id
+        new = group.replace_static_member(instance_id, old_member_id, new_member_id)
+        self.cancel_session(group.group_id, old_member_id)
+        self.touch_session(group, new)
+        old_rebalance, old_session, old_protocols = new.rebalance_timeout_ms, new.session_timeout_ms, new.protocols
+        group.update_member(new, p.protocols, p.rebalance_timeout_ms, p.session_timeout_ms, reply)
+        if group.is_in(S.STABLE):
+            if (group.protocol_name or "") != group.select_protocol():
+                self.maybe_prepare_rebalance_or_complete_join(
+                    group, "static_member_protocol_change",
+                    f"static member {instance_id} rejoined as {new_member_id} with other protocols")
+                return
+            # Same protocol: persist the new member id and keep the assignment, no rebalance.
+            write = self.write_group(group, group.group_assignment())
+            version = p.api_version
+
+            def stored(error: BaseException | None) -> None:
+                if error is not None:
+                    log.warning("failed to store replaced static member; reverting", group=group.group_id,
+                                instance=instance_id, member=new_member_id)
+                    if group.members.get(new_member_id) is new and group.static_member_id(instance_id) == new_member_id:
+                        group.update_member(new, old_protocols, old_rebalance, old_session, None)
+                        old = group.replace_static_member(instance_id, new_member_id, old_member_id)
+                        self.cancel_session(group.group_id, new_member_id, new)
+                        self.touch_session(group, old)
+                    reply(JoinResult(write_error_code(error), UNKNOWN_MEMBER_ID, group.generation_id,
+                                     group.protocol_type, group.protocol_name, current_leader or ""))
+                elif not group.is_in(S.STABLE):
+                    return  # a rebalance started meanwhile; the member's JoinGroup waits for it
+                elif version >= JOIN_SUPPORTS_SKIP_ASSIGNMENT_FROM:
+                    # v9+: the leader learns it leads but must not run the assignor
+                    leader = group.is_leader(new_member_id)
+                    group.complete_join(new, group.join_result(new_member_id, members=leader, skip_assignment=leader))
+                else:
+                    # before v9: the old leader id, so the new member does not assign
+                    group.complete_join(new, group.join_result(new_member_id, members=False,
+                                                               leader=current_leader or ""))
+
+            write.add_callback(stored)
+            log.info("static member replaced without rebalance", group=group.group_id, instance=instance_id,
+                     old_member=old_member_id, member=new_member_id)
+        elif group.is_in(S.COMPLETING_REBALANCE):
+            # the leader may already assign for the old member id: rebalance
+            self.prepare_rebalance(group, "static_member_replaced",
+                                   f"static member {instance_id} rejoined as {new_member_id} during sync")
+        elif group.state in (S.EMPTY, S.DEAD):
+            raise IllegalStateTransition(f"static member {instance_id} rejoined {group.group_id} "
+                                         f"in state {group.state.value}")
+        else:
+            self.maybe_complete_join_phase(group)
+
+    # --- SyncGroup ------------------------------------------------------------------------
+
+    def sync(self, p: SyncParams, reply: SyncWaiter) -> None:
+        if p.api_version >= SYNC_REQUIRES_PROTOCOL_FROM and (p.protocol_type is None or p.protocol_name is None):
+            return reply(SyncResult(ErrorCode.inconsistent_group_protocol))
+        if not p.group_id:
+            return reply(SyncResult(ErrorCode.invalid_group_id))
+        group = self.groups.get(p.group_id)
+        if group is None or group.is_in(S.EMPTY):
+            return reply(SyncResult(ErrorCode.unknown_member_id))
+        error = self._validate_sync(group, p)
+        if error is not None:
+            return reply(SyncResult(error))
+        if group.is_in(S.PREPARING_REBALANCE):
+            return reply(SyncResult(ErrorCode.rebalance_in_progress))
+        member = group.members[p.member_id]
+        if group.is_in(S.STABLE):
+            self.remove_pending_sync_member(group, p.member_id)
+            return reply(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment))
+        # CompletingRebalance: wait for the leader's assignment (and its write)
+        replaced = member.awaiting_sync
+        member.awaiting_sync = reply
+        if replaced is not None and replaced is not reply:
+            # a second SyncGroup of the same member replaces the first: answer the first
+            # (REBALANCE_IN_PROGRESS: retriable, keeps the member id) so its connection,
+            # whose responses leave in order, is not blocked; Kafka leaves it unanswered
+            replaced(SyncResult(ErrorCode.rebalance_in_progress))
+        self.remove_pending_sync_member(group, p.member_id)
+        if group.is_leader(p.member_id):
+            self._store_assignment(group, p)
+
+    def _validate_sync(self, group: ClassicGroup, p: SyncParams) -> ErrorCode | None:
+        if group.is_in(S.DEAD):
+            return ErrorCode.coordinator_not_available
+        try:
+            group.validate_member(p.member_id, p.group_instance_id)
+        except KafkaError as exc:
+            return exc.code
+        if p.generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+        if _inconsistent(p.protocol_type, group.protocol_type) or _inconsistent(p.protocol_name, group.protocol_name):
+            return ErrorCode.inconsistent_group_protocol
+        return None
+
+    def _store_assignment(self, group: ClassicGroup, p: SyncParams) -> None:
+        assignment = dict(p.assignments)
+        missing = [m for m in group.members if m not in assignment]
+        for member_id in missing:
+            assignment[member_id] = EMPTY_ASSIGNMENT
+        if missing:
+            log.warning("leader sent no assignment for some members", group=group.group_id,
+                        generation=group.generation_id, members=len(missing))
+        generation = p.generation_id
+        write = self.write_group(group, assignment)
+
+        def stored(error: BaseException | None) -> None:
+            # another member may have joined meanwhile: act only on the same generation
+            if not group.is_in(S.COMPLETING_REBALANCE) or generation != group.generation_id:
+                return
+            if error is not None:
+                code = write_error_code(error)
+                self.reset_and_propagate_assignment_with_error(group, code)
+                self.maybe_prepare_rebalance_or_complete_join(group, "store_failed",
+                                                              f"storing the assignment failed: {code.name}")
+            else:
+                self.set_and_propagate_assignment(group, assignment)
+                group.transition_to(S.STABLE, self.clock.wall_ms())
+                self._close_rebalance(group, "stable")
+
+        write.add_callback(stored)
+
+    # --- Heartbeat ------------------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        """classicGroupHeartbeatToClassicGroup; on success only a deadline moves (O(1))."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.invalid_group_id if not group_id else ErrorCode.unknown_member_id
+        state = group.state
+        if state is _DEAD:
+            return ErrorCode.coordinator_not_available
+        member = group.members.get(member_id)
+        if instance_id is not None or member is None:
+            try:
+                group.validate_member(member_id, instance_id)
+            except KafkaError as exc:
+                return exc.code
+            member = group.members[member_id]
+        if generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+        if state is _EMPTY:
+            return ErrorCode.unknown_member_id
+        deadline = self.clock.now_ms() + member.session_timeout_ms
+        member.session_deadline_ms = deadline
+        armed = member.armed_at
+        if armed is None or armed > deadline:
+            self._arm_session(group_id, member, deadline)
+        if state is _PREPARING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        return _NONE  # CompletingRebalance and Stable
+
+    # --- LeaveGroup -----------------------------------------------------------------------
+
+    def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, "PendingWrite | None"]:
+        if not group_id:
+            return LeaveResult(ErrorCode.invalid_group_id, ()), None
+        group = self.groups.get(group_id)
+        if group is None:
+            return LeaveResult(ErrorCode.none, tuple(
+                (m.member_id, m.group_instance_id, ErrorCode.unknown_member_id) for m in leaving)), None
+        if group.is_in(S.DEAD):
+            return LeaveResult(ErrorCode.coordinator_not_available, ()), None
+        responses: list[tuple[str, str | None, ErrorCode]] = []
+        left: list[str] = []
+        for m in leaving:
+            reason = m.reason or "not provided"
+            if m.member_id == UNKNOWN_MEMBER_ID:
+                # administrative removal by group instance id
+                target = group.static_member_id(m.group_instance_id) if m.group_instance_id is not None else None
+                if target is None:
+                    responses.append((m.member_id, m.group_instance_id, ErrorCode.unknown_member_id))
+                    continue
+                self._remove_leaving_member(group, target, reason)
+                left.append(target)
+            elif group.is_pending_member(m.member_id):
+                group.remove(m.member_id)
+                self.cancel_session(group_id, m.member_id)
+                log.info("pending member left group", group=group_id, member=m.member_id, reason=reason)
+                left.append(m.member_id)
+            else:
+                try:
+                    group.validate_member(m.member_id, m.group_instance_id)
+                except KafkaError as exc:
+                    responses.append((m.member_id, m.group_instance_id, exc.code))
+                    continue
+                self._remove_leaving_member(group, m.member_id, reason)
+                left.append(m.member_id)
+            responses.append((m.member_id, m.group_instance_id, ErrorCode.none))
+        write = None
+        if left:
+            detail = f"explicit LeaveGroup for {len(left)} member(s): {', '.join(left[:5])}"
+            if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+                write = self.maybe_prepare_rebalance_or_complete_join(group, "member_left", detail)
+            elif group.is_in(S.PREPARING_REBALANCE):
+                write = self.maybe_complete_join_phase(group)
+        return LeaveResult(ErrorCode.none, tuple(responses)), write
+
+    def _remove_leaving_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
+        """removeCurrentMemberFromClassicGroup."""
+        member = group.members[member_id]
+        self.cancel_session(group.group_id, member_id, member)
+        log.info("member left group", group=group.group_id, member=member_id,
+                 instance=member.group_instance_id, reason=reason)
+        group.complete_join(member, JoinResult(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
+        group.remove(member_id)

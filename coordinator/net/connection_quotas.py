@@ -1,0 +1,109 @@
+"""How many connections the server holds: Kafka's `max.connections`, `max.connections.per.ip`
+and `max.connections.per.ip.overrides` (ConnectionQuotas in Kafka's SocketServer).
+
+A connection over its address's limit is closed at once, as Kafka does. Kafka's acceptor
+stops accepting while the broker-wide limit is reached; asyncio gives no way to pause an
+accept loop, so a connection over `max.connections` is closed at once too (the client sees
+the same refusal and retries with its reconnect backoff).
+
+The broker-wide limit is also capped by the process's fd limit (RLIMIT_NOFILE): connections
+may use at most the part of it not kept for files (`fd_reserve`), so that clients holding
+connections can never take the fds the logs need to roll segments or create partitions.
+
+Refusals are logged as warnings, which the logging setup rate-limits per event name.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+
+import structlog
+
+from coordinator.config import Config, ConfigError
+
+log = structlog.get_logger(__name__)
+
+
+def fd_reserve(nofile: int) -> int:
+    """Fds kept for files (logs, indexes, the catalog) out of a limit of `nofile`: a quarter,
+    but at least 256 (or half of a smaller limit)."""
+    return max(nofile // 4, min(256, nofile // 2))
+
+
+def connection_cap(max_connections: int, nofile: int | None = None) -> int:
+    """`max.connections`, lowered to what RLIMIT_NOFILE leaves after the file reserve."""
+    if nofile is None:
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if nofile == resource.RLIM_INFINITY or nofile <= 0:
+        return max_connections
+    return max(0, min(max_connections, nofile - fd_reserve(nofile)))
+
+
+def resolve_overrides(overrides: tuple) -> dict[str, int]:
+    """{address: limit} for `max.connections.per.ip.overrides`; host names are resolved once,
+    at start-up, as Kafka does (InetAddress.getByName)."""
+    out: dict[str, int] = {}
+    for host, limit in overrides:
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise ConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {exc}") from None
+        for info in infos:
+            out[normalize(info[4][0])] = limit
+    return out
+
+
+def normalize(address: str) -> str:
+    """An IPv4 peer of a dual-stack socket appears as ::ffff:a.b.c.d; count it as a.b.c.d."""
+    if address.startswith("::ffff:") and "." in address:
+        return address[7:]
+    return address
+
+
+class ConnectionQuotas:
+    def __init__(self, max_connections: int, per_ip: int, overrides: dict[str, int]) -> None:
+        self.max_connections = max_connections
+        self.per_ip = per_ip
+        self.overrides = overrides
+        self.total = 0
+        self.counts: dict[str, int] = {}
+
+    @classmethod
+    def from_config(cls, config: Config) -> "ConnectionQuotas":
+        cap = connection_cap(config.max_connections)
+        if cap < config.max_connections:
+            log.info("max.connections capped by the fd limit", configured=config.max_connections,
+                     effective=cap, nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        return cls(cap, config.max_connections_per_ip, resolve_overrides(config.max_connections_per_ip_overrides))
+
+    def limit_for(self, address: str) -> int:
+        return self.overrides.get(address, self.per_ip)
+
+    def admit(self, address: str) -> bool:
+        """Count a new connection from `address`, or refuse it (False, logged) over a limit."""
+        address = normalize(address)
+        count = self.counts.get(address, 0)
+        if count >= self.limit_for(address):
+            self._refuse(address, f"the address already has the maximum of {self.limit_for(address)} connections "
+                                  "(max.connections.per.ip)")
+            return False
+        if self.total >= self.max_connections:
+            self._refuse(address, f"the server already has the maximum of {self.max_connections} connections "
+                                  "(max.connections, capped by the fd limit)")
+            return False
+        self.counts[address] = count + 1
+        self.total += 1
+        return True
+
+    def release(self, address: str) -> None:
+        address = normalize(address)
+        count = self.counts.get(address, 0) - 1
+        if count > 0:
+            self.counts[address] = count
+        else:
+            self.counts.pop(address, None)
+        self.total -= 1
+
+    def _refuse(self, address: str, reason: str) -> None:
+        log.warning("connection refused", peer=address, reason=reason)

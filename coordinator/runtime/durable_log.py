@@ -1,0 +1,218 @@
+"""The durable RecordLog: one storage.log.PartitionLog per __consumer_offsets partition.
+
+`<log.dirs>/__consumer_offsets-<p>/` in Kafka's layout and record format. A shard's
+write's records go into one record batch (Kafka: one batch per write operation; here
+the writes of one event-loop turn share batches of up to BATCH_RECORDS records, and a
+write never spans two), appended once per partition and turn; PartitionLog puts them
+into one write + one fsync (group commit across all requests of the partition), and
+the PendingWrites resolve when their batch is durable. Encoding errors and storage
+errors resolve the write with the exception; errors.commit_error_code /
+write_error_code map them to wire codes.
+
+As Kafka refuses a coordinator write whose batch is larger than the offsets topic's
+max.message.bytes (CoordinatorRuntime: RecordTooLargeException), a write whose records
+pass `max_batch_bytes` fails alone with RecordTooLargeError (a group record is judged
+before it is encoded). Any failure while batching (MemoryError included) fails exactly
+the writes of that batch; the log goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from functools import partial
+
+import structlog
+
+from storage.batch import HEADER_SIZE, build_tail_batch
+from storage.errors import RecordTooLargeError
+from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.placement import OFFSETS_TOPIC
+
+from coordinator import record_codec
+from coordinator.records import GroupMetadataRecord
+from coordinator.runtime.writes import PendingWrite
+
+log = structlog.get_logger(__name__)
+
+BATCH_RECORDS = 1000  # records per batch when one loop turn's writes are joined
+
+
+class DurableLog:
+    """Implements shard.RecordLog over PartitionLogs opened by `open_partition`."""
+
+    def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
+                 segment_bytes: int = 100 * 1024 * 1024, clock_ms=None, fsync=os.fsync,
+                 max_batch_bytes: int = 1048588) -> None:
+        self.root = root
+        self.max_batch_bytes = max_batch_bytes  # the offsets topic's max.message.bytes (message.max.bytes)
+        self.flush_policy = FlushPolicy(flush_policy.lower())
+        self.flush_interval_ms = flush_interval_ms
+        self.segment_bytes = segment_bytes  # Kafka's offsets.topic.segment.bytes default
+        self.logs: dict[int, PartitionLog] = {}
+        self._fsync = fsync
+        self._queued: dict[int, list[PendingWrite]] = {}  # partition -> writes of this loop turn
+        self._append_scheduled = False
+        if clock_ms is None:
+            import time
+
+            def clock_ms() -> int:
+                return int(time.time() * 1000)
+        self.clock_ms = clock_ms
+
+    def path(self, partition: int) -> str:
+        return partition_dir(self.root, OFFSETS_TOPIC, partition)
+
+    def open_partition(self, partition: int) -> PartitionLog:
+        """Open (and recover the tail of) the partition's log; reopening replaces it."""
+        plog = PartitionLog.open(self.path(partition), segment_bytes=self.segment_bytes,
+                                 flush_policy=self.flush_policy, flush_interval_ms=self.flush_interval_ms,
+                                 fsync=self._fsync)
+        self.logs[partition] = plog
+        return plog
+
+    # --- RecordLog -------------------------------------------------------------------------
+
+    def append(self, partition: int, pending: PendingWrite) -> None:
+        """Queue the write; at the end of the loop turn the writes queued for a partition
+        go to its log in one append (_append_queued, batches by _encode_writes)."""
+        if partition not in self.logs:
+            from coordinator.errors import NotCoordinator
+
+            pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
+            return
+        queued = self._queued.get(partition)
+        if queued is None:
+            queued = self._queued[partition] = []
+            if not self._append_scheduled:
+                self._append_scheduled = True
+                asyncio.get_running_loop().call_soon(self._append_queued)
+        queued.append(pending)
+
+    def _append_queued(self) -> None:
+        self._append_scheduled = False
+        queued, self._queued = self._queued, {}
+        now = self.clock_ms()
+        for partition, writes in queued.items():
+            plog = self.logs.get(partition)
+            if plog is None:
+                from coordinator.errors import NotCoordinator
+
+                for pending in writes:
+                    pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
+                continue
+            members, data = _encode_writes(writes, now, self.max_batch_bytes)
+            if not members:
+                continue
+            try:
+                result = plog.append(data)
+            except Exception as exc:
+                for pending in members:
+                    pending.resolve(exc)
+                continue
+            result.durable.add_done_callback(partial(_resolve_all, members))
+
+    def _flush_queued(self) -> None:
+        if self._queued:
+            self._append_queued()
+
+    def has_queued(self, partition: int) -> bool:
+        """Writes not yet handed to the partition's log (they go at the end of this loop turn)."""
+        return bool(self._queued.get(partition))
+
+    async def flush(self) -> None:
+        self._flush_queued()
+        await asyncio.gather(*(plog.flush() for plog in self.logs.values()))
+
+    async def close(self) -> None:
+        self._flush_queued()
+        logs, self.logs = list(self.logs.values()), {}
+        for plog in logs:
+            try:
+                await plog.close()
+            except Exception:
+                log.exception("closing offsets log failed", dir=plog.path)
+
+    async def close_partition(self, partition: int) -> None:
+        self._flush_queued()
+        plog = self.logs.pop(partition, None)
+        if plog is not None:
+            await plog.close()
+
+
+def _encode_writes(writes: list[PendingWrite], now: int,
+                   max_batch_bytes: int) -> tuple[list[PendingWrite], bytes]:
+    """The writes still waiting and their batches: one per run of writes of up to
+    BATCH_RECORDS records; a write never spans two (a batch is all-or-nothing on
+    recovery). A write that cannot be encoded, or whose records pass `max_batch_bytes`,
+    fails alone; a batch that cannot be built fails its writes."""
+    batches: list[bytes] = []
+    members: list[PendingWrite] = []
+    run: list[PendingWrite] = []  # the writes whose tails make the batch being built
+    tails: list = []
+    encode_tails = record_codec.encode_tails
+    for pending in writes:
+        if pending.done:  # e.g. failed by an unload meanwhile
+            continue
+        try:
+            encoded = pending.tails
+            if encoded is None:
+                _refuse_large_group_records(pending.records, max_batch_bytes)
+                encoded = encode_tails(pending.records)
+            size = HEADER_SIZE + sum(map(len, encoded))
+            if size > max_batch_bytes:
+                raise RecordTooLargeError(f"a write of {size} bytes passes the offsets log's "
+                                          f"max.message.bytes {max_batch_bytes}")
+        except ValueError as exc:  # a string too long for its field: the commit is too large
+            pending.resolve(RecordTooLargeError(str(exc)))
+            continue
+        except Exception as exc:  # e.g. a number out of its field's range, MemoryError
+            pending.resolve(exc)
+            continue
+        if tails and len(tails) + len(encoded) > BATCH_RECORDS:
+            _close_run(run, tails, now, batches, members)
+            run, tails = [], []
+        tails += encoded
+        run.append(pending)
+    if tails:
+        _close_run(run, tails, now, batches, members)
+    if len(batches) == 1:
+        return members, batches[0]
+    try:
+        return members, b"".join(batches)
+    except Exception as exc:  # MemoryError: nothing of this turn is written
+        for pending in members:
+            pending.resolve(exc)
+        return [], b""
+
+
+def _close_run(run: list[PendingWrite], tails: list, now: int, batches: list[bytes],
+               members: list[PendingWrite]) -> None:
+    """Build the run's batch; if that fails, the run's writes fail with the error."""
+    try:
+        batches.append(build_tail_batch(tails, now))
+    except Exception as exc:
+        for pending in run:
+            pending.resolve(exc)
+        return
+    members += run
+
+
+def _refuse_large_group_records(records, max_batch_bytes: int) -> None:
+    """RecordTooLargeError for a group record whose members' subscriptions and assignments
+    alone pass the limit, before encoding it costs their size again in memory."""
+    for record in records:
+        if type(record) is GroupMetadataRecord and record.value is not None:
+            size = sum(len(m.subscription or b"") + len(m.assignment or b"") for m in record.value.members)
+            if size > max_batch_bytes:
+                raise RecordTooLargeError(f"group {record.group_id!r}: {size} bytes of member metadata pass "
+                                          f"the offsets log's max.message.bytes {max_batch_bytes}")
+
+
+def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future) -> None:
+    if durable.cancelled():
+        error: BaseException | None = asyncio.CancelledError()
+    else:
+        error = durable.exception()
+    for pending in writes:
+        pending.resolve(error)

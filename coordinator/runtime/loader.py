@@ -1,0 +1,199 @@
+"""Loading an offsets partition: latest usable snapshot + replay of the log after it.
+
+Everything goes through `Shard.replay_all`, the function live writes use, so a loaded
+shard equals the live one that wrote the log. Steps (Kafka's CoordinatorLoaderImpl +
+GroupMetadataManager.onLoaded):
+
+1. Snapshot (storage/snapshot.py, written by the bulk-load job): the newest complete
+   one whose `covers_log_offset` is not beyond the log end. Read with `read_tables`
+   (columns, in a worker thread: pyarrow releases the GIL) and replayed in chunks.
+   A snapshot that covers no log offset (an export, or another partition layout) is the
+   whole state as of its creation: only log records written after `created_at_ms` are
+   replayed over it.
+2. The log from the snapshot's offset (or the log start) to its end, `chunk_bytes` at a
+   time, folded by storage.latest.LatestRecords into the latest record per key (plus
+   what a replay of every record would keep: see there); only those records are
+   decoded and replayed, at the end or when a group tombstone seals what came before
+   it. Between chunks the loader yields to the event loop, so other partitions load
+   interleaved and ACTIVE partitions keep serving.
+3. onLoaded: timers are not persisted, so each member of a loaded Stable group gets a
+   session timer; a member that does not heartbeat within its session timeout is
+   removed and the group rebalances, as in Kafka. A group over group.max.size rebalances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from itertools import islice
+
+import structlog
+
+from storage import snapshot as snapshots
+from storage.errors import CorruptRecordError
+from storage.latest import LatestRecords
+
+from coordinator.groups.classic_group import ClassicGroup, GroupState, Member
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.record_codec import decode_all
+from coordinator.records import GroupMetadataRecord, GroupMetadataValue, OffsetCommitRecord, OffsetValue
+from coordinator.runtime.shard import Shard, ShardState
+
+log = structlog.get_logger("coordinator.runtime.loader")
+
+SNAPSHOT_ROWS_PER_CHUNK = 50_000
+REPLAY_PER_TURN = 50_000  # survivors replayed between yields to the event loop
+
+
+def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+    """GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue): Empty without
+    members, else Stable; an empty protocol type means none; members support exactly the
+    group's protocol, with their stored subscription."""
+    group = ClassicGroup(group_id, value.current_state_timestamp)
+    group.protocol_type = value.protocol_type or None
+    group.protocol_name = value.protocol
+    group.generation_id = value.generation
+    protocol_type = value.protocol_type or ""
+    for m in value.members:
+        rebalance_timeout = m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout
+        member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, rebalance_timeout,
+                        m.session_timeout, protocol_type, ((value.protocol or "", m.subscription),), m.assignment)
+        group.members[m.member_id] = member
+        group._count_protocols(member, +1)
+        if m.group_instance_id is not None:
+            group.static_members[m.group_instance_id] = m.member_id
+    group.leader_id = value.leader if value.leader in group.members else next(iter(group.members), None)
+    if group.members:
+        group.state = GroupState.STABLE
+        group.previous_state = GroupState.COMPLETING_REBALANCE
+    return group
+
+
+def choose_snapshot(root: str, partition: int, log_end: int) -> snapshots.SnapshotInfo | None:
+    usable = [s for s in snapshots.list_snapshots(root, partition)
+              if s.covers_log_offset is None or s.covers_log_offset <= log_end]
+    return usable[-1] if usable else None
+
+
+async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | None,
+                     chunk_bytes: int = 5 << 20) -> dict:
+    """Load one partition into `shard` (LOADING) and make it ACTIVE. Returns stats."""
+    started = time.monotonic()
+    partition = shard.partition
+    plog = durable.logs[partition]
+    stats = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
+    start = plog.log_start_offset
+    min_timestamp = None
+    info = choose_snapshot(snapshot_root, partition, plog.log_end_offset) if snapshot_root else None
+    if info is not None:
+        stats["snapshot"] = info.path
+        stats["snapshot_records"] = await _replay_snapshot(shard, info.path)
+        if info.covers_log_offset is None:
+            min_timestamp = info.manifest.get("created_at_ms", 0)
+        else:
+            start = max(start, info.covers_log_offset)
+    offset = start
+    end = plog.high_watermark
+    fold = LatestRecords(start, min_timestamp)
+    scan_started = time.monotonic()
+    while offset < end:
+        data = plog.read(offset, chunk_bytes)
+        if not data:
+            break
+        read_from, offset = offset, fold.add(data)
+        if offset <= read_from:  # e.g. a negative lastOffsetDelta: never loop on the same read
+            raise CorruptRecordError(f"reading offset {read_from} of partition {partition} makes no progress")
+        await _replay_pairs(shard.replay_all, fold.take_sealed())
+        await asyncio.sleep(0)  # let other partitions and requests run
+    scanned = time.monotonic()
+    stats["replayed"] = await _replay_pairs(shard.replay_all, fold.take_all())
+    count = stats["log_records"] = fold.records
+    if count:
+        elapsed = max(time.monotonic() - scan_started, 1e-9)  # scan + replay
+        stats["scan_ms"] = round((scanned - scan_started) * 1000, 1)
+        stats["records_per_s"] = round(count / elapsed)
+        stats["mb_per_s"] = round(fold.bytes / 2**20 / elapsed, 1)
+    if shard.state is not ShardState.LOADING:  # unloaded meanwhile
+        return stats
+    on_loaded(shard)
+    shard.set_state(ShardState.ACTIVE)
+    stats["groups"] = len(shard.groups)
+    stats["offsets"] = shard.offsets.count()
+    stats["ms"] = round((time.monotonic() - started) * 1000, 1)
+    (log.info if count or info is not None else log.debug)("offsets partition loaded", **stats)
+    return stats
+
+
+async def _replay_pairs(replay_all, pairs) -> int:
+    """Decode and replay (key, value) pairs from LatestRecords, REPLAY_PER_TURN records a
+    `replay_all`; records of other types (e.g. KIP-848 consumer-group records) are
+    skipped, as a classic-only coordinator must."""
+    count = 0
+    records = decode_all(pairs)
+    while True:
+        chunk = list(islice(records, REPLAY_PER_TURN))
+        if not chunk:
+            return count
+        replay_all(chunk)
+        count += len(chunk)
+        if len(chunk) == REPLAY_PER_TURN:
+            await asyncio.sleep(0)
+
+
+async def _replay_snapshot(shard: Shard, path: str) -> int:
+    manifest, groups, offsets = await asyncio.to_thread(snapshots.read_tables, path)
+    count = 0
+    records = []
+    for gid, raw in zip(groups.column("group").to_pylist(), groups.column("value").to_pylist()):
+        if raw is not None:
+            value = snapshots.decode_value(snapshots.GroupMetadataKey(gid), raw)[1]
+            records.append(GroupMetadataRecord(gid, value))
+        count += 1
+    shard.replay_all(records)
+    await asyncio.sleep(0)
+    n = offsets.num_rows
+    for begin in range(0, n, SNAPSHOT_ROWS_PER_CHUNK):
+        chunk = offsets.slice(begin, SNAPSHOT_ROWS_PER_CHUNK)
+        cols = [chunk.column(name).to_pylist() for name in (
+            "group", "topic", "partition", "offset", "metadata", "commit_timestamp", "leader_epoch",
+            "expire_timestamp")]
+        shard.replay_all([OffsetCommitRecord(g, t, p, OffsetValue(o, m or "", ct, le, et))
+                          for g, t, p, o, m, ct, le, et in zip(*cols)])
+        count += chunk.num_rows
+        await asyncio.sleep(0)
+    return count
+
+
+def on_loaded(shard: Shard) -> None:
+    """GroupMetadataManager.onLoaded for classic groups: re-arm session timers."""
+    membership = shard.membership
+    max_size = shard.settings.max_size
+    for group in list(shard.groups.values()):
+        if not group.members:
+            continue
+        for member in group.members.values():
+            membership.touch_session(group, member)
+        if len(group.members) > max_size:
+            membership.prepare_rebalance(group, "over_capacity",
+                                         f"freshly loaded group {group.group_id} has {len(group.members)} members, "
+                                         f"more than group.max.size {max_size}")
+
+
+async def load_all(shards: list[Shard], durable: DurableLog, snapshot_root: str | None,
+                   chunk_bytes: int = 5 << 20) -> list[dict]:
+    """Load partitions concurrently (interleaved chunk by chunk on the one loop)."""
+    started = time.monotonic()
+    results = await asyncio.gather(*(_load_logged(s, durable, snapshot_root, chunk_bytes) for s in shards))
+    log.info("offsets partitions loaded", partitions=len(shards), ms=round((time.monotonic() - started) * 1000, 1),
+             records=sum(r.get("log_records", 0) + r.get("snapshot_records", 0) for r in results))
+    return results
+
+
+async def _load_logged(shard: Shard, durable: DurableLog, snapshot_root: str | None, chunk_bytes: int) -> dict:
+    try:
+        return await load_shard(shard, durable, snapshot_root, chunk_bytes)
+    except Exception:
+        # a partition that cannot load stays unavailable; the others serve
+        log.exception("loading offsets partition failed", partition=shard.partition)
+        shard.set_state(ShardState.UNLOADED)
+        return {"partition": shard.partition, "failed": True}

@@ -1,0 +1,86 @@
+"""`python -m coordinator dump-log`: every record of a __consumer_offsets log, as text or JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from storage.batch import Record, build_batch
+from storage.records import (
+    GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
+    encode_key, encode_value,
+)
+from tests.support.server_process import ROOT
+
+MEMBER = MemberMetadata(member_id="m-1", group_instance_id="i-1", client_id="c", client_host="/127.0.0.1",
+                        rebalance_timeout=300000, session_timeout=45000, subscription=b"\x00\x01",
+                        assignment=b"\x02")
+RECORDS = [
+    (encode_key(OffsetCommitKey("g", "t", 0)), encode_value(OffsetCommitValue(5, "meta", 1000, leader_epoch=2))),
+    (encode_key(GroupMetadataKey("g")), encode_value(GroupMetadataValue("consumer", 3, "range", "m-1", (MEMBER,), 77))),
+    (encode_key(OffsetCommitKey("g", "t", 1)), encode_value(OffsetCommitValue(9, "", 1000, expire_timestamp=2000))),
+    (encode_key(OffsetCommitKey("g", "t", 0)), None),
+    (bytes.fromhex("0005000167"), b"\x00\x00"),  # a KIP-848 record type we do not interpret
+]
+
+
+def write_segment(directory) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    first = build_batch([Record(i, 1000, k, v) for i, (k, v) in enumerate(RECORDS[:2])], base_offset=0)
+    second = build_batch([Record(i, 1000, k, v) for i, (k, v) in enumerate(RECORDS[2:])], base_offset=2)
+    path = directory / "00000000000000000000.log"
+    path.write_bytes(first + second)
+    return str(path)
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coordinator", "dump-log", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_json_lines(tmp_path):
+    directory = tmp_path / "__consumer_offsets-7"
+    write_segment(directory)
+    result = run("--json", str(directory))
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[0] == {"offset": 0, "type": "offset_commit", "key_version": 1, "group": "g", "topic": "t",
+                        "partition": 0, "value": {"version": 3, "offset": 5, "leader_epoch": 2, "metadata": "meta",
+                                                  "commit_timestamp": 1000}}
+    assert lines[1] == {"offset": 1, "type": "group_metadata", "key_version": 2, "group": "g", "value": {
+        "version": 3, "protocol_type": "consumer", "generation": 3, "protocol": "range", "leader": "m-1",
+        "current_state_timestamp": 77, "members": [{
+            "member_id": "m-1", "group_instance_id": "i-1", "client_id": "c", "client_host": "/127.0.0.1",
+            "rebalance_timeout": 300000, "session_timeout": 45000, "subscription": "0001", "assignment": "02"}]}}
+    assert lines[2]["value"] == {"version": 1, "offset": 9, "metadata": "", "commit_timestamp": 1000,
+                                 "expire_timestamp": 2000}  # v1 has no leader epoch: omitted
+    assert lines[3] == {"offset": 3, "type": "offset_commit", "key_version": 1, "group": "g", "topic": "t",
+                        "partition": 0, "value": None}
+    assert lines[4] == {"offset": 4, "type": "unknown", "key_version": 5}
+
+
+def test_text_lines(tmp_path):
+    path = write_segment(tmp_path / "p")
+    result = run(path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("offset=0 offset_commit group='g' topic='t' partition=0 :: version=3 offset=5 "
+                        "leader_epoch=2 metadata='meta' commit_timestamp=1000")
+    assert lines[1].startswith("offset=1 group_metadata group='g' :: version=3 protocol_type='consumer'")
+    assert "members=[{member_id='m-1' group_instance_id='i-1'" in lines[1]
+    assert lines[3] == "offset=3 offset_commit group='g' topic='t' partition=0 :: tombstone"
+    assert len(lines) == 5
+
+
+def test_corrupt_segment_names_file_and_position(tmp_path):
+    path = write_segment(tmp_path / "p")
+    data = bytearray(open(path, "rb").read())
+    data[-3] ^= 0xFF  # inside the second batch: its CRC no longer matches
+    open(path, "wb").write(data)
+    first_batch_size = len(build_batch([Record(i, 1000, k, v) for i, (k, v) in enumerate(RECORDS[:2])]))
+    result = run("--json", path)
+    assert result.returncode == 1
+    assert f"{path}: bad batch at position {first_batch_size}" in result.stderr
+    assert "CRC" in result.stderr
+    assert len(result.stdout.splitlines()) == 2  # the records before the bad batch were printed

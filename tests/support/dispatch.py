@@ -1,0 +1,44 @@
+"""Drive the dispatcher in-process with request frames, decoding answers with kio."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kio.serial import entity_reader
+
+from coordinator.app import build_dispatcher
+from coordinator.node import Node
+from coordinator.config import Config
+from coordinator.services import Services
+from coordinator.data_plane.topic_catalog import TopicCatalog
+from tests.support.wire_client import request_frame, response_class_for
+
+
+def make_services(**overrides: str) -> Services:
+    config = Config.load(overrides={"log.dirs": "/nonexistent-unused", **overrides}, environ={})
+    node = Node(config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)
+    return Services(config, node, TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions))
+
+
+class InProcess:
+    def __init__(self, services: Services | None = None) -> None:
+        self.services = services or make_services()
+        self.dispatcher = build_dispatcher(self.services)
+
+    def raw(self, frame_without_size: bytes) -> bytes | None:
+        out = self.dispatcher.dispatch(frame_without_size, "127.0.0.1", 5555)
+        assert out is None or isinstance(out, bytes)
+        return out
+
+    def call(self, request: Any, correlation_id: int = 7) -> Any:
+        frame = request_frame(request, correlation_id)[4:]
+        out = self.raw(frame)
+        assert out is not None
+        size, got = struct.unpack_from(">ii", out, 0)
+        assert size == len(out) - 4 and got == correlation_id
+        cls = response_class_for(request)
+        offset = 8 if cls.__header_schema__.__version__ == 0 else 9
+        response, used = entity_reader(cls)(out, offset)
+        assert offset + used == len(out)
+        return response

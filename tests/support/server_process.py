@@ -1,0 +1,115 @@
+"""Start the real server process on an ephemeral port, for integration tests and benches."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class ServerProcess:
+    """A running `python -m coordinator serve`; its stderr JSON log is collected in `lines`."""
+
+    process: subprocess.Popen
+    host: str
+    port: int
+    log_dir: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def events(self, name: str | None = None) -> list[dict]:
+        out = []
+        for line in list(self.lines):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if name is None or event.get("event") == name:
+                out.append(event)
+        return out
+
+    def wait_for_event(self, name: str, timeout: float = 10.0, **fields: object) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for event in self.events(name):
+                if all(event.get(k) == v for k, v in fields.items()):
+                    return event
+            time.sleep(0.02)
+        raise AssertionError(f"no {name!r} event with {fields} in {timeout}s; log tail: {self.lines[-5:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = None,
+                 properties_file: str | None = None, env: dict[str, str] | None = None,
+                 timeout: float = 20.0, rlimits: dict[int, int] | None = None) -> ServerProcess:
+    """`rlimits` maps resource.RLIMIT_* to a soft and hard limit set in the child before it runs
+    (as `prlimit` would): e.g. {resource.RLIMIT_AS: 3 << 30} for a container-like memory limit."""
+    log_dir = log_dir or tempfile.mkdtemp(prefix="coordinator-test-")
+    settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir, **(overrides or {})}
+    args = [sys.executable, "-m", "coordinator", "serve"]
+    if properties_file:
+        args.append(properties_file)
+    for name, value in settings.items():
+        args += ["--override", f"{name}={value}"]
+    process = subprocess.Popen(
+        args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, **(env or {})},
+        preexec_fn=(lambda: _set_rlimits(rlimits)) if rlimits else None,
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+    found: dict = {}
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if not ready.is_set():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "listening":
+                    found.update(event)
+                    ready.set()
+        ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not ready.wait(timeout) or not found:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"server did not start: {lines[-20:]}")
+    return ServerProcess(process, found["host"], found["port"], log_dir, lines)
+
+
+def _set_rlimits(rlimits: dict[int, int]) -> None:
+    for which, value in rlimits.items():
+        resource.setrlimit(which, (value, value))

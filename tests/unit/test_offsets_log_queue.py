@@ -1,0 +1,117 @@
+"""DurableLog joins the writes of one loop turn: one append per partition, a write never split."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from coordinator.runtime import durable_log as offsets_log
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.records import OffsetCommitRecord, OffsetValue
+from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.runtime.writes import PendingWrite
+from coordinator.runtime.timers import FakeScheduler
+from storage.batch import decode_records, iter_batches
+from storage.errors import RecordTooLargeError
+
+pytestmark = pytest.mark.asyncio
+
+
+def commits(group: str, first: int, count: int) -> list:
+    return [OffsetCommitRecord(group, "t", p, OffsetValue(first + p, "", 1)) for p in range(count)]
+
+
+def batches_of(durable: DurableLog, partition: int) -> list[list[int]]:
+    """Each batch's offsets in the partition's log."""
+    data = durable.logs[partition].read(0, 1 << 24)
+    return [[r.offset for r in decode_records(b)] for b in iter_batches(data)]
+
+
+async def open_log(tmp_path) -> DurableLog:
+    durable = DurableLog(str(tmp_path))
+    durable.open_partition(0)
+    return durable
+
+
+async def test_writes_of_one_turn_share_one_append_and_never_span_batches(tmp_path, monkeypatch):
+    monkeypatch.setattr(offsets_log, "BATCH_RECORDS", 10)
+    durable = await open_log(tmp_path)
+    appends = []
+    plog = durable.logs[0]
+    real_append = plog.append
+    monkeypatch.setattr(plog, "append", lambda data: appends.append(data) or real_append(data))
+    writes = [PendingWrite(commits("g", 0, n)) for n in (4, 4, 4, 12, 1)]
+    for write in writes:
+        durable.append(0, write)
+    assert durable.has_queued(0) and not appends  # nothing reaches the log before the turn ends
+    for write in writes:
+        await write
+    assert len(appends) == 1
+    # 4+4 fit in 10; the third would overflow it; 12 alone exceeds it but is one write; 1 follows
+    assert [len(b) for b in batches_of(durable, 0)] == [8, 4, 12, 1]
+    await durable.close()
+
+
+async def test_a_write_that_cannot_be_encoded_fails_alone(tmp_path):
+    durable = await open_log(tmp_path)
+    ok1, bad, ok2 = (PendingWrite(commits("g", 0, 2)), PendingWrite(commits("g" * 40_000, 0, 1)),
+                     PendingWrite(commits("h", 5, 1)))
+    for write in (ok1, bad, ok2):
+        durable.append(0, write)
+    await ok1
+    await ok2
+    with pytest.raises(RecordTooLargeError):
+        await bad
+    assert [len(b) for b in batches_of(durable, 0)] == [3]
+    await durable.close()
+
+
+async def test_close_appends_what_is_queued(tmp_path):
+    durable = await open_log(tmp_path)
+    write = PendingWrite(commits("g", 0, 3))
+    durable.append(0, write)
+    await durable.close()
+    assert write.done and write.error is None
+    reopened = await open_log(tmp_path)
+    assert [len(b) for b in batches_of(reopened, 0)] == [3]
+    await reopened.close()
+
+
+async def test_a_write_failed_while_queued_is_not_appended(tmp_path):
+    durable = await open_log(tmp_path)
+    coordinator = GroupCoordinator(GroupSettings(offsets_partitions=1), FakeScheduler(), durable, owned=[0])
+    [shard] = coordinator.owned_shards()
+    shard.set_state(shard.state.ACTIVE)
+    write = shard.write(commits("g", 0, 2))
+    shard.unload()  # fails the write before the turn ends
+    assert write.done and write.error is not None
+    kept = PendingWrite(commits("g", 9, 1))
+    durable.append(0, kept)
+    await kept
+    assert [len(b) for b in batches_of(durable, 0)] == [1]
+    await durable.close()
+
+
+async def test_writes_to_a_closed_partition_fail(tmp_path):
+    durable = await open_log(tmp_path)
+    write = PendingWrite(commits("g", 0, 1))
+    durable.append(0, write)
+    await durable.close_partition(0)
+    assert write.done and write.error is None  # queued before the close: appended by it
+    late = PendingWrite(commits("g", 0, 1))
+    durable.append(0, late)
+    assert late.done and late.error is not None
+
+
+async def test_a_write_with_a_number_out_of_range_fails_alone(tmp_path):
+    durable = await open_log(tmp_path)
+    bad = PendingWrite([OffsetCommitRecord("g", "t", 2**40, OffsetValue(1, "", 2))])  # partition beyond int32
+    ok = PendingWrite(commits("g", 0, 1))
+    durable.append(0, bad)
+    durable.append(0, ok)
+    await asyncio.wait_for(durable.flush(), 10)
+    assert bad.done and isinstance(bad.error, struct.error)
+    assert ok.done and ok.error is None
+    await durable.close()

@@ -1,0 +1,183 @@
+"""spark_jobs.expire: compaction keeps the state, KIP-211 decisions, staging validation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from spark_jobs.common import spark_session
+from spark_jobs.expire import run
+from storage.batch import iter_batches, decode_records
+from storage.cleaner import clean_segment
+from storage.compaction import list_staging, validate_staging
+from storage.consumer_protocol import decode_subscription, subscribed_topics
+from storage.dump import iter_log_records
+from storage.records import GroupMetadataValue, MemberMetadata
+from tests.support.spark import (commit, delete_group, delete_offset, encode_subscription, group_meta, offsets_dir,
+                                 replay, write_log)
+
+NOW = 10_000_000_000
+RETENTION_MIN = 60
+OLD = NOW - RETENTION_MIN * 60_000 - 1  # just past offsets.retention.ms
+RECENT = NOW - 1000
+DELETE_RETENTION = 50_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_session("local[2]", "test-expire", 2, {"spark.ui.enabled": "false",
+                                                             "spark.default.parallelism": "2"})
+    yield session
+    session.stop()
+
+
+def consumer_group(members, state_ts=-1, protocol_type="consumer"):
+    return GroupMetadataValue(protocol_type, 4 if members else 5, "range" if members else None,
+                              members[0].member_id if members else None, tuple(members), state_ts)
+
+
+def member(mid, topics, version=1):
+    return MemberMetadata(mid, "c", "/h", 10000, encode_subscription(topics, version, b"ud",
+                          [(topics[0], (0,))] if version >= 1 else ()), b"", None, 30000)
+
+
+def build_log(path):
+    """Every KIP-211 case plus compaction material, over several segments."""
+    filler = [[commit("filler", "f", i % 3, i, RECENT)] for i in range(30)]  # superseded commits
+    batches = [
+        [group_meta("empty-old", consumer_group([], NOW - RETENTION_MIN * 60_000)),
+         commit("empty-old", "t", 0, 1, RECENT), commit("empty-old", "t", 1, 1, RECENT)],
+        [group_meta("empty-young", consumer_group([], NOW - 1000)), commit("empty-young", "t", 0, 1, OLD)],
+        [group_meta("stable", consumer_group([member("m1", ["A"], version=3)])),
+         commit("stable", "A", 0, 1, OLD), commit("stable", "B", 0, 1, OLD), commit("stable", "B", 1, 1, RECENT)],
+        [commit("expire-ts", "t", 0, 1, RECENT, expire=NOW - 1), commit("expire-ts", "t", 1, 1, OLD, expire=NOW + 1)],
+        [commit("simple-old", "t", 0, 1, OLD), commit("simple-old", "t", 1, 1, OLD)],
+        [group_meta("empty-no-offsets", consumer_group([], RECENT))],
+        [group_meta("deleted", consumer_group([], OLD)), commit("deleted", "t", 0, 1, OLD)],
+        [delete_offset("deleted", "t", 0, 5), delete_group("deleted", 5)],  # tombstones in a closed segment
+        [group_meta("connect", consumer_group([member("w1", ["A"])], protocol_type="connect")),
+         commit("connect", "Z", 0, 1, OLD)],
+        [group_meta("empty-no-ts", consumer_group([], -1)), commit("empty-no-ts", "t", 0, 1, OLD),
+         commit("empty-no-ts", "t", 1, 1, RECENT)],
+    ] + filler + [[commit("stable", "A", 0, 2, OLD)]]  # supersedes a closed-segment record from the active one
+    write_log(path, batches, segment_bytes=1500)
+
+
+EXPECTED = {
+    ("offset_commit", "empty-old", "t", 0), ("offset_commit", "empty-old", "t", 1), ("group_metadata", "empty-old"),
+    ("offset_commit", "stable", "B", 0),
+    ("offset_commit", "expire-ts", "t", 0),
+    ("offset_commit", "simple-old", "t", 0), ("offset_commit", "simple-old", "t", 1), ("group_metadata", "simple-old"),
+    ("group_metadata", "empty-no-offsets"),
+    ("offset_commit", "empty-no-ts", "t", 0),
+}
+
+
+def tomb_key(t):
+    return (t["type"], t["group"], t["topic"], t["partition"]) if t["type"] == "offset_commit" else (t["type"], t["group"])
+
+
+@pytest.fixture(scope="module")
+def staged(spark, tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("logdirs"))
+    path = offsets_dir(root, 0)
+    build_log(path)
+    logs = sorted(n for n in os.listdir(path) if n.endswith(".log"))
+    assert len(logs) >= 4
+    before = {n: open(os.path.join(path, n), "rb").read() for n in logs}
+    summary = run(["--master", "local[2]", "--log-dirs", root, "--offsets-retention-minutes", str(RETENTION_MIN),
+                   "--delete-retention-ms", str(DELETE_RETENTION), "--now-ms", str(NOW)], spark=spark)
+    [(staging, manifest)] = list_staging(path)
+    return path, staging, manifest, summary, before
+
+
+def apply_copy(path, staging, manifest, dest):
+    """What the server's swap would do, on a copy: staged segments replace the closed ones."""
+    shutil.copytree(path, dest, ignore=shutil.ignore_patterns(".staging-*"))
+    for seg in manifest["segments"]:
+        if seg["cleaned"]["empty"]:
+            os.unlink(os.path.join(dest, seg["file"]))
+        else:
+            shutil.copyfile(os.path.join(staging, seg["cleaned"]["file"]), os.path.join(dest, seg["file"]))
+    return dest
+
+
+def test_compaction_preserves_state_and_active_segment(staged, tmp_path):
+    path, staging, manifest, summary, before = staged
+    active = sorted(before)[-1]
+    assert open(os.path.join(path, active), "rb").read() == before[active]  # live files untouched
+    assert all(open(os.path.join(path, n), "rb").read() == data for n, data in before.items())
+    assert active not in {s["file"] for s in manifest["segments"]}
+    assert not os.path.exists(os.path.join(staging, active))
+    assert manifest["upper_bound"] == int(active[:20])
+    after = apply_copy(path, staging, manifest, str(tmp_path / "after"))
+    assert replay(after) == replay(path)
+    assert summary["superseded_dropped"] > 0 and summary["bytes_after"] < summary["bytes_before"]
+    kept = [o for o, _, _ in iter_log_records(after)]
+    assert kept == sorted(kept) and set(kept) <= {o for o, _, _ in iter_log_records(path)}  # offsets kept
+
+
+def test_tombstone_gets_delete_horizon_then_goes(staged):
+    path, staging, manifest, _, _ = staged
+    horizon_batches = []
+    for seg in manifest["segments"]:
+        data = open(os.path.join(staging, seg["cleaned"]["file"]), "rb").read()
+        for b in iter_batches(data):
+            if any(r.value is None for r in decode_records(b)):
+                assert b.has_delete_horizon and b.base_timestamp == NOW + DELETE_RETENTION
+                horizon_batches.append(seg)
+    assert horizon_batches  # the "deleted" group's tombstones were retained, with a horizon
+    seg = horizon_batches[0]
+    data = open(os.path.join(staging, seg["cleaned"]["file"]), "rb").read()
+    keep_all = lambda _offset: True  # noqa: E731
+    early = clean_segment(data, keep_all, now_ms=NOW + DELETE_RETENTION - 1, delete_retention_ms=DELETE_RETENTION,
+                          upper_bound=manifest["upper_bound"])
+    assert early.stats.tombstones_kept > 0 and early.stats.tombstones_dropped == 0
+    late = clean_segment(data, keep_all, now_ms=NOW + DELETE_RETENTION, delete_retention_ms=DELETE_RETENTION,
+                         upper_bound=manifest["upper_bound"])
+    assert late.stats.tombstones_dropped == early.stats.tombstones_kept and late.stats.tombstones_kept == 0
+
+
+def test_kip211_decisions(staged):
+    _, staging, manifest, summary, _ = staged
+    got = {tomb_key(t) for t in manifest["tombstones"]["records"]}
+    assert got == EXPECTED
+    assert summary["expired_offsets"] == 7 and summary["deleted_groups"] == 3
+    # the tombstones file holds the same keys, as null-value records
+    recs = [r for b in iter_batches(open(os.path.join(staging, "tombstones.batch"), "rb").read())
+            for r in decode_records(b)]
+    assert len(recs) == len(EXPECTED) and all(r.value is None for r in recs)
+    assert all(t["decided_on_offset"] is not None for t in manifest["tombstones"]["records"]
+               if t["group"] != "simple-old")
+
+
+def test_validate_staging(staged, tmp_path):
+    path, staging, manifest, _, _ = staged
+    assert validate_staging(path, manifest) == []
+    copy = str(tmp_path / "__consumer_offsets-0")
+    shutil.copytree(path, copy)
+    for name in ("manifest.json",):
+        assert os.path.exists(os.path.join(copy, manifest["id"], name))
+    first = os.path.join(copy, manifest["segments"][0]["file"])
+    with open(first, "ab") as f:
+        f.write(b"\x00")  # a replaced segment changed
+    problems = validate_staging(copy, manifest)
+    assert any("has" in p and "bytes" in p for p in problems)
+    os.unlink(os.path.join(copy, manifest["segments"][1]["file"]))  # one was deleted
+    assert any("no longer exists" in p for p in validate_staging(copy, manifest))
+    os.unlink(first)
+    os.unlink(os.path.join(copy, manifest["id"], manifest["segments"][2]["cleaned"]["file"]))
+    assert any("staged segment" in p for p in validate_staging(copy, manifest))
+
+
+def test_consumer_protocol_subscription_versions():
+    for version in range(4):
+        raw = encode_subscription(["A", "B"], version, b"x", [("A", (1, 2))], 7, "rack")
+        sub = decode_subscription(raw)
+        assert sub.version == version and sub.topics == ("A", "B") and subscribed_topics(raw) == ["A", "B"]
+        if version >= 1:
+            assert sub.owned_partitions == (("A", (1, 2)),)
+        if version >= 3:
+            assert sub.generation_id == 7 and sub.rack_id == "rack"
