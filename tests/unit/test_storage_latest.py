@@ -161,7 +161,8 @@ def test_start_offset_and_timestamp_filters(records, start, min_index):
 
 
 def test_the_c_parser_is_there():
-    assert isinstance(default_reader(), AcceleratedRecordReader)  # a dependency (pyproject.toml): loading needs its speed
+    # a dependency (pyproject.toml): loading needs its speed
+    assert isinstance(default_reader(), AcceleratedRecordReader)
 
 
 @pytest.mark.parametrize("reader", READERS)
