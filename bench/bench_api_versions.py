@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import struct
 import sys
 import time
@@ -28,18 +27,18 @@ from typing import Any
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsRequestV2
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from bench.loadgen import Result, Workload, encode, run
-from bench.peers import NAMES, PeerError, start_server
-from bench.run_all import machine_facts, markdown_table, median, write_section
-
-SERVER_CPU, LOAD_CPU = 0, 1
+from bench.lib.compare import LOAD_CPU, SERVER_CPU
+from bench.lib.loadgen import Result, Workload, run
+from bench.lib.peers import NAMES, PeerError, start_server
+from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
+from bench.lib.wire import request_frame
 
 
 def frame_for(name: str) -> tuple[bytes, str]:
     if name == "rdkafka-mock":
-        return encode(ApiVersionsRequestV2(), correlation_id=7), "v2"
+        return request_frame(ApiVersionsRequestV2(), correlation_id=7), "v2"
     request = ApiVersionsRequest(client_software_name="bench", client_software_version="1.0")
-    return encode(request, correlation_id=7), "v3"
+    return request_frame(request, correlation_id=7), "v3"
 
 
 def check_no_error(body: bytes) -> None:
@@ -119,11 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + text)
     print(f"\ntotal {time.monotonic() - started:.0f}s")
     if not args.no_docs:
-        command = ".venv/bin/python -m bench.bench_api_versions" + (" " + " ".join(argv) if argv else "")
-        if os.environ.get("BENCH_OURS_ROOT"):
-            command = f"BENCH_OURS_ROOT={os.environ['BENCH_OURS_ROOT']} {command}"
         path = write_section("api_versions", "ApiVersions requests/s (bench/bench_api_versions.py)",
-                             command, facts, text)
+                             command_line("bench.bench_api_versions", argv), facts, text)
         print(f"wrote {path}")
     return 0
 

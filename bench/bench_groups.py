@@ -23,17 +23,15 @@ core 1. All servers named are started together and measured in the same run, int
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from typing import Any
 
-from bench.compare import (LOAD_CPU, MODES, Mode, command_line, interleaved, medians, parser_for, server_names,
-                           servers, summary_header, summary_rows, wire_port)
-from bench.loadgen import Workload
-from bench.members import (ASSIGNMENT, SUBSCRIPTION, form_group, heartbeat_check,  # noqa: F401 - re-exported
-                           heartbeat_group, sync_all)
-from bench.run_all import machine_facts, markdown_table, median, write_section
+from bench.lib.compare import (MODES, Mode, interleaved, medians, parser_for, pin_to_load_cpu, server_names, servers,
+                               summary_header, summary_rows, wire_port)
+from bench.lib.loadgen import Workload
+from bench.lib.members import form_group, heartbeat_check, heartbeat_group, sync_all
+from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
 
 REBALANCE_LIMIT_S = 60  # a rebalance taking longer is reported as a timeout, larger sizes skipped
 HEARTBEAT_SESSION_MS = 45000
@@ -66,8 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     names = server_names(args)
     sizes = [int(s) for s in args.sizes.split(",")]
     facts = machine_facts()
-    if LOAD_CPU in os.sched_getaffinity(0):
-        os.sched_setaffinity(0, {LOAD_CPU})  # member clients share the load generator's core
+    pin_to_load_cpu()
 
     failures: list[str] = []
     with servers(names, failures) as endpoints:

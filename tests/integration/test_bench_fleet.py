@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 
-from bench.fleet import Fleet, Member, Pipe, _join, _seat
+from bench.lib.fleet import Fleet, Member, Pipe, _join, _seat
 
 GROUPS, SIZE, CONNECTIONS = 6, 3, 4
 

@@ -1,7 +1,7 @@
 """Per-request µs of each step of a durable OffsetCommit (1 topic x 10 partitions, v7),
 in-process, for the code in the current directory (or PYTHONPATH=<snapshot>):
 
-    .venv/bin/python -m bench.offsets_steps [--repeat 300]
+    .venv/bin/python -m bench.profile.offsets_steps [--repeat 300]
 
 Each figure is the minimum over `--repeat` short timings (the machine is shared: the
 minimum is the least disturbed), so compare two trees A B A B in one session rather
@@ -22,7 +22,7 @@ import struct
 import timeit
 from typing import Callable
 
-from bench.bench_offsets import commit_frames
+from bench.lib.commits import commit_frames
 from coordinator import record_codec
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records

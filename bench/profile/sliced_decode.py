@@ -1,6 +1,6 @@
 """Decode time of a 1 MiB request frame, kio in one call (with bounds.py's walk) vs sliced.
 
-    .venv/bin/python -m bench.sliced_decode [--rounds 20]
+    .venv/bin/python -m bench.profile.sliced_decode [--rounds 20]
 
 Three 1 MiB bodies: a DescribeGroups v5 of empty names (a million one-byte strings), a
 JoinGroup v9 of empty protocols (array-free entities) and an OffsetCommit v9 of one-partition

@@ -12,12 +12,11 @@ import argparse
 import contextlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from bench.loadgen import Result, Workload, run
-from bench.peers import NAMES, Endpoint, PeerError, start_server
-from bench.run_all import median
+from bench.lib.loadgen import Result, Workload, run
+from bench.lib.peers import NAMES, Endpoint, PeerError, start_server
+from bench.lib.report import median
 
 SERVER_CPU, LOAD_CPU = 0, 1
 
@@ -109,17 +108,6 @@ def medians(by_server: dict[str, list[Result]], scale: float = 1.0) -> dict[str,
     return {name: median([r.rps for r in runs]) * scale for name, runs in by_server.items() if runs}
 
 
-def rss_bytes(ep: Endpoint) -> int:
-    """Resident memory of the server's processes (VmRSS from /proc)."""
-    total = 0
-    for pid in ep.pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-    return total
-
-
 def parser_for(module: str, doc: str | None, reps: int = 3) -> argparse.ArgumentParser:
     """The options every comparison shares: --servers, --reps, --no-docs."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc,
@@ -135,8 +123,7 @@ def server_names(args: argparse.Namespace) -> list[str]:
     return [n.strip() for n in args.servers.split(",") if n.strip()]
 
 
-def command_line(module: str, argv: Sequence[str] | None) -> str:
-    """How to reproduce a section, as written above its table."""
-    command = f".venv/bin/python -m {module}" + (" " + " ".join(argv) if argv else "")
-    ours = os.environ.get("BENCH_OURS_ROOT")
-    return f"BENCH_OURS_ROOT={ours} {command}" if ours else command
+def pin_to_load_cpu() -> None:
+    """Run this process (member clients that share the load generator's core) on LOAD_CPU, if it may."""
+    if LOAD_CPU in os.sched_getaffinity(0):
+        os.sched_setaffinity(0, {LOAD_CPU})
