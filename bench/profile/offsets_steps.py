@@ -23,6 +23,7 @@ import timeit
 from typing import Callable
 
 from bench.lib.commits import commit_frames
+from bench.lib.inprocess import DispatcherRig
 from coordinator import record_codec
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records
@@ -33,7 +34,6 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_request
 from protocol.header import parse_request_header
 from storage.batch import build_tail_batch
-from tests.support.offsets import OffsetsHarness
 
 BATCH = 512  # requests per timing of the whole path: 16 connections x 32 in flight
 
@@ -84,7 +84,7 @@ def measure(repeat: int) -> dict[str, float]:
 
 
 async def _whole_path(repeat: int) -> float:
-    harness = OffsetsHarness()
+    harness = DispatcherRig()
     frames = [f[4:] for c in range(16) for f in commit_frames(c)[:BATCH // 16]]
     dispatch, log = harness.dispatcher.dispatch, harness.log
 

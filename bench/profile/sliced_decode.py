@@ -13,16 +13,24 @@ yielded. CPU time, the minimum of `--rounds`; compare in one session.
 from __future__ import annotations
 
 import argparse
+import datetime
 import time
 
-from protocol.apis import API_TABLE, ApiKey
+from protocol.apis import API_TABLE, ApiKey, request_class
+from protocol.build import build
 from protocol.codec import decode_request
 from protocol.encoder import encode
 from protocol.sliced_decode import SLICED_FROM, decode
-from tests.support.data_plane import ms, req
+
+
+def req(api: ApiKey, version: int, **values: object) -> object:
+    return build(request_class(int(api), version), **values)
 
 
 def bodies() -> dict[str, tuple[ApiKey, int, bytes]]:
+    def ms(value: int) -> datetime.timedelta:
+        return datetime.timedelta(milliseconds=value)
+
     describe = req(ApiKey.DESCRIBE_GROUPS, 5, groups=[""] * (SLICED_FROM - 8), include_authorized_operations=False)
     join = req(ApiKey.JOIN_GROUP, 9, group_id="g", session_timeout=ms(10_000), rebalance_timeout=ms(10_000),
                member_id="", group_instance_id=None, protocol_type="consumer",
