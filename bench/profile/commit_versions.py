@@ -6,9 +6,9 @@ The real dispatcher and handlers over a MemoryLog (no disk): each request is a p
 OffsetCommit of one topic x 10 partitions, generation -1 and no member id (a commit outside group
 management, as bench/bench_offsets.py sends), cycling over 16 groups. A request's cost is
 dispatch (header, kio decode, validation, records, the write's hand-off) plus completing its write
-and encoding the answer. Versions the tree under test does not serve are skipped, so the same
-script measures an older snapshot run by path, as bench/profile/README.md says
-(`PYTHONPATH=<snapshot> .venv/bin/python <snapshot>/bench/profile/commit_versions.py`). Prints the median µs per request over `--reps` runs per version.
+and encoding the answer. Versions the tree under test does not serve are skipped; to measure
+another tree, run it from each tree in turn (bench/profile/README.md). Prints the median µs per
+request over `--reps` runs per version.
 """
 
 from __future__ import annotations

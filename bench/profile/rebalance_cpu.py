@@ -9,12 +9,8 @@ the followers' SyncGroups and the leader's with N assignments, its GroupMetadata
 once (MemoryLog, no disk) and all N SyncGroups answered. Each request is a pre-encoded frame; its
 cost is the dispatcher's (header, kio decode, handler, domain) plus encoding its answer. Also
 prints the cost of encoding the GroupMetadata record of N members (the log does it once per
-sync). Prints process CPU (median over --reps). To measure an older tree (`python -m bench.peers
-snapshot DIR`), run this file by path so that DIR's packages are the ones imported, interleaving
-runs of both trees:
-
-    PYTHONPATH=DIR /work/main/.venv/bin/python DIR/bench/profile/rebalance_cpu.py --sizes 500
-    PYTHONPATH=/work/main /work/main/.venv/bin/python /work/main/bench/profile/rebalance_cpu.py --sizes 500
+sync). Prints process CPU (median over --reps). To measure another tree, run it from each tree in
+turn (bench/profile/README.md).
 """
 
 from __future__ import annotations
