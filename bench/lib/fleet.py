@@ -298,6 +298,20 @@ class Fleet:
             await _seat(members[start:start + step], session_timeout_ms)
         return cls(pipes, members)
 
+    def _tap(self, on_timed: Callable[[int, int, int, bytes], None],
+             lose: Callable[[asyncio.Future], None]) -> tuple[Any, dict[int, Pipe]]:
+        """Every pipe reports its timed answers to `on_timed` and its loss to `lose`; on Linux, it is read
+        through a tap (kernel receive timestamps) in one epoll. Returns (the epoll or None, fd -> pipe)."""
+        poller = select.epoll() if sys.platform == "linux" else None
+        tapped: dict[int, Pipe] = {}
+        for pipe in self.pipes:
+            pipe.on_timed = on_timed
+            pipe.lost.add_done_callback(lose)
+            fd = pipe.tap(poller) if poller is not None else None
+            if fd is not None:
+                tapped[fd] = pipe
+        return poller, tapped
+
     async def heartbeat(self, interval: float, seconds: float, warmup: float,
                         report: Callable[[str], None], drain: float = 2.0, tick: float = 0.001) -> dict[str, Any]:
         """Each member sends Heartbeat v3 every `interval` s, members spread evenly over it (open loop:
@@ -332,14 +346,7 @@ class Fleet:
             if not broken.done():
                 broken.set_result(lost.result())
 
-        poller = select.epoll() if sys.platform == "linux" else None
-        tapped: dict[int, Pipe] = {}
-        for pipe in self.pipes:
-            pipe.on_timed = on_timed
-            pipe.lost.add_done_callback(lose)
-            fd = pipe.tap(poller) if poller is not None else None
-            if fd is not None:
-                tapped[fd] = pipe
+        poller, tapped = self._tap(on_timed, lose)
         n = len(self.members)
         # No cyclic GC while timing: with 100,000 members' objects a full collection of this process
         # took 130-160 ms, and the heartbeats that fell due meanwhile left in one burst that queued
