@@ -26,7 +26,7 @@ from typing import Any, Callable
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsRequestV2
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from bench.lib.compare import (ONE_AT_A_TIME, Mode, interleaved, parser_for, server_names, servers,
+from bench.lib.compare import (ONE_AT_A_TIME, Mode, interleaved, parser_for, seconds_of, server_names, servers,
                                summary_rows)
 from bench.lib.loadgen import Result, Workload
 from bench.lib.report import command_line, machine_facts, markdown_table, write_section
@@ -49,10 +49,9 @@ def check_no_error(body: bytes) -> None:
 
 def workload_for(args: argparse.Namespace) -> Callable[[str, Mode], Workload]:
     def workload(name: str, mode: Mode) -> Workload:
-        pipelined = mode.in_flight > 1
         return Workload([frame_for(name)[0]], connections=mode.connections, in_flight=mode.in_flight,
-                        duration=args.seconds if pipelined else args.single_seconds,
-                        warmup=0.5 if pipelined else 0.3, check=check_no_error)
+                        duration=seconds_of(args, mode), warmup=0.5 if mode.in_flight > 1 else 0.3,
+                        check=check_no_error)
 
     return workload
 
@@ -72,9 +71,7 @@ HEADER = ["server", "ApiVersions", "median req/s", "min-max req/s", "p50 µs", "
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = parser_for("bench.bench_api_versions", __doc__, reps=5)
-    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
-    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1-in-flight run")
+    parser = parser_for("bench.bench_api_versions", __doc__, reps=5, timed=True)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--in-flight", type=int, default=32)
     args = parser.parse_args(argv)

@@ -27,8 +27,8 @@ import sys
 import time
 from typing import Any
 
-from bench.lib.compare import (MODES, Mode, interleaved, medians, parser_for, pin_to_load_cpu, server_names, servers,
-                               summary_header, summary_rows, wire_port)
+from bench.lib.compare import (MODES, Mode, interleaved, medians, parser_for, pin_to_load_cpu, seconds_of,
+                               server_names, servers, summary_header, summary_rows, wire_port)
 from bench.lib.loadgen import Workload
 from bench.lib.members import form_group, heartbeat_check, heartbeat_group, sync_all
 from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
@@ -56,9 +56,7 @@ async def timed_rebalance(host: str, port: int, group: str, size: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = parser_for("bench.bench_groups", __doc__)
-    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
-    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
+    parser = parser_for("bench.bench_groups", __doc__, timed=True)
     parser.add_argument("--sizes", default="10,100,500")
     args = parser.parse_args(argv)
     names = server_names(args)
@@ -77,9 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(f"{name}: forming the 100-member group failed: {type(exc).__name__}: {exc}")
 
         def workload_for(name: str, mode: Mode) -> Workload:
-            seconds = args.seconds if mode.in_flight > 1 else args.single_seconds
             return Workload(frames[name], connections=mode.connections, in_flight=mode.in_flight,
-                            duration=seconds, check=heartbeat_check)
+                            duration=seconds_of(args, mode), check=heartbeat_check)
 
         heartbeats = interleaved({n: ep for n, ep in endpoints.items() if n in frames}, args.reps, workload_for,
                                  failures)

@@ -26,8 +26,8 @@ import tempfile
 import time
 
 from bench.lib.commits import PARTITIONS, TOPIC, commit_check, commit_frames
-from bench.lib.compare import (MODES, PIPELINED, Mode, interleaved, medians, parser_for, server_names, servers,
-                               summary_header, summary_rows)
+from bench.lib.compare import (MODES, PIPELINED, Mode, interleaved, medians, parser_for, seconds_of, server_names,
+                               servers, summary_header, summary_rows)
 from bench.lib.loadgen import Workload
 from bench.lib.report import machine_facts, markdown_table, median, write_section
 
@@ -90,9 +90,7 @@ def measure_load(root: str) -> tuple[float, int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = parser_for("bench.bench_offsets", __doc__)
-    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
-    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
+    parser = parser_for("bench.bench_offsets", __doc__, timed=True)
     parser.add_argument("--load-mb", type=int, default=256)
     args = parser.parse_args(argv)
     names = server_names(args)
@@ -100,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
 
     def workload_for(_name: str, mode: Mode) -> Workload:
-        return commit_workload(args.seconds if mode.in_flight > 1 else args.single_seconds, mode)
+        return commit_workload(seconds_of(args, mode), mode)
 
     with servers(names, failures, topics={TOPIC: PARTITIONS}) as endpoints:
         commits = interleaved(endpoints, args.reps, workload_for, failures)

@@ -1,7 +1,8 @@
 """Produce and fetch throughput of the embedded data plane through a real client (not a test).
 
-Starts our server (bench/lib/peers.py, unpinned) on a fresh log dir per run with a 3-partition topic, produces N messages of S bytes with confluent-kafka (librdkafka), then
-reads them all back with an assign()-consumer. Prints a table of records/s and MB/s
+Starts our server (bench/lib/peers.py, unpinned) on a fresh log dir per run with a 3-partition
+topic, produces N messages of S bytes with confluent-kafka (librdkafka), then reads them all back
+with an assign()-consumer. Prints a table of records/s and MB/s
 (payload bytes) and, with --write, stores it in docs/BENCHMARKS.md under
 `produce_fetch`.
 

@@ -108,15 +108,24 @@ def medians(by_server: dict[str, list[Result]], scale: float = 1.0) -> dict[str,
     return {name: median([r.rps for r in runs]) * scale for name, runs in by_server.items() if runs}
 
 
-def parser_for(module: str, doc: str | None, reps: int = 3) -> argparse.ArgumentParser:
-    """The options every comparison shares: --servers, --reps, --no-docs."""
+def parser_for(module: str, doc: str | None, reps: int = 3, timed: bool = False) -> argparse.ArgumentParser:
+    """The options every comparison shares: --servers, --reps, --no-docs; with `timed`, the timed
+    seconds of a run in each batching (--seconds, --single-seconds: see `seconds_of`)."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--servers", default=",".join(NAMES), help="comma-separated, from: " + ", ".join(NAMES))
     parser.add_argument("--reps", type=int, default=reps, help="interleaved repetitions")
     parser.add_argument("--no-docs", "--no-write", dest="no_docs", action="store_true",
                         help="print only; do not touch docs/BENCHMARKS.md")
+    if timed:
+        parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
+        parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
     return parser
+
+
+def seconds_of(args: argparse.Namespace, mode: Mode) -> float:
+    """The timed seconds of a run in `mode` (parser_for(..., timed=True))."""
+    return args.seconds if mode.in_flight > 1 else args.single_seconds
 
 
 def server_names(args: argparse.Namespace) -> list[str]:
