@@ -37,9 +37,6 @@ class CountingTransport(FakeTransport):
         super().__init__()
         self.expected, self.all_written, self.counter = expected, all_written, counter
 
-    def pause_reading(self) -> None:  # the server stopping; a round never fills the in-flight bound
-        pass
-
     def write(self, data: bytes) -> None:
         super().write(data)
         pos = 0
