@@ -39,7 +39,7 @@ def request_frame(request: Any, correlation_id: int = 1, client_id: str | None =
 
 
 @cache  # a kio module lookup costs ~30 µs: member clients decode ~1,000 answers per 500-member rebalance
-def response_class(request_cls: type) -> type:
+def response_class(request_cls: Any) -> Any:
     """The response entity class of a request class: the API table's (legacy messages included), else kio's."""
     api_key, version = int(request_cls.__api_key__), int(request_cls.__version__)
     spec = API_TABLE.get(api_key)
@@ -52,17 +52,19 @@ def response_class(request_cls: type) -> type:
     raise LookupError(f"no kio response class for {request_cls.__name__}")
 
 
-def response_class_for(request: Any) -> type:
-    return response_class(type(request))
+def response_class_for(request: Any) -> Any:
+    request_cls: Any = type(request)
+    return response_class(request_cls)
 
 
-def decode_response(request_cls: type, body: bytes, whole: bool = False) -> Any:
+def decode_response(request_cls: Any, body: bytes, whole: bool = False) -> Any:
     """Decode a response body (correlation id first, size prefix removed); with `whole`, AssertionError
     if the entity does not fill the body exactly."""
     cls = response_class(request_cls)
     pos = 4
     if int(cls.__header_schema__.__version__) >= 1:
         pos = skip_tagged_fields(body, pos)
+    entity: Any
     entity, size = entity_reader(cls)(body, pos)
     if whole and pos + size != len(body):
         raise AssertionError("response frame has trailing bytes")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import time
+from typing import Any
 
 from protocol.apis import API_TABLE, ApiKey, request_class
 from protocol.build import build
@@ -23,7 +24,7 @@ from protocol.encoder import encode
 from protocol.sliced_decode import SLICED_FROM, decode
 
 
-def req(api: ApiKey, version: int, **values: object) -> object:
+def req(api: ApiKey, version: int, **values: Any) -> Any:
     return build(request_class(int(api), version), **values)
 
 
