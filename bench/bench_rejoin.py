@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.bench_rejoin [--servers ours,tansu,noida-db,rdkafka-mock] [--reps 3]
         [--size 50] [--interval-ms 200] [--no-docs]
 
-Each rep, for each server in turn (A B C A B C): `--size` members (bench/members.py, one connection
+Each rep, for each server in turn (A B C A B C): `--size` members (bench/lib/members.py, one connection
 each, 10 s sessions) form a group, then heartbeat every `--interval-ms` (a short heartbeat interval,
 so that runs are quick; Kafka's default is 3 s), phases spread evenly over the interval. After two
 intervals one follower sends LeaveGroup. Every other member learns of the rebalance from its next

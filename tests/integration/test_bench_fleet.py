@@ -1,4 +1,4 @@
-"""The steady-state load generator (bench/fleet.py) against the real server, at a small scale.
+"""The steady-state load generator (bench/lib/fleet.py) against the real server, at a small scale.
 
 The benchmark's figures are only as good as its generator: every heartbeat sent in the window must
 be counted once, answered without error, and timed twice (arrival at the socket, then the read),
