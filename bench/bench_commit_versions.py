@@ -23,7 +23,8 @@ from kio.static.primitive import i32, i64
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
 from coordinator.services import Node, Services
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.data_plane.topic_catalog import TopicCatalog

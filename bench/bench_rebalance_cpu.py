@@ -40,7 +40,8 @@ from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.log_setup import configure_logging
 from coordinator.records import GroupMetadataRecord
 from coordinator.services import Node, Services
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.data_plane.topic_catalog import TopicCatalog

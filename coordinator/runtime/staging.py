@@ -29,12 +29,14 @@ import structlog
 
 from storage.compaction import list_staging, validate_staging
 
-from coordinator.groups.expiry import delete_group_record, expired_records
+from coordinator.groups.expiry import expired_records
+from coordinator.records import GroupMetadataRecord
 from coordinator.runtime.shard import ShardState
 
 if TYPE_CHECKING:
     from coordinator.runtime.durable_log import DurableLog
-    from coordinator.runtime.shard import GroupCoordinator, Shard
+    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.shard import Shard
 
 log = structlog.get_logger("coordinator.runtime.staging")
 
@@ -128,10 +130,10 @@ def _append_tombstones(shard: "Shard", manifest: dict) -> int:
         if group is None:
             continue  # gone already: nothing to delete
         only = by_group.get(group_id, set())
-        tombstones, delete = expired_records(shard, group, now_ms, retention_ms, only=only)
+        tombstones, delete = expired_records(shard.offsets, group, now_ms, retention_ms, only=only)
         records += tombstones
         if delete and group_id in group_tombstones and len(tombstones) == sum(1 for _ in shard.offsets.items(group_id)):
-            records.append(delete_group_record(shard, group))
+            records.append(GroupMetadataRecord(group_id, None))  # all its offsets go too: its replay deletes it
     if records:
         shard.write(records)
     return len(records)
