@@ -65,6 +65,7 @@ from coordinator.runtime.writes import PendingWrite, RecordLog
 
 log = structlog.get_logger(__name__)
 
+
 class ShardState(Enum):
     LOADING = "loading"
     ACTIVE = "active"
@@ -105,11 +106,10 @@ class Shard:
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
         undo: list = []
-        removed: list[RemovedGroup] = []
-        self.replay_all(records, True, undo, removed)
+        removed = self.replay_all(records, True, undo)
         pending._store = store = self.offsets
         store.begin(pending, records, undo)
-        if removed:  # the first callback: later ones see the groups back
+        if removed is not None:  # the first callback: later ones see the groups back
             pending.add_callback(self._restore_on_failure(removed))
         try:
             self.record_log.append(self.partition, pending)
@@ -133,16 +133,17 @@ class Shard:
         """Apply one record: `replay_all` of one."""
         self.replay_all((record,), live)
 
-    def replay_all(self, records: Iterable[Record], live: bool = False, undo: list | None = None,
-                   removed: list[RemovedGroup] | None = None) -> None:
+    def replay_all(self, records: Iterable[Record], live: bool = False,
+                   undo: list | None = None) -> list[RemovedGroup] | None:
         """Apply records to this shard's state, in order: the one path for live writes
-        (`live`; `undo` gets what each offset record replaced, see OffsetStore, and `removed`
-        the groups tombstones removed) and loading.
+        (`live`; `undo` gets what each offset record replaced, see OffsetStore) and loading.
+        Returns the groups that tombstones removed (None: none), for a failed write to restore.
 
         Runs of OffsetCommit records go to the store in one `apply_all` call; the common
         case, a write of commits only, is one run.
         """
         run: list = []
+        removed: list[RemovedGroup] | None = None
         for record in records:
             if type(record) is OffsetCommitRecord:
                 run.append(record)
@@ -156,11 +157,12 @@ class Shard:
                 continue
             group = self.groups.get(record.group_id)
             if group is not None:
-                gone = self.membership.remove_group(group)
-                if removed is not None:
-                    removed.append(gone)
+                if removed is None:
+                    removed = []
+                removed.append(self.membership.remove_group(group))
         if run:
             self._replay_offsets(run, undo)
+        return removed
 
     # --- operations that write --------------------------------------------------------
 
