@@ -13,7 +13,7 @@ from typing import Iterable, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import ClassicGroup, GroupState, RebalanceRecord
+from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
 from coordinator.records import GroupMetadataRecord, Record
@@ -97,12 +97,6 @@ def list_groups(coordinator: GroupShards, states_filter: tuple[str, ...] = (),
             for shard in coordinator.all_shards() if shard.error is None
             for group in list(shard.groups.values())
             if not states or group.state.value.lower() in states]
-
-
-def rebalance_history(coordinator: GroupShards, group_id: str) -> list[RebalanceRecord]:
-    """The last rebalances of a group, oldest first (for a later admin view)."""
-    group = coordinator.shard_for(group_id).groups.get(group_id)
-    return [] if group is None else list(group.rebalances)
 
 
 def deletion_error(group: ClassicGroup | None) -> ErrorCode:

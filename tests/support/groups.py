@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import ClassicGroup, JoinResult, SyncResult
+from coordinator.groups.classic_group import ClassicGroup, JoinResult, RebalanceRecord, SyncResult
 from coordinator.groups.membership import JoinParams, LeavingMember, Membership, SyncParams
 from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.coordinator import GroupCoordinator
@@ -87,6 +87,12 @@ class Harness:
         assert self.group(group_id).state.value == "Stable"
         ids.remove(leader)
         return [leader, *ids]
+
+
+def rebalance_history(coordinator: GroupCoordinator, group_id: str) -> list[RebalanceRecord]:
+    """The last rebalances of a group, oldest first; none for an unknown group."""
+    group = coordinator.group(group_id)
+    return [] if group is None else list(group.rebalances)
 
 
 # --- consumer protocol bytes (ConsumerProtocolSubscription / Assignment v0) ---------------
