@@ -15,6 +15,8 @@ decides: the shard writes the records (Shard.expire) and their replay deletes.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from storage.expiry import expire_group
 
 from coordinator.groups.admin import group_tombstones
@@ -25,7 +27,7 @@ from coordinator.records import GroupMetadataValue, MemberMetadata, OffsetCommit
 S = GroupState
 
 
-def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | bool:
+def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | Literal[False]:
     """The value storage.expiry judges for a live group; None for a simple group (no
     protocol type); False when the group's state lets nothing expire."""
     if not group.protocol_type:

@@ -8,9 +8,18 @@ from typing import Any
 class GroupSettings:
     """The group.* settings the coordinator reads, in one small object (tests build it directly)."""
 
-    __slots__ = ("min_session_timeout_ms", "max_session_timeout_ms", "initial_rebalance_delay_ms",
-                 "max_size", "new_member_join_timeout_ms", "offsets_partitions", "offset_metadata_max_bytes",
-                 "offsets_retention_ms", "offsets_retention_check_interval_ms", "offsets_max_batch_bytes")
+    __slots__ = (
+        "initial_rebalance_delay_ms",
+        "max_session_timeout_ms",
+        "max_size",
+        "min_session_timeout_ms",
+        "new_member_join_timeout_ms",
+        "offset_metadata_max_bytes",
+        "offsets_max_batch_bytes",
+        "offsets_partitions",
+        "offsets_retention_check_interval_ms",
+        "offsets_retention_ms",
+    )
 
     def __init__(self, min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1800000,
                  initial_rebalance_delay_ms: int = 3000, max_size: int = 2**31 - 1,
@@ -29,7 +38,7 @@ class GroupSettings:
         self.offsets_partitions = offsets_partitions
 
     @classmethod
-    def from_config(cls, config: Any) -> "GroupSettings":
+    def from_config(cls, config: Any) -> GroupSettings:
         return cls(config.group_min_session_timeout_ms, config.group_max_session_timeout_ms,
                    config.group_initial_rebalance_delay_ms, config.group_max_size,
                    offsets_partitions=config.offsets_topic_num_partitions,

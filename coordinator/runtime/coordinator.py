@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable, Iterator
 from functools import partial
-from typing import Iterable, Iterator
 
 import structlog
 from kio.schema.errors import ErrorCode
-
-from storage.placement import partition_for
 
 from coordinator.errors import write_error_code
 from coordinator.groups.classic_group import ClassicGroup
@@ -23,6 +21,7 @@ from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.runtime.timers import LoopScheduler, Scheduler
 from coordinator.runtime.writes import MemoryLog, PendingWrite, RecordLog
+from storage.placement import partition_for
 
 log = structlog.get_logger(__name__)
 

@@ -45,7 +45,7 @@ UNLOADED (NOT_COORDINATOR: another node owns it, or it was never ours).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -59,7 +59,7 @@ from coordinator.groups.membership import Membership
 from coordinator.groups.rebalance import RemovedGroup
 from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.store import OffsetStore
-from coordinator.records import OffsetCommitRecord, Record
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import PendingWrite, RecordLog
 
@@ -151,11 +151,13 @@ class Shard:
             if run:
                 self._replay_offsets(run, undo)
                 run = []
-            if record.value is not None:
+            group_record = cast(GroupMetadataRecord, record)
+            group_id, value = group_record.group_id, group_record.value
+            if value is not None:
                 if not live:  # live, classic groups change in memory first; the record describes them
-                    self.groups[record.group_id] = ClassicGroup.from_metadata(record.group_id, record.value)
+                    self.groups[group_id] = ClassicGroup.from_metadata(group_id, value)
                 continue
-            group = self.groups.get(record.group_id)
+            group = self.groups.get(group_id)
             if group is not None:
                 if removed is None:
                     removed = []
