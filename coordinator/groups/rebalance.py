@@ -6,9 +6,13 @@ leader's assignment is stored, see membership.py). Method names follow Kafka's
 (prepareRebalance, completeClassicGroupJoin, expirePendingSync, ...), so each can be read
 next to its original.
 
-Operations that write records return the `PendingWrite` (Kafka's CoordinatorResult), so a
-request whose answer depends on them (LeaveGroup) can wait; timer-driven writes are
-fire-and-forget with a WARN on failure, as in Kafka.
+Records go to the shard through the write function of the GroupContext (the shard
+appends them and replays them; a classic group's GroupMetadata record describes the
+state this module has already changed, see runtime/shard.py). Operations that write
+return the `PendingWrite` (Kafka's CoordinatorResult), so a request whose answer depends
+on them (LeaveGroup) can wait; timer-driven writes are fire-and-forget with a WARN on
+failure, as in Kafka. A group tombstone's replay calls `remove_group`, and a failed
+tombstone write `restore_group`.
 
 Timer keys, per shard: ("join", group) for join completion and the initial delay,
 ("sync", group) for sync expiry, ("session", group, member) for heartbeat and

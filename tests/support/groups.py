@@ -89,6 +89,15 @@ class Harness:
         return [leader, *ids]
 
 
+def finish(coroutine):
+    """Resume a coroutine whose awaited write has completed; return its result."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("the coroutine is still waiting")
+
+
 def rebalance_history(coordinator: GroupCoordinator, group_id: str) -> list[RebalanceRecord]:
     """The last rebalances of a group, oldest first; none for an unknown group."""
     group = coordinator.group(group_id)

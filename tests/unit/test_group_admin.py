@@ -8,18 +8,9 @@ from coordinator.groups.classic_group import GroupState
 from coordinator.groups.admin import describe_groups, list_groups
 from coordinator.records import GroupMetadataRecord
 from storage.errors import StorageError
-from tests.support.groups import Harness, rebalance_history
+from tests.support.groups import Harness, finish, rebalance_history
 
 E = ErrorCode
-
-
-def finish(coroutine):
-    """Resume a coroutine whose awaited write has completed; return its result."""
-    try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        return stop.value
-    raise AssertionError("the coroutine is still waiting")
 
 
 def test_describe_stable_group_shows_metadata_and_assignment():

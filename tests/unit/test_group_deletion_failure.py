@@ -14,19 +14,11 @@ from kio.schema.errors import ErrorCode
 from coordinator.groups.admin import describe_groups
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord
 from storage.errors import StorageError
+from tests.support.groups import finish
 from tests.support.offsets import OffsetsHarness, commit_request, fetch_request, fetched
 
 E = ErrorCode
 RETENTION = 10 * 60_000
-
-
-def finish(coroutine):
-    """Resume a coroutine whose awaited write has completed; return its result."""
-    try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        return stop.value
-    raise AssertionError("the coroutine is still waiting")
 
 
 def empty_group_with_offsets(h: OffsetsHarness) -> None:
