@@ -11,7 +11,8 @@ from coordinator.app import YOUNG_GC_THRESHOLD, build_dispatcher
 from coordinator.config import Config
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 from coordinator.services import Node, Services

@@ -27,7 +27,8 @@ from bench.lib.inprocess import DispatcherRig
 from coordinator import record_codec
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
