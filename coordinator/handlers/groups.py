@@ -34,7 +34,7 @@ from protocol.codec import FixedResponse, decode_common
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import write_error_code
 from coordinator.groups.classic_group import JoinResult, SyncResult, dedupe_protocols
-from coordinator.groups.admin import delete_groups, describe_groups, list_groups
+from coordinator.groups.admin import describe_groups, list_groups
 from coordinator.groups.membership import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.services import Services
 from coordinator.handlers import sliced_encoding
@@ -335,7 +335,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                               "group_type": g.group_type} for g in listed])
 
     async def handle_delete(ctx: RequestContext, request: Any) -> Any:
-        results = await delete_groups(groups, list(request.groups_names))
+        results = await groups.delete_groups(list(request.groups_names))
         return build(responses[ApiKey.DELETE_GROUPS][ctx.api_version], throttle_time=NO_THROTTLE,
                      results=[{"group_id": gid, "error_code": code} for gid, code in results])
 
