@@ -4,13 +4,12 @@ Ported in behaviour (not code) from GroupMetadataManager.classicGroupJoin*,
 classicGroupSync*, classicGroupHeartbeat*, classicGroupLeave* and the request checks of
 GroupCoordinatorService / KafkaApis. Answers go to the `reply` callable the handler
 passed in, possibly much later (JoinGroup and SyncGroup are delayed operations);
-Heartbeat answers at once; LeaveGroup returns its answer plus the write it waits for.
+Heartbeat answers at once; LeaveGroup returns its answer. Nothing here writes: join, sync
+and leave return the `GroupResult` to write (groups/result.py), and the shard writes it
+(runtime.shard.Shard.join/sync/leave); LeaveGroup's answer waits for that write.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -26,15 +25,13 @@ from coordinator.groups.classic_group import (
     JoinResult,
     JoinWaiter,
     Member,
-    Protocols,
     SyncResult,
     SyncWaiter,
 )
+from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.rebalance import Rebalancer
+from coordinator.groups.result import GroupResult, combined, store_group
 from coordinator.records import GroupMetadataRecord, GroupMetadataValue
-
-if TYPE_CHECKING:
-    from coordinator.runtime.writes import PendingWrite
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -44,46 +41,6 @@ _DEAD, _EMPTY, _PREPARING_REBALANCE, _NONE = S.DEAD, S.EMPTY, S.PREPARING_REBALA
 JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM = 4  # JoinGroupRequest.requiresKnownMemberId
 JOIN_SUPPORTS_SKIP_ASSIGNMENT_FROM = 9  # JoinGroupRequest.supportsSkippingAssignment
 SYNC_REQUIRES_PROTOCOL_FROM = 5  # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
-
-
-@dataclass(frozen=True, slots=True)
-class JoinParams:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int  # v0: the session timeout (JoinGroupRequest.maybeOverrideRebalanceTimeout)
-    protocol_type: str
-    protocols: Protocols  # deduplicated by name, preference order kept
-    reason: str | None
-    client_id: str
-    client_host: str
-    api_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class SyncParams:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    generation_id: int
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: tuple[tuple[str, bytes], ...]
-    api_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class LeavingMember:
-    member_id: str
-    group_instance_id: str | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LeaveResult:
-    error: ErrorCode
-    members: tuple[tuple[str, str | None, ErrorCode], ...]  # (member id, instance id, error)
 
 
 def _inconsistent(requested: str | None, actual: str | None) -> bool:
@@ -107,38 +64,48 @@ def _unpersistable(p: JoinParams) -> bool:
 class Membership(Rebalancer):
     # --- JoinGroup ----------------------------------------------------------------------
 
-    def join(self, p: JoinParams, reply: JoinWaiter) -> None:
-        if not p.group_id:
-            return reply(JoinResult(ErrorCode.invalid_group_id, p.member_id))
-        if p.group_instance_id == "":
-            # Kafka's clients refuse an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId) and its
-            # KIP-848 path answers INVALID_REQUEST ("InstanceId can't be empty."): no static member without a name.
-            return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
-        if _unpersistable(p):
-            return reply(JoinResult(ErrorCode.invalid_request, p.member_id))
-        settings = self.settings
-        if not settings.min_session_timeout_ms <= p.session_timeout_ms <= settings.max_session_timeout_ms:
-            return reply(JoinResult(ErrorCode.invalid_session_timeout, p.member_id))
+    def join(self, p: JoinParams, reply: JoinWaiter) -> GroupResult | None:
+        error = self._join_request_error(p)
+        if error is not None:
+            reply(JoinResult(error, p.member_id))
+            return None
         unknown = p.member_id == UNKNOWN_MEMBER_ID
         group = self.groups.get(p.group_id)
         new_group = group is None
         if group is None:
             if not unknown:  # getOrMaybeCreateClassicGroup(groupId, false)
-                return reply(JoinResult(ErrorCode.unknown_member_id, p.member_id))
+                reply(JoinResult(ErrorCode.unknown_member_id, p.member_id))
+                return None
             group = self.groups[p.group_id] = ClassicGroup(p.group_id, self.clock.wall_ms())
+        result = None
         if not self._accept_joining_member(group, p.member_id):
             group.remove(p.member_id)
             reply(JoinResult(ErrorCode.group_max_size_reached, UNKNOWN_MEMBER_ID))
         elif unknown:
-            self._join_new_member(group, p, reply)
+            result = self._join_new_member(group, p, reply)
         else:
-            self._join_existing_member(group, p, reply)
+            result = self._join_existing_member(group, p, reply)
         if new_group:
             # Kafka commits a new group with an empty GroupMetadata record.
             # (GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord)
             empty = GroupMetadataValue("", 0, None, None, (), group.state_timestamp)
-            write = self.write([GroupMetadataRecord(p.group_id, empty)])
-            self._warn_on_failure(write, p.group_id, "new group")
+            result = combined(result, GroupResult([GroupMetadataRecord(p.group_id, empty)],
+                                                  self._warn_on_failure(p.group_id, "new group")))
+        return result
+
+    def _join_request_error(self, p: JoinParams) -> ErrorCode | None:
+        if not p.group_id:
+            return ErrorCode.invalid_group_id
+        if p.group_instance_id == "":
+            # Kafka's clients refuse an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId) and its
+            # KIP-848 path answers INVALID_REQUEST ("InstanceId can't be empty."): no static member without a name.
+            return ErrorCode.invalid_request
+        if _unpersistable(p):
+            return ErrorCode.invalid_request
+        settings = self.settings
+        if not settings.min_session_timeout_ms <= p.session_timeout_ms <= settings.max_session_timeout_ms:
+            return ErrorCode.invalid_session_timeout
+        return None
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         """acceptJoiningMember: group.max.size, counted as Kafka counts it per state."""
@@ -150,75 +117,83 @@ class Membership(Rebalancer):
             return (member is not None and member.awaiting_join is not None) or group.num_awaiting_join < max_size
         return member_id in group.members or len(group.members) < max_size
 
-    def _join_new_member(self, group: ClassicGroup, p: JoinParams, reply: JoinWaiter) -> None:
-        if group.is_in(S.DEAD):
-            return reply(JoinResult(ErrorCode.coordinator_not_available, UNKNOWN_MEMBER_ID))
-        if not group.supports_protocols(p.protocol_type, {name for name, _ in p.protocols}):
-            return reply(JoinResult(ErrorCode.inconsistent_group_protocol, UNKNOWN_MEMBER_ID))
+    def _join_new_member(self, group: ClassicGroup, p: JoinParams, reply: JoinWaiter) -> GroupResult | None:
+        error = self._join_group_error(group, p)
+        if error is not None:
+            reply(JoinResult(error, UNKNOWN_MEMBER_ID))
+            return None
         new_member_id = group.generate_member_id(p.client_id, p.group_instance_id)
         if p.group_instance_id is not None:
             existing = group.static_member_id(p.group_instance_id)
             if existing is not None:
                 log.info("static member rejoins with unknown member id; replacing", group=group.group_id,
                          instance=p.group_instance_id, old_member=existing, member=new_member_id)
-                self._update_static_member_then_rebalance(group, p, existing, new_member_id, reply)
-            else:
-                self._add_member_then_rebalance(group, p, new_member_id, reply)
-        elif p.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM:
+                return self._update_static_member_then_rebalance(group, p, existing, new_member_id, reply)
+            return self._add_member_then_rebalance(group, p, new_member_id, reply)
+        if p.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM:
             group.add_pending_member(new_member_id)
             self.schedule_pending_member_expiry(group, new_member_id, p.session_timeout_ms)
             reply(JoinResult(ErrorCode.member_id_required, new_member_id))
-        else:
-            self._add_member_then_rebalance(group, p, new_member_id, reply)
+            return None
+        return self._add_member_then_rebalance(group, p, new_member_id, reply)
 
-    def _join_existing_member(self, group: ClassicGroup, p: JoinParams, reply: JoinWaiter) -> None:
-        member_id = p.member_id
+    @staticmethod
+    def _join_group_error(group: ClassicGroup, p: JoinParams) -> ErrorCode | None:
         if group.is_in(S.DEAD):
-            return reply(JoinResult(ErrorCode.coordinator_not_available, member_id))
+            return ErrorCode.coordinator_not_available
         if not group.supports_protocols(p.protocol_type, {name for name, _ in p.protocols}):
-            return reply(JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
-        if group.is_pending_member(member_id):
-            if p.group_instance_id is not None:
-                # Kafka throws IllegalStateException here, answered as UNKNOWN_SERVER_ERROR
-                return reply(JoinResult(ErrorCode.unknown_server_error, member_id))
-            return self._add_member_then_rebalance(group, p, member_id, reply)
-        try:
-            group.validate_member(member_id, p.group_instance_id)
-        except KafkaError as exc:
-            return reply(JoinResult(exc.code, member_id))
+            return ErrorCode.inconsistent_group_protocol
+        return None
+
+    def _join_existing_member(self, group: ClassicGroup, p: JoinParams, reply: JoinWaiter) -> GroupResult | None:
+        member_id = p.member_id
+        error = self._join_group_error(group, p)
+        if error is None and group.is_pending_member(member_id):
+            if p.group_instance_id is None:
+                return self._add_member_then_rebalance(group, p, member_id, reply)
+            # Kafka throws IllegalStateException here, answered as UNKNOWN_SERVER_ERROR
+            error = ErrorCode.unknown_server_error
+        if error is None:
+            try:
+                group.validate_member(member_id, p.group_instance_id)
+            except KafkaError as exc:
+                error = exc.code
+        if error is not None:
+            reply(JoinResult(error, member_id))
+            return None
         member = group.members[member_id]
         reason = p.reason or "not provided"
         if group.is_in(S.PREPARING_REBALANCE):
-            self._update_member_then_rebalance(group, p, member, reply, "member_rejoined",
-                                               f"member {member_id} rejoined; reason: {reason}")
-        elif group.is_in(S.COMPLETING_REBALANCE):
+            return self._update_member_then_rebalance(group, p, member, reply, "member_rejoined",
+                                                      f"member {member_id} rejoined; reason: {reason}")
+        if group.is_in(S.COMPLETING_REBALANCE):
             if member.matches(p.protocols):
                 # it missed the JoinGroup answer: give it the current generation again
                 reply(group.join_result(member_id, members=group.is_leader(member_id)))
-            else:
-                self._update_member_then_rebalance(group, p, member, reply, "subscription_change",
-                                                   f"member {member_id} changed its metadata; reason: {reason}")
-        elif group.is_in(S.STABLE):
+                return None
+            return self._update_member_then_rebalance(group, p, member, reply, "subscription_change",
+                                                      f"member {member_id} changed its metadata; reason: {reason}")
+        if group.is_in(S.STABLE):
             if group.is_leader(member_id):
                 # the leader may rejoin to trigger a rebalance for metadata changes
-                self._update_member_then_rebalance(group, p, member, reply, "leader_rejoined",
-                                                   f"leader {member_id} rejoined; reason: {reason}")
-            elif not member.matches(p.protocols):
-                self._update_member_then_rebalance(group, p, member, reply, "subscription_change",
-                                                   f"member {member_id} changed its metadata; reason: {reason}")
-            else:
-                reply(group.join_result(member_id, members=False))
-        else:
-            log.warning("rejoining member found the group empty", group=group.group_id, member=member_id)
-            reply(JoinResult(ErrorCode.unknown_member_id, member_id))
+                return self._update_member_then_rebalance(group, p, member, reply, "leader_rejoined",
+                                                          f"leader {member_id} rejoined; reason: {reason}")
+            if not member.matches(p.protocols):
+                return self._update_member_then_rebalance(group, p, member, reply, "subscription_change",
+                                                          f"member {member_id} changed its metadata; reason: {reason}")
+            reply(group.join_result(member_id, members=False))
+            return None
+        log.warning("rejoining member found the group empty", group=group.group_id, member=member_id)
+        reply(JoinResult(ErrorCode.unknown_member_id, member_id))
+        return None
 
     def _update_member_then_rebalance(self, group: ClassicGroup, p: JoinParams, member: Member,
-                                      reply: JoinWaiter, cause: str, detail: str) -> None:
+                                      reply: JoinWaiter, cause: str, detail: str) -> GroupResult | None:
         group.update_member(member, p.protocols, p.rebalance_timeout_ms, p.session_timeout_ms, reply)
-        self.maybe_prepare_rebalance_or_complete_join(group, cause, detail)
+        return self.maybe_prepare_rebalance_or_complete_join(group, cause, detail)
 
     def _add_member_then_rebalance(self, group: ClassicGroup, p: JoinParams, member_id: str,
-                                   reply: JoinWaiter) -> None:
+                                   reply: JoinWaiter) -> GroupResult | None:
         member = Member(member_id, p.group_instance_id, p.client_id, p.client_host, p.rebalance_timeout_ms,
                         p.session_timeout_ms, p.protocol_type, p.protocols, is_new=True)
         if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
@@ -227,12 +202,12 @@ class Membership(Rebalancer):
         # A new member cannot heartbeat before it has its id; it gets the (long) new-member
         # join timeout instead, so a client that vanished mid-join is removed eventually.
         self.touch_session(group, member, self.settings.new_member_join_timeout_ms)
-        self.maybe_prepare_rebalance_or_complete_join(
+        return self.maybe_prepare_rebalance_or_complete_join(
             group, "member_joined",
             f"new member {member_id} (instance {p.group_instance_id}); reason: {p.reason or 'not provided'}")
 
     def _update_static_member_then_rebalance(self, group: ClassicGroup, p: JoinParams, old_member_id: str,
-                                             new_member_id: str, reply: JoinWaiter) -> None:
+                                             new_member_id: str, reply: JoinWaiter) -> GroupResult | None:
         instance_id = p.group_instance_id
         assert instance_id is not None
         current_leader = group.leader_id
@@ -243,12 +218,10 @@ class Membership(Rebalancer):
         group.update_member(new, p.protocols, p.rebalance_timeout_ms, p.session_timeout_ms, reply)
         if group.is_in(S.STABLE):
             if (group.protocol_name or "") != group.select_protocol():
-                self.maybe_prepare_rebalance_or_complete_join(
+                return self.maybe_prepare_rebalance_or_complete_join(
                     group, "static_member_protocol_change",
                     f"static member {instance_id} rejoined as {new_member_id} with other protocols")
-                return
             # Same protocol: persist the new member id and keep the assignment, no rebalance.
-            write = self.write_group(group, group.group_assignment())
             version = p.api_version
 
             def stored(error: BaseException | None) -> None:
@@ -273,38 +246,33 @@ class Membership(Rebalancer):
                     group.complete_join(new, group.join_result(new_member_id, members=False,
                                                                leader=current_leader or ""))
 
-            write.add_callback(stored)
+            result = store_group(group, group.group_assignment(), stored)
             log.info("static member replaced without rebalance", group=group.group_id, instance=instance_id,
                      old_member=old_member_id, member=new_member_id)
-        elif group.is_in(S.COMPLETING_REBALANCE):
+            return result
+        if group.is_in(S.COMPLETING_REBALANCE):
             # the leader may already assign for the old member id: rebalance
-            self.prepare_rebalance(group, "static_member_replaced",
-                                   f"static member {instance_id} rejoined as {new_member_id} during sync")
-        elif group.state in (S.EMPTY, S.DEAD):
+            return self.prepare_rebalance(group, "static_member_replaced",
+                                          f"static member {instance_id} rejoined as {new_member_id} during sync")
+        if group.state in (S.EMPTY, S.DEAD):
             raise IllegalStateTransition(f"static member {instance_id} rejoined {group.group_id} "
                                          f"in state {group.state.value}")
-        else:
-            self.maybe_complete_join_phase(group)
+        return self.maybe_complete_join_phase(group)
 
     # --- SyncGroup ------------------------------------------------------------------------
 
-    def sync(self, p: SyncParams, reply: SyncWaiter) -> None:
-        if p.api_version >= SYNC_REQUIRES_PROTOCOL_FROM and (p.protocol_type is None or p.protocol_name is None):
-            return reply(SyncResult(ErrorCode.inconsistent_group_protocol))
-        if not p.group_id:
-            return reply(SyncResult(ErrorCode.invalid_group_id))
+    def sync(self, p: SyncParams, reply: SyncWaiter) -> GroupResult | None:
         group = self.groups.get(p.group_id)
-        if group is None or group.is_in(S.EMPTY):
-            return reply(SyncResult(ErrorCode.unknown_member_id))
-        error = self._validate_sync(group, p)
+        error = self._sync_request_error(p, group)
         if error is not None:
-            return reply(SyncResult(error))
-        if group.is_in(S.PREPARING_REBALANCE):
-            return reply(SyncResult(ErrorCode.rebalance_in_progress))
+            reply(SyncResult(error))
+            return None
+        assert group is not None
         member = group.members[p.member_id]
         if group.is_in(S.STABLE):
             self.remove_pending_sync_member(group, p.member_id)
-            return reply(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment))
+            reply(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment))
+            return None
         # CompletingRebalance: wait for the leader's assignment (and its write)
         replaced = member.awaiting_sync
         member.awaiting_sync = reply
@@ -315,7 +283,20 @@ class Membership(Rebalancer):
             replaced(SyncResult(ErrorCode.rebalance_in_progress))
         self.remove_pending_sync_member(group, p.member_id)
         if group.is_leader(p.member_id):
-            self._store_assignment(group, p)
+            return self._store_assignment(group, p)
+        return None
+
+    def _sync_request_error(self, p: SyncParams, group: ClassicGroup | None) -> ErrorCode | None:
+        if p.api_version >= SYNC_REQUIRES_PROTOCOL_FROM and (p.protocol_type is None or p.protocol_name is None):
+            return ErrorCode.inconsistent_group_protocol
+        if not p.group_id:
+            return ErrorCode.invalid_group_id
+        if group is None or group.is_in(S.EMPTY):
+            return ErrorCode.unknown_member_id
+        error = self._validate_sync(group, p)
+        if error is None and group.is_in(S.PREPARING_REBALANCE):
+            return ErrorCode.rebalance_in_progress
+        return error
 
     def _validate_sync(self, group: ClassicGroup, p: SyncParams) -> ErrorCode | None:
         if group.is_in(S.DEAD):
@@ -330,7 +311,7 @@ class Membership(Rebalancer):
             return ErrorCode.inconsistent_group_protocol
         return None
 
-    def _store_assignment(self, group: ClassicGroup, p: SyncParams) -> None:
+    def _store_assignment(self, group: ClassicGroup, p: SyncParams) -> GroupResult:
         assignment = dict(p.assignments)
         missing = [m for m in group.members if m not in assignment]
         for member_id in missing:
@@ -339,23 +320,22 @@ class Membership(Rebalancer):
             log.warning("leader sent no assignment for some members", group=group.group_id,
                         generation=group.generation_id, members=len(missing))
         generation = p.generation_id
-        write = self.write_group(group, assignment)
 
-        def stored(error: BaseException | None) -> None:
+        def stored(error: BaseException | None) -> GroupResult | None:
             # another member may have joined meanwhile: act only on the same generation
             if not group.is_in(S.COMPLETING_REBALANCE) or generation != group.generation_id:
-                return
+                return None
             if error is not None:
                 code = write_error_code(error)
                 self.reset_and_propagate_assignment_with_error(group, code)
-                self.maybe_prepare_rebalance_or_complete_join(group, "store_failed",
-                                                              f"storing the assignment failed: {code.name}")
-            else:
-                self.set_and_propagate_assignment(group, assignment)
-                group.transition_to(S.STABLE, self.clock.wall_ms())
-                self._close_rebalance(group, "stable")
+                return self.maybe_prepare_rebalance_or_complete_join(group, "store_failed",
+                                                                     f"storing the assignment failed: {code.name}")
+            self.set_and_propagate_assignment(group, assignment)
+            group.transition_to(S.STABLE, self.clock.wall_ms())
+            self._close_rebalance(group, "stable")
+            return None
 
-        write.add_callback(stored)
+        return store_group(group, assignment, stored)
 
     # --- Heartbeat ------------------------------------------------------------------------
 
@@ -385,7 +365,7 @@ class Membership(Rebalancer):
 
     # --- LeaveGroup -----------------------------------------------------------------------
 
-    def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, "PendingWrite | None"]:
+    def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, GroupResult | None]:
         if not group_id:
             return LeaveResult(ErrorCode.invalid_group_id, ()), None
         group = self.groups.get(group_id)
@@ -420,14 +400,14 @@ class Membership(Rebalancer):
                 self._remove_leaving_member(group, m.member_id, reason)
                 left.append(m.member_id)
             responses.append((m.member_id, m.group_instance_id, ErrorCode.none))
-        write = None
+        result = None
         if left:
             detail = f"explicit LeaveGroup for {len(left)} member(s): {', '.join(left[:5])}"
             if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-                write = self.maybe_prepare_rebalance_or_complete_join(group, "member_left", detail)
+                result = self.maybe_prepare_rebalance_or_complete_join(group, "member_left", detail)
             elif group.is_in(S.PREPARING_REBALANCE):
-                write = self.maybe_complete_join_phase(group)
-        return LeaveResult(ErrorCode.none, tuple(responses)), write
+                result = self.maybe_complete_join_phase(group)
+        return LeaveResult(ErrorCode.none, tuple(responses)), result
 
     def _remove_leaving_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
         """removeCurrentMemberFromClassicGroup."""

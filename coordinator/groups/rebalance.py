@@ -6,13 +6,13 @@ leader's assignment is stored, see membership.py). Method names follow Kafka's
 (prepareRebalance, completeClassicGroupJoin, expirePendingSync, ...), so each can be read
 next to its original.
 
-Records go to the shard through the write function of the GroupContext (the shard
-appends them and replays them; a classic group's GroupMetadata record describes the
-state this module has already changed, see runtime/shard.py). Operations that write
-return the `PendingWrite` (Kafka's CoordinatorResult), so a request whose answer depends
-on them (LeaveGroup) can wait; timer-driven writes are fire-and-forget with a WARN on
-failure, as in Kafka. A group tombstone's replay calls `remove_group`, and a failed
-tombstone write `restore_group`.
+This module never writes. Operations that change what the log must hold return a
+`GroupResult` (groups/result.py, Kafka's CoordinatorResult): the records, and what runs once
+they are written; the shard writes it (a classic group's GroupMetadata record describes the
+state this module has already changed, see runtime/shard.py). Timers fire through the shard
+too: a timer operation returns its result, and the shard's KeyedTimers hand it to the shard
+to write (Kafka's TimeoutOperation). Timer-driven writes only WARN on failure, as in Kafka.
+A group tombstone's replay calls `remove_group`, and a failed tombstone write `restore_group`.
 
 Timer keys, per shard: ("join", group) for join completion and the initial delay,
 ("sync", group) for sync expiry, ("session", group, member) for heartbeat and
@@ -22,7 +22,7 @@ heartbeats only move `member.session_deadline_ms` (O(1), no timer work).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -40,10 +40,7 @@ from coordinator.groups.classic_group import (
     SyncResult,
 )
 from coordinator.groups.context import GroupContext
-from coordinator.records import GroupMetadataRecord
-
-if TYPE_CHECKING:
-    from coordinator.runtime.writes import PendingWrite
+from coordinator.groups.result import GroupResult, OnWritten, store_group
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -66,24 +63,20 @@ class Rebalancer:
         self.timers = context.timers
         self.settings = context.settings
         self.clock = context.clock
-        self.write = context.write  # the shard's: appends the records, replays them
         # one bound method for every session timer of the shard: timers store it per key, and a
         # method or closure made per arm would be one more GC-tracked object per member
         self._on_session_timer = self._session_timer_fired
 
     # --- records ----------------------------------------------------------
 
-    def write_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> "PendingWrite":
-        record = GroupMetadataRecord(group.group_id, group.metadata_value(assignment))
-        return self.write([record])
-
-    def _warn_on_failure(self, write: "PendingWrite", group_id: str, what: str) -> None:
+    @staticmethod
+    def _warn_on_failure(group_id: str, what: str) -> OnWritten:
         def check(error: BaseException | None) -> None:
             if error is not None:
                 log.warning("failed to store group metadata", group=group_id, what=what,
                             error=write_error_code(error).name)
 
-        write.add_callback(check)
+        return check
 
     # --- session timers ------------------------------------------------------
 
@@ -109,31 +102,31 @@ class Rebalancer:
         group_id = group.group_id
         self.timers.schedule(("session", group_id, member_id), timeout_ms, self._on_session_timer, group_id, member_id)
 
-    def _session_timer_fired(self, group_id: str, member_id: str) -> None:
+    def _session_timer_fired(self, group_id: str, member_id: str) -> GroupResult | None:
         """expireClassicGroupMemberHeartbeat, after checking whether the deadline moved."""
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
-            return
+            return None
         if group.is_pending_member(member_id):
             log.info("pending member expired", group=group_id, member=member_id)
-            self.remove_pending_member_and_update(group, member_id)
-            return
+            return self.remove_pending_member_and_update(group, member_id)
         member = group.members.get(member_id)
         if member is None:
-            return
+            return None
         member.armed_at = None
         if self.clock.now_ms() < member.session_deadline_ms:  # heartbeats moved the deadline
             self._arm_session(group_id, member, member.session_deadline_ms)
-            return
+            return None
         if not member.has_satisfied_heartbeat():
             log.info("member session expired", group=group_id, member=member_id,
                      session_timeout_ms=member.session_timeout_ms)
-            self.remove_member_and_update(group, member, "session_timeout",
-                                          f"member {member_id} missed its session timeout")
+            return self.remove_member_and_update(group, member, "session_timeout",
+                                                 f"member {member_id} missed its session timeout")
+        return None
 
     # --- removing and restoring whole groups (the replay of a group tombstone) --------
 
-    def remove_group(self, group: ClassicGroup) -> "RemovedGroup":
+    def remove_group(self, group: ClassicGroup) -> RemovedGroup:
         """The group goes Dead and out of the shard, its timers stop; the result is what
         `restore_group` needs to take that back when the tombstone's write fails."""
         group_id = group.group_id
@@ -152,7 +145,7 @@ class Rebalancer:
         self.timers.cancel(("sync", group_id))
         return removed
 
-    def restore_group(self, removed: "RemovedGroup") -> None:
+    def restore_group(self, removed: RemovedGroup) -> None:
         """The group back as `remove_group` found it, session timers at their deadlines.
 
         Join and sync timers are not re-armed: a group that is deleted is Empty (DeleteGroups,
@@ -172,7 +165,7 @@ class Rebalancer:
     # --- removing members --------------------------------------------------------
 
     def remove_member_and_update(self, group: ClassicGroup, member: Member, cause: str,
-                                 detail: str) -> "PendingWrite | None":
+                                 detail: str) -> GroupResult | None:
         """removeMemberAndUpdateClassicGroup: a waiting JoinGroup gets UNKNOWN_MEMBER_ID first."""
         group.complete_join(member, JoinResult(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
@@ -182,7 +175,7 @@ class Rebalancer:
             return self.complete_join(group)
         return None
 
-    def remove_pending_member_and_update(self, group: ClassicGroup, member_id: str) -> "PendingWrite | None":
+    def remove_pending_member_and_update(self, group: ClassicGroup, member_id: str) -> GroupResult | None:
         group.remove(member_id)
         if group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
             return self.complete_join(group)
@@ -191,12 +184,12 @@ class Rebalancer:
     # --- preparing a rebalance ---------------------------------------------------
 
     def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, cause: str,
-                                                 detail: str) -> "PendingWrite | None":
+                                                 detail: str) -> GroupResult | None:
         if group.can_rebalance():
             return self.prepare_rebalance(group, cause, detail)
         return self.maybe_complete_join_phase(group)
 
-    def prepare_rebalance(self, group: ClassicGroup, cause: str, detail: str) -> "PendingWrite | None":
+    def prepare_rebalance(self, group: ClassicGroup, cause: str, detail: str) -> GroupResult | None:
         if group.is_in(S.COMPLETING_REBALANCE):
             # members waiting in SyncGroup must rejoin
             self.reset_and_propagate_assignment_with_error(group, ErrorCode.rebalance_in_progress)
@@ -216,19 +209,19 @@ class Rebalancer:
     def _schedule_initial_delay(self, group_id: str, delay: int, remaining: int) -> None:
         self.timers.schedule(("join", group_id), delay, self._initial_delay_fired, group_id, delay, remaining)
 
-    def _initial_delay_fired(self, group_id: str, delay: int, remaining: int) -> None:
+    def _initial_delay_fired(self, group_id: str, delay: int, remaining: int) -> GroupResult | None:
         """tryCompleteInitialRebalanceElseSchedule: each new joiner buys one more delay."""
         group = self.groups.get(group_id)
         if group is None:
-            return
+            return None
         if group.new_member_added and remaining != 0:
             group.new_member_added = False
             new_delay = min(self.settings.initial_rebalance_delay_ms, remaining)
             self._schedule_initial_delay(group_id, new_delay, max(remaining - delay, 0))
-            return
-        self.complete_join(group)
+            return None
+        return self.complete_join(group)
 
-    def maybe_complete_join_else_schedule(self, group: ClassicGroup) -> "PendingWrite | None":
+    def maybe_complete_join_else_schedule(self, group: ClassicGroup) -> GroupResult | None:
         if group.has_all_members_joined():
             return self.complete_join(group)
         self._schedule_join_timeout(group)
@@ -238,12 +231,11 @@ class Rebalancer:
         group_id = group.group_id
         self.timers.schedule(("join", group_id), group.rebalance_timeout_ms(), self._join_timeout_fired, group_id)
 
-    def _join_timeout_fired(self, group_id: str) -> None:
+    def _join_timeout_fired(self, group_id: str) -> GroupResult | None:
         group = self.groups.get(group_id)
-        if group is not None:
-            self.complete_join(group)
+        return None if group is None else self.complete_join(group)
 
-    def maybe_complete_join_phase(self, group: ClassicGroup) -> "PendingWrite | None":
+    def maybe_complete_join_phase(self, group: ClassicGroup) -> GroupResult | None:
         """Completes the join now if every member is in, except during the initial delay."""
         if not group.is_in(S.PREPARING_REBALANCE):
             return None
@@ -255,7 +247,7 @@ class Rebalancer:
 
     # --- completing the join phase --------------------------------------------------
 
-    def complete_join(self, group: ClassicGroup) -> "PendingWrite | None":
+    def complete_join(self, group: ClassicGroup) -> GroupResult | None:
         """completeClassicGroupJoin: drop dynamic members that did not rejoin, next generation."""
         group_id = group.group_id
         self.timers.cancel(("join", group_id))
@@ -273,10 +265,9 @@ class Rebalancer:
             return None
         group.init_next_generation(self.clock.wall_ms())
         if group.is_in(S.EMPTY):
-            write = self.write_group(group, {})
-            self._warn_on_failure(write, group_id, "empty group")
+            result = store_group(group, {}, self._warn_on_failure(group_id, "empty group"))
             self._close_rebalance(group, "empty")
-            return write
+            return result
         for member in list(group.members.values()):
             member_id = member.member_id
             group.complete_join(member, group.join_result(member_id, members=group.is_leader(member_id)))
@@ -292,19 +283,19 @@ class Rebalancer:
         group_id, generation = group.group_id, group.generation_id
         self.timers.schedule(("sync", group_id), group.rebalance_timeout_ms(), self._sync_expired, group_id, generation)
 
-    def _sync_expired(self, group_id: str, generation: int) -> None:
+    def _sync_expired(self, group_id: str, generation: int) -> GroupResult | None:
         """expirePendingSync: members that never sent SyncGroup are removed; rebalance."""
         group = self.groups.get(group_id)
         if group is None or generation != group.generation_id:
-            return
+            return None
         if group.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync_members:
-            return
+            return None
         missing = sorted(group.pending_sync_members)
         for member_id in missing:
             member = group.remove(member_id)
             self.cancel_session(group_id, member_id, member)
         log.info("members removed: no SyncGroup in time", group=group_id, members=missing)
-        self.prepare_rebalance(group, "sync_timeout", f"removed {len(missing)} members that did not sync")
+        return self.prepare_rebalance(group, "sync_timeout", f"removed {len(missing)} members that did not sync")
 
     def remove_sync_expiration(self, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()

@@ -35,7 +35,7 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import write_error_code
 from coordinator.groups.classic_group import JoinResult, SyncResult, dedupe_protocols
 from coordinator.groups.admin import describe_groups, list_groups
-from coordinator.groups.membership import JoinParams, LeaveResult, LeavingMember, SyncParams
+from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.services import Services
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.api_versions import NO_THROTTLE
@@ -164,7 +164,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             if shard.error is not None and params.group_id:
                 reply(JoinResult(shard.error, params.member_id))
             else:
-                shard.membership.join(params, reply)
+                shard.join(params, reply)
         except Exception:
             log.exception("JoinGroup failed", group=params.group_id)
             reply(JoinResult(ErrorCode.unknown_server_error, params.member_id))
@@ -196,7 +196,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             if shard.error is not None and params.group_id:
                 reply(SyncResult(shard.error))
             else:
-                shard.membership.sync(params, reply)
+                shard.sync(params, reply)
         except Exception:
             log.exception("SyncGroup failed", group=params.group_id)
             reply(SyncResult(ErrorCode.unknown_server_error))
@@ -235,7 +235,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             if shard.error is not None and group_id:
                 # Kafka answers a heartbeat for a loading group blindly with NONE
                 return ErrorCode.none if shard.error is ErrorCode.coordinator_load_in_progress else shard.error
-            return shard.membership.heartbeat(group_id, member_id, instance_id, generation_id)
+            return shard.heartbeat(group_id, member_id, instance_id, generation_id)
         except Exception:
             log.exception("Heartbeat failed", group=group_id)
             return ErrorCode.unknown_server_error
@@ -291,7 +291,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             shard = groups.shard_for(request.group_id)
             if shard.error is not None and request.group_id:
                 return leave_response(version, LeaveResult(shard.error, ()))
-            result, write = shard.membership.leave(request.group_id, leaving)
+            result, write = shard.leave(request.group_id, leaving)
         except Exception:
             log.exception("LeaveGroup failed", group=request.group_id)
             return leave_response(version, LeaveResult(ErrorCode.unknown_server_error, ()))

@@ -149,9 +149,10 @@ def on_loaded(shard: Shard) -> None:
         for member in group.members.values():
             membership.touch_session(group, member)
         if len(group.members) > max_size:
-            membership.prepare_rebalance(group, "over_capacity",
-                                         f"freshly loaded group {group.group_id} has {len(group.members)} members, "
-                                         f"more than group.max.size {max_size}")
+            shard.write_result(membership.prepare_rebalance(
+                group, "over_capacity",
+                f"freshly loaded group {group.group_id} has {len(group.members)} members, "
+                f"more than group.max.size {max_size}"))
 
 
 async def load_all(shards: list[Shard], durable: DurableLog, snapshot_root: str | None,

@@ -11,8 +11,19 @@ caller of `RecordLog.append`: it applies the records to the shard's state throug
 completes it) and handlers (`await`) can wait on. Whatever depends on the records being
 durable -- an OffsetCommit answer, the Stable transition and every SyncGroup answer, a
 LeaveGroup or DeleteGroups answer -- waits for it. Group operations decide and return
-records (groups/admin.group_tombstones, groups/expiry.expiry_records, and Membership
-through the write function of its GroupContext); only the shard writes them.
+records; only the shard writes them, as Kafka's runtime appends what an operation's
+CoordinatorResult holds:
+
+* JoinGroup, SyncGroup and LeaveGroup come in through `join`, `sync` and `leave`, which
+  run the Membership operation and write the `GroupResult` it returns (`write_result`:
+  the records, then its `on_written` once the write settles -- the Stable transition and
+  the SyncGroup answers, a replaced static member's answer -- and whatever that returns);
+  `leave` hands the write to the handler, whose answer waits for it. `heartbeat` writes
+  nothing: it is Membership.heartbeat itself (the hot path, no extra call).
+* Timers fire through the shard: its KeyedTimers give what a timer operation returns
+  (a join completion, a session or sync expiry) to `write_result`.
+* DeleteGroups and expiry: `delete_groups` and `expire` write what
+  groups/admin.group_tombstones and groups/expiry.expiry_records decide.
 `MemoryLog` keeps the records in memory and completes each write on the next loop turn
 (or when a test says so); runtime.durable_log.DurableLog is the real one.
 
@@ -52,11 +63,13 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import NotCoordinator
 from coordinator.groups.admin import deletion_error, group_tombstones
-from coordinator.groups.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
+from coordinator.groups.classic_group import ClassicGroup, GroupState, JoinResult, JoinWaiter, SyncResult, SyncWaiter
 from coordinator.groups.context import GroupContext
 from coordinator.groups.expiry import expiry_records
 from coordinator.groups.membership import Membership
+from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.rebalance import RemovedGroup
+from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.store import OffsetStore
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
@@ -88,8 +101,9 @@ class Shard:
         self.error: ErrorCode | None = None  # the answer for this shard's groups when not ACTIVE
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
-        self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed)
-        self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, self.write))
+        self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
+        self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers))
+        self.heartbeat = self.membership.heartbeat  # writes nothing: the entry point is the operation itself
 
     def set_state(self, state: ShardState) -> None:
         self.state = state
@@ -167,6 +181,33 @@ class Shard:
         return removed
 
     # --- operations that write --------------------------------------------------------
+
+    def write_result(self, result: GroupResult | None) -> PendingWrite | None:
+        """Write what a group operation returned; its `on_written` runs once the write settles,
+        and what that returns is written in turn. None (nothing to write) for None."""
+        if result is None:
+            return None
+        pending = self.write(result.records)
+        on_written = result.on_written
+        if on_written is not None:
+            def written(error: BaseException | None) -> None:
+                self.write_result(on_written(error))
+
+            pending.add_callback(written)
+        return pending
+
+    def join(self, params: JoinParams, reply: JoinWaiter) -> None:
+        """JoinGroup: `reply` gets the answer, now or when the join completes."""
+        self.write_result(self.membership.join(params, reply))
+
+    def sync(self, params: SyncParams, reply: SyncWaiter) -> None:
+        """SyncGroup: `reply` gets the answer, now or once the leader's assignment is written."""
+        self.write_result(self.membership.sync(params, reply))
+
+    def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, PendingWrite | None]:
+        """LeaveGroup: the answer, and the write it must wait for (None: nothing written)."""
+        answer, result = self.membership.leave(group_id, leaving)
+        return answer, self.write_result(result)
 
     def delete_groups(self, group_ids: Iterable[str]) -> tuple[dict[str, ErrorCode], PendingWrite | None]:
         """GroupCoordinatorShard.deleteGroups: each Empty group's tombstones in one write

@@ -150,14 +150,20 @@ class KeyedTimers:
     very tuple in `_entries`; an entry popped that is not it (replaced or cancelled) is skipped.
     Callbacks are stored per key as given, so callers that pass one bound method plus atomic
     arguments (not a closure per arm) add no GC-tracked object per key.
+
+    What a callback returns, if not None, goes to `on_result`: a shard's timers hand it the
+    records a group timer operation decided, and the shard writes them (as Kafka's runtime
+    appends the CoordinatorResult of a timer's TimeoutOperation).
     """
 
-    __slots__ = ("scheduler", "on_error", "batch", "budget", "_entries", "_callbacks", "_args",
+    __slots__ = ("scheduler", "on_error", "on_result", "batch", "budget", "_entries", "_callbacks", "_args",
                  "_heap", "_seq", "_handle", "_armed_ms")
 
-    def __init__(self, scheduler: Scheduler, on_error: Callable[[Hashable, BaseException], None] | None = None) -> None:
+    def __init__(self, scheduler: Scheduler, on_error: Callable[[Hashable, BaseException], None] | None = None,
+                 on_result: Callable[[Any], Any] | None = None) -> None:
         self.scheduler = scheduler
         self.on_error = on_error
+        self.on_result = on_result
         self.batch = FIRING_BATCH
         self.budget: TurnBudget = getattr(scheduler, "turn_budget", None) or TurnBudget(scheduler)
         self._entries: dict[Hashable, tuple[float, int, Hashable]] = {}
@@ -244,6 +250,7 @@ class KeyedTimers:
         budget = self.batch
         clock = self.budget.work_clock
         stop_at = self.budget.stop_at()
+        on_result = self.on_result
         try:
             while budget and heap and heap[0][0] <= cutoff:
                 entry = heapq.heappop(heap)
@@ -258,7 +265,9 @@ class KeyedTimers:
                 callback = self._callbacks.pop(key)
                 args = self._args.pop(key)
                 try:
-                    callback(*args)
+                    result = callback(*args)
+                    if result is not None and on_result is not None:
+                        on_result(result)
                 except Exception as exc:  # one failing timer must not stop the others, nor the loop
                     if self.on_error is not None:
                         self.on_error(key, exc)

@@ -8,11 +8,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import ClassicGroup, JoinResult, RebalanceRecord, SyncResult
-from coordinator.groups.membership import JoinParams, LeavingMember, Membership, SyncParams
+from coordinator.groups.params import JoinParams, LeavingMember, SyncParams
 from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.coordinator import GroupCoordinator
-from coordinator.runtime.writes import MemoryLog
+from coordinator.runtime.shard import Shard
 from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import MemoryLog
 
 RANGE = (("range", b"range-meta"),)
 
@@ -27,8 +28,9 @@ class Harness:
         self.settings = GroupSettings(**settings)
         self.coordinator = GroupCoordinator(self.settings, self.clock, self.log)
 
-    def m(self, group_id: str = "g") -> Membership:
-        return self.coordinator.shard_for(group_id).membership
+    def shard(self, group_id: str = "g") -> Shard:
+        """Where the handlers go in: the shard's entry points write what the group operations return."""
+        return self.coordinator.shard_for(group_id)
 
     def group(self, group_id: str = "g") -> ClassicGroup:
         group = self.coordinator.group(group_id)
@@ -41,7 +43,7 @@ class Harness:
         replies: list[JoinResult] = []
         params = JoinParams(group_id, member_id, instance, session, session if rebalance is None else rebalance,
                             ptype, tuple(protocols), reason, client_id, "/127.0.0.1", version)
-        self.m(group_id).join(params, replies.append)
+        self.shard(group_id).join(params, replies.append)
         return replies
 
     def new_member(self, *, group_id: str = "g", **kwargs: Any) -> tuple[str, list[JoinResult]]:
@@ -57,16 +59,16 @@ class Harness:
         replies: list[SyncResult] = []
         params = SyncParams(group_id, member_id, instance, generation, ptype, pname,
                             tuple((assignments or {}).items()), version)
-        self.m(group_id).sync(params, replies.append)
+        self.shard(group_id).sync(params, replies.append)
         return replies
 
     def heartbeat(self, member_id: str, generation: int, *, group_id: str = "g",
                   instance: str | None = None) -> ErrorCode:
-        return self.m(group_id).heartbeat(group_id, member_id, instance, generation)
+        return self.shard(group_id).heartbeat(group_id, member_id, instance, generation)
 
     def leave(self, *members: LeavingMember | str, group_id: str = "g"):
         leaving = [m if isinstance(m, LeavingMember) else LeavingMember(m) for m in members]
-        return self.m(group_id).leave(group_id, leaving)
+        return self.shard(group_id).leave(group_id, leaving)
 
     def stable_group(self, n: int, group_id: str = "g", **kwargs: Any) -> list[str]:
         """n dynamic members joined and synced; the group is Stable. Returns member ids, leader first."""

@@ -142,7 +142,7 @@ async def test_every_error_of_the_heartbeat_decision_gives_the_generic_bytes(pro
     def broken(*_args: Any) -> ErrorCode:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(shard.membership, "heartbeat", broken)
+    monkeypatch.setattr(shard, "heartbeat", broken)
     assert error_of(same_answer(proc, frame), version) is E.unknown_server_error
 
 

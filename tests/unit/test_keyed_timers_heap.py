@@ -133,6 +133,24 @@ def test_errors_in_a_callback_do_not_stop_the_others():
     assert got == ["a", "c", "d"] and errors == [("b", "boom")]
 
 
+def test_what_a_callback_returns_goes_to_on_result_and_a_failing_on_result_to_on_error():
+    """A shard's timers hand a group timer operation's records to the shard to write."""
+    clock, results, errors = FakeScheduler(), [], []
+
+    def on_result(result: object) -> None:
+        if result == "bad":
+            raise RuntimeError("write failed")
+        results.append(result)
+
+    timers = KeyedTimers(clock, on_error=lambda key, exc: errors.append((key, str(exc))), on_result=on_result)
+    timers.schedule("a", 10, lambda: "records of a")
+    timers.schedule("b", 10, lambda: None)  # nothing to write: on_result is not called
+    timers.schedule("c", 10, lambda: "bad")
+    timers.schedule("d", 10, lambda: "records of d")
+    clock.advance(10)
+    assert results == ["records of a", "records of d"] and errors == [("c", "write failed")]
+
+
 def test_without_on_error_the_first_error_is_raised_after_the_others_ran_and_timers_rearmed():
     clock, got, timers = fresh()
     timers.schedule("a", 10, lambda: 1 / 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import GroupState
-from coordinator.groups.membership import LeavingMember
+from coordinator.groups.params import LeavingMember
 from tests.support.groups import Harness
 
 E = ErrorCode
