@@ -4,7 +4,8 @@ Handlers describe a response once, as keywords (nested structs as dicts, arrays 
 lists of dicts); `build` keeps only the fields that exist in the requested version's
 class and recurses into that version's nested classes. It is for responses whose shape
 changes across many versions (Metadata, FindCoordinator, ...); hot paths construct
-their kio objects directly.
+their kio objects directly, with the classes `nested_class` finds and the field names
+`shape` lists. (Encoding is protocol/codec.py's: `encode_response`, `Encoded`, `FixedResponse`.)
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 
 
 @cache
-def _shape(cls: type) -> dict[str, tuple[type | None, bool]]:
+def shape(cls: type) -> dict[str, tuple[type | None, bool]]:
+    """field name -> (its nested kio class or None, whether it is an array of them), in field order."""
     shape: dict[str, tuple[type | None, bool]] = {}
     for field in fields(cls):
         kind = classify_field(field)
@@ -26,11 +28,19 @@ def _shape(cls: type) -> dict[str, tuple[type | None, bool]]:
     return shape
 
 
+def nested_class(cls: type, field: str) -> type:
+    """The kio class of the struct (or of the array's entries) in `cls`'s field `field`."""
+    nested = shape(cls)[field][0]
+    if nested is None:
+        raise TypeError(f"{cls.__name__}.{field} is not a struct")
+    return nested
+
+
 def build(cls: type, **values: Any) -> Any:
-    shape = _shape(cls)
+    fields_of = shape(cls)
     kwargs: dict[str, Any] = {}
     for name, value in values.items():
-        entry = shape.get(name)
+        entry = fields_of.get(name)
         if entry is None:
             continue  # not in this version
         nested, is_array = entry

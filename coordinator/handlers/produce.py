@@ -19,7 +19,7 @@ Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
   partitions in a map (handleProduceRequest);
 * acks=0: no response; if any partition failed the connection is closed, as Kafka
   does so that the producer refreshes its metadata. Until its appends are written
-  the request still counts as outstanding on its connection (a silent LateAnswer), so
+  the request still counts as outstanding on its connection (a silent Completion), so
   that a connection with queued.max.requests unflushed acks=0 requests stops being
   read: without it memory grew without bound while the disk was slower than the
   network. A write that fails closes the connection, as any acks=0 failure;
@@ -40,7 +40,7 @@ from storage.errors import RecordError, StorageError
 
 from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
 from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
-from coordinator.completion import LateAnswer
+from coordinator.completion import Completion
 from coordinator.services import Services
 from coordinator.handlers.api_versions import NO_THROTTLE
 
@@ -66,11 +66,11 @@ def _partitions_once(topic_data) -> list[tuple[str, list]]:
     return [(name, list(parts.values())) for name, parts in by_topic.items()]
 
 
-def _silent_until_written(futures: list) -> LateAnswer | None:
+def _silent_until_written(futures: list) -> Completion | None:
     """No answer (None) once every future is done; until then the request stays outstanding."""
     if not futures:
         return None
-    answer = LateAnswer()
+    answer = Completion()
     left = [len(futures)]
 
     def written(future: asyncio.Future) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from protocol.build import _shape, build
+from protocol.build import build, nested_class
 from protocol.codec import Encoded
 from protocol.encoder import uvarint, writer_for
 
@@ -24,8 +24,7 @@ async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict], 
                         after: int = 0) -> Encoded:
     """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
     for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""
-    entry_cls = _shape(cls)[field][0]
-    assert entry_cls is not None
+    entry_cls = nested_class(cls, field)
     write_entry = writer_for(entry_cls)
     out = bytearray()
     for start in range(0, len(entries), SLICE):

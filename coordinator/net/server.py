@@ -36,7 +36,7 @@ from protocol.framing import frame as size_prefixed
 from coordinator.config import Config, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
-from coordinator.completion import LateAnswer
+from coordinator.completion import Completion
 
 log = structlog.get_logger(__name__)
 
@@ -267,10 +267,10 @@ class Connection(asyncio.Protocol):
 
     def _deferred_done(self, answer: Any) -> None:
         """A deferred answer is ready. An asyncio future calls this from the loop: deliver
-        now. A LateAnswer calls it synchronously from inside whatever settled it (a flush
+        now. A Completion calls it synchronously from inside whatever settled it (a flush
         settles a connection's answers together): deliver on the next loop callback, once
         however many become ready before it."""
-        if not isinstance(answer, LateAnswer):
+        if not isinstance(answer, Completion):
             self._deliver()
         elif not self.delivery_scheduled:
             self.delivery_scheduled = True
