@@ -166,3 +166,8 @@ class _Derived(Completion):
             self.set_exception(exc)
             return
         self.set_result(value)
+
+
+async def settled(answer: Any) -> Any:
+    """A handler's answer, awaited if it is awaitable (a coroutine, a Completion, a Task)."""
+    return (await answer) if hasattr(answer, "__await__") else answer

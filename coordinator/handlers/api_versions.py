@@ -32,26 +32,36 @@ def _api_keys() -> list[dict]:
     ]
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    spec = API_TABLE[ApiKey.API_VERSIONS]
-    keys = _api_keys()
-    ok = {  # constant answers, encoded once
-        version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE))
-        for version, cls in spec.responses.items()
-    }
-    invalid = {
-        version: build(cls, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=NO_THROTTLE)
-        for version, cls in spec.responses.items()
-    }
-    unsupported = build(spec.responses[0], error_code=ErrorCode.unsupported_version, api_keys=keys)
+class ApiVersionsHandler:
+    """Every answer is a constant, built (and the usual one encoded) once."""
 
-    def handle(ctx: RequestContext, request) -> object:
+    def __init__(self) -> None:
+        spec = API_TABLE[ApiKey.API_VERSIONS]
+        keys = _api_keys()
+        self.ok = {
+            version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE))
+            for version, cls in spec.responses.items()
+        }
+        self.invalid = {
+            version: build(cls, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=NO_THROTTLE)
+            for version, cls in spec.responses.items()
+        }
+        self.unsupported = build(spec.responses[0], error_code=ErrorCode.unsupported_version, api_keys=keys)
+
+    def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version
         if version >= 3 and not (
             _SOFTWARE.match(request.client_software_name) and _SOFTWARE.match(request.client_software_version)
         ):
-            return invalid[version]
-        return ok[version]
+            return self.invalid[version]
+        return self.ok[version]
 
-    dispatcher.register(ApiKey.API_VERSIONS, handle)
-    dispatcher.on_unsupported_api_versions(lambda: unsupported)
+    def too_new(self) -> object:
+        """KIP-511: the v0 body a request above our highest version gets."""
+        return self.unsupported
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    api_versions = ApiVersionsHandler()
+    dispatcher.register(ApiKey.API_VERSIONS, api_versions.handle)
+    dispatcher.on_unsupported_api_versions(api_versions.too_new)

@@ -27,6 +27,7 @@ from storage.errors import RecordError, StorageError
 
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import error_code_for
+from coordinator.data_plane import DataPlane
 from coordinator.services import Services
 from coordinator.handlers.api_versions import NO_THROTTLE
 
@@ -57,12 +58,12 @@ def lookup(lg, timestamp: int, version: int) -> tuple[int, int, int]:
     return found.timestamp, found.offset, LEADER_EPOCH
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    responses = API_TABLE[ApiKey.LIST_OFFSETS].responses
+class ListOffsetsHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-    def handle(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
+        data = self.data
         version = ctx.api_version
         counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = []
@@ -89,6 +90,9 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                     continue
                 parts.append(_answer(index, ErrorCode.none, ts, offset, leader_epoch))
             topics.append({"name": topic.name, "partitions": parts})
-        return build(responses[version], throttle_time=NO_THROTTLE, topics=topics)
+        return build(API_TABLE[ApiKey.LIST_OFFSETS].responses[version], throttle_time=NO_THROTTLE, topics=topics)
 
-    dispatcher.register(ApiKey.LIST_OFFSETS, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    assert services.data is not None
+    dispatcher.register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(services.data).handle)
