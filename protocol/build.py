@@ -10,22 +10,30 @@ their kio objects directly, with the classes `nested_class` finds and the field 
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from functools import cache
-from typing import Any
-
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+from types import NoneType, UnionType
+from typing import Any, get_args, get_origin
 
 
 @cache
 def shape(cls: type) -> dict[str, tuple[type | None, bool]]:
-    """field name -> (its nested kio class or None, whether it is an array of them), in field order."""
-    shape: dict[str, tuple[type | None, bool]] = {}
+    """field name -> (its nested kio class or None, whether it is an array of them), in field order
+    (an array of primitives is (None, False)).
+
+    Read from the dataclass field types kio generates (`X`, `X | None`, `tuple[X, ...]`), so that
+    no private module of kio's is needed."""
+    out: dict[str, tuple[type | None, bool]] = {}
     for field in fields(cls):
-        kind = classify_field(field)
-        nested = kind.type_ if isinstance(kind, (EntityField, EntityTupleField)) else None
-        shape[field.name] = (nested, isinstance(kind, EntityTupleField))
-    return shape
+        kind: Any = field.type
+        if get_origin(kind) is UnionType:  # nullable: X | None
+            kind = next(arg for arg in get_args(kind) if arg is not NoneType)
+        is_array = get_origin(kind) is tuple
+        if is_array:
+            kind = get_args(kind)[0]
+        nested = kind if is_dataclass(kind) else None
+        out[field.name] = (nested, is_array and nested is not None)
+    return out
 
 
 def nested_class(cls: type, field: str) -> type:
