@@ -8,20 +8,18 @@ the answer is INVALID_REQUEST (as ApiVersionsRequest.isValid).
 
 from __future__ import annotations
 
-import datetime
 import re
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32Timedelta
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
 
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 
-NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 

@@ -29,7 +29,7 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import KafkaError, error_code_for
 from coordinator.data_plane import DataPlane
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 SLICE = 1024
 

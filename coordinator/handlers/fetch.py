@@ -28,8 +28,6 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 
 from __future__ import annotations
 
-import uuid
-
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
@@ -37,14 +35,12 @@ from protocol.build import build
 from protocol.codec import Encoded
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
-from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
-from coordinator.errors import error_code_for
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.plane import LEADER_EPOCH
+from coordinator.errors import error_code_for
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
-
-ZERO_UUID = uuid.UUID(int=0)
-LEADER_EPOCH = 0
 
 
 def _error(index: int, code: ErrorCode) -> dict:

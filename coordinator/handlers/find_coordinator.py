@@ -20,7 +20,7 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import error_message
 from coordinator.node import Node
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4

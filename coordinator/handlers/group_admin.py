@@ -12,12 +12,11 @@ from protocol.build import build
 
 from coordinator.groups.admin import delete_groups, describe_groups, list_groups
 from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.shard import GroupCoordinator
 from coordinator.services import Services
 
-NOT_REQUESTED = -(2**31)  # authorized operations not asked for
 # AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 DESCRIBE_FLEXIBLE_FROM = 5

@@ -18,7 +18,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import FixedResponse, decode_common
 
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.shard import GroupCoordinator
 from coordinator.services import Services

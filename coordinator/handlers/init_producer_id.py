@@ -18,7 +18,7 @@ from protocol.build import build
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.data_plane import DataPlane
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 
 class InitProducerIdHandler:

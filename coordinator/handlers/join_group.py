@@ -10,7 +10,6 @@ no coroutine per delayed JoinGroup; a 500-member rebalance completes 500 of them
 
 from __future__ import annotations
 
-import datetime
 import sys
 from typing import Any
 
@@ -24,21 +23,16 @@ from coordinator.completion import Completion
 from coordinator.groups.classic_group import JoinResult, dedupe_protocols
 from coordinator.groups.membership import JoinParams
 from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.shard import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.groups")
 
-_ONE_MS = datetime.timedelta(milliseconds=1)
 NULLABLE_JOIN_PROTOCOL_NAME_FROM = 7
 _CLASSES = API_TABLE[ApiKey.JOIN_GROUP].responses
 _MEMBER_CLASSES = {v: sys.modules[cls.__module__].JoinGroupResponseMember for v, cls in _CLASSES.items()}
-
-
-def ms(value: datetime.timedelta) -> int:
-    return value // _ONE_MS
 
 
 def join_response(version: int, r: JoinResult) -> Any:

@@ -16,7 +16,7 @@ from protocol.build import build
 
 from coordinator.errors import write_error_code
 from coordinator.groups.membership import LeaveResult, LeavingMember
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.shard import GroupCoordinator
 from coordinator.services import Services

@@ -28,11 +28,11 @@ from storage.errors import RecordError, StorageError
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import error_code_for
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.plane import LEADER_EPOCH
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-LEADER_EPOCH = 0
 
 
 def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> dict:

@@ -23,14 +23,11 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
 from coordinator.completion import settled
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
-
-NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
-ZERO_UUID = uuid.UUID(int=0)
+from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.

@@ -32,7 +32,7 @@ from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
 
 from coordinator.completion import Completion
 from coordinator.errors import commit_error_code
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
@@ -42,7 +42,6 @@ from coordinator.services import Services
 log = structlog.get_logger("coordinator.offsets.manager")
 
 E = ErrorCode
-_ONE_MS = datetime.timedelta(milliseconds=1)
 COMMIT_GENERATION_FROM = 1
 COMMIT_TIMESTAMP_VERSION = 1
 COMMIT_RETENTION_FROM = 2
@@ -164,7 +163,7 @@ class OffsetCommitHandler:
                                  request.generation_id_or_member_epoch, version)
             if code is not None:
                 return self.response(version, error_answer(topics, code))
-            retention = request.retention_time // _ONE_MS if version <= COMMIT_RETENTION_UNTIL else -1
+            retention = ms(request.retention_time) if version <= COMMIT_RETENTION_UNTIL else -1
             settings = self.settings
             records, answer, tails = commit_records(group_id, topics, shard.scheduler.wall_ms(), retention,
                                                     settings.offset_metadata_max_bytes, version >= COMMIT_EPOCH_FROM)

@@ -12,7 +12,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
 
 from coordinator.errors import write_error_code
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.manager import delete_offsets
 from coordinator.runtime.shard import GroupCoordinator

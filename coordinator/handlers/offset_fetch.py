@@ -18,7 +18,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
 
 from coordinator.handlers import offset_fetch_slices as fetch_slices
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.manager import fetch
 from coordinator.runtime.shard import GroupCoordinator

@@ -44,7 +44,7 @@ from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, Unknow
 from coordinator.completion import Completion, settled
 from coordinator.data_plane import DataPlane
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
 _UTC = datetime.timezone.utc

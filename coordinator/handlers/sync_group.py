@@ -14,7 +14,7 @@ from protocol.build import shape
 from coordinator.completion import Completion
 from coordinator.groups.classic_group import SyncResult
 from coordinator.groups.membership import SyncParams
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.shard import GroupCoordinator
 from coordinator.services import Services

@@ -30,16 +30,15 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
 from coordinator.completion import settled
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicInfo
+from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE, ZERO_UUID
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 
-ZERO_UUID = uuid.UUID(int=0)
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
 
 

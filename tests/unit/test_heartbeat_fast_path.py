@@ -1,6 +1,6 @@
 """The Heartbeat fast path answers byte for byte as the generic path, or hands the frame to it.
 
-Every test compares `fast_heartbeat` (hand-read frame, cached response frame) with
+Every test compares the fast path, `HeartbeatHandler.fast` (hand-read frame, cached response frame), with
 `Dispatcher.dispatch_generic` (kio decode, handler, encoder) on the same frame and the
 same group state: for every version and every error the shared heartbeat decision
 gives, for generated field values, and for mangled frames, where the fast path must
