@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from coordinator.node import Node
 from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.data_plane.topic_catalog import TopicCatalog
 
 

@@ -44,7 +44,7 @@ from coordinator.errors import (
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
 from coordinator.data_plane import topic_configs
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
-from coordinator.data_plane.producer_state import ProducerStateTable
+from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from coordinator.data_plane.retention import RetentionManager
@@ -82,16 +82,6 @@ class DataPlaneSettings:
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,
                    config.log_retention_bytes, config.log_cleanup_policy, config.log_retention_check_interval_ms,
                    config.message_max_decompressed_bytes, config.fetch_max_bytes)
-
-
-class Partition:
-    __slots__ = ("topic", "index", "key", "log", "producers", "config")
-
-    def __init__(self, topic: str, index: int, log_: PartitionLog, config: EffectiveConfig) -> None:
-        self.topic, self.index, self.key = topic, index, (topic, index)
-        self.log = log_
-        self.producers = ProducerStateTable()
-        self.config = config
 
 
 class Appended(NamedTuple):

@@ -1,29 +1,39 @@
-"""DescribeGroups, ListGroups and DeleteGroups over every shard, as Kafka answers them.
+"""DescribeGroups and ListGroups over every shard, and what DeleteGroups writes, as Kafka answers them.
 
 Follows GroupMetadataManager.describeGroups / listGroups, GroupCoordinatorShard.deleteGroups
 and ClassicGroup.validateDeleteGroup; the request-level details (distinct group names in
-DeleteGroups, null ids) come from KafkaApis and GroupCoordinatorService.
+DeleteGroups, null ids) come from KafkaApis and GroupCoordinatorService; the deletion itself
+is the replay of the records `group_tombstones` returns (runtime.shard.Shard.delete_groups).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable, Protocol
 
-import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.errors import write_error_code
-from coordinator.groups.classic_group import GroupState, RebalanceRecord
+from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.manager import offset_tombstones
-from coordinator.records import GroupMetadataRecord
-from coordinator.runtime.shard import GroupCoordinator
-from coordinator.runtime.writes import PendingWrite
-
-log = structlog.get_logger("coordinator.groups")
+from coordinator.offsets.store import OffsetStore
+from coordinator.records import GroupMetadataRecord, Record
 
 S = GroupState
 GROUP_TYPE_CLASSIC = "classic"
 KNOWN_GROUP_TYPES = {"classic", "consumer", "share"}  # Group.GroupType; others parse to "unknown"
+
+
+class GroupShard(Protocol):
+    error: ErrorCode | None  # the answer for its groups when it is not ACTIVE
+    groups: dict[str, ClassicGroup]
+
+
+class GroupShards(Protocol):
+    """What the admin views read of the coordinator (runtime.coordinator.GroupCoordinator)."""
+
+    def shard_for(self, group_id: str) -> GroupShard: ...
+
+    def all_shards(self) -> Iterable[GroupShard]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +64,7 @@ class ListedGroup:
     group_type: str = GROUP_TYPE_CLASSIC
 
 
-def describe_groups(coordinator: GroupCoordinator, group_ids: list[str]) -> list[DescribedGroup]:
+def describe_groups(coordinator: GroupShards, group_ids: list[str]) -> list[DescribedGroup]:
     """Member metadata only for a Stable group (its protocol is chosen); an unknown group is Dead."""
     described = []
     for group_id in group_ids:
@@ -76,7 +86,7 @@ def describe_groups(coordinator: GroupCoordinator, group_ids: list[str]) -> list
     return described
 
 
-def list_groups(coordinator: GroupCoordinator, states_filter: tuple[str, ...] = (),
+def list_groups(coordinator: GroupShards, states_filter: tuple[str, ...] = (),
                 types_filter: tuple[str, ...] = ()) -> list[ListedGroup]:
     """States compare case-insensitively after trimming; types case-insensitively (not trimmed)."""
     states = {state.strip().lower() for state in states_filter}
@@ -89,52 +99,19 @@ def list_groups(coordinator: GroupCoordinator, states_filter: tuple[str, ...] = 
             if not states or group.state.value.lower() in states]
 
 
-def rebalance_history(coordinator: GroupCoordinator, group_id: str) -> list[RebalanceRecord]:
-    """The last rebalances of a group, oldest first (for a later admin view)."""
-    group = coordinator.group(group_id)
-    return [] if group is None else list(group.rebalances)
+def deletion_error(group: ClassicGroup | None) -> ErrorCode:
+    """ClassicGroup.validateDeleteGroup: only an Empty group may go (ErrorCode.none)."""
+    if group is None or group.is_in(S.DEAD):
+        return ErrorCode.group_id_not_found
+    if group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
+        return ErrorCode.non_empty_group
+    return ErrorCode.none
 
 
-async def delete_groups(coordinator: GroupCoordinator, group_ids: list[str | None]) -> list[tuple[str | None, ErrorCode]]:
-    """Delete Empty groups: a tombstone for each of their offsets, then one for the group
-    (GroupCoordinatorShard.deleteGroups); answers wait until the tombstones are written."""
-    results: dict[str | None, ErrorCode] = {}
-    writes: list[tuple[PendingWrite, list[str]]] = []
-    by_shard: dict[int, list[str]] = {}
-    for group_id in dict.fromkeys(group_ids):  # KafkaApis: groupsNames.distinct
-        if group_id is None:
-            results[group_id] = ErrorCode.invalid_group_id
-            continue
-        shard = coordinator.shard_for(group_id)
-        group = shard.groups.get(group_id)
-        if shard.error is not None:
-            results[group_id] = shard.error
-        elif group is None or group.is_in(S.DEAD):
-            results[group_id] = ErrorCode.group_id_not_found
-        elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
-            results[group_id] = ErrorCode.non_empty_group
-        else:
-            group.transition_to(S.DEAD, shard.scheduler.wall_ms())
-            del shard.groups[group_id]
-            shard.timers.cancel(("join", group_id))
-            shard.timers.cancel(("sync", group_id))
-            for member_id in list(group.pending_join_members):
-                shard.timers.cancel(("session", group_id, member_id))
-            results[group_id] = ErrorCode.none
-            by_shard.setdefault(shard.partition, []).append(group_id)
-    for partition, deleted in by_shard.items():
-        shard = coordinator.shards[partition]
-        records: list = []
-        for group_id in deleted:
-            records += offset_tombstones(shard.offsets, group_id)
-            records.append(GroupMetadataRecord(group_id, None))
-        writes.append((shard.write(records), deleted))
-        log.info("groups deleted", partition=partition, groups=deleted)
-    for write, deleted in writes:
-        try:
-            await write
-        except Exception as exc:  # the write failed: these deletions are not durable
-            code = write_error_code(exc)
-            for group_id in deleted:
-                results[group_id] = code
-    return list(results.items())
+def group_tombstones(offsets: OffsetStore, group_id: str) -> list[Record]:
+    """The records that delete a group: a tombstone for each of its offsets, then one for
+    the group (GroupCoordinatorShard.deleteGroups, and expiry's maybeDeleteGroup); their
+    replay removes the group."""
+    records: list[Record] = offset_tombstones(offsets, group_id)
+    records.append(GroupMetadataRecord(group_id, None))
+    return records

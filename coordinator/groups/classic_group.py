@@ -48,7 +48,6 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
     S.DEAD: frozenset({S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY, S.DEAD}),
 }
-STATE_BY_LOWER_NAME = {state.value.lower(): state for state in GroupState}
 
 
 class IllegalStateTransition(RuntimeError):
@@ -173,6 +172,31 @@ class ClassicGroup:
         self.open_rebalance: tuple[str, str, float] | None = None
         self.rebalances: deque[RebalanceRecord] = deque(maxlen=history)
 
+    @classmethod
+    def from_metadata(cls, group_id: str, value: GroupMetadataValue) -> "ClassicGroup":
+        """The group a GroupMetadata record describes (GroupMetadataManager.replay of a
+        GroupMetadataValue): Empty without members, else Stable; an empty protocol type
+        means none; members support exactly the group's protocol, with their stored
+        subscription."""
+        group = cls(group_id, value.current_state_timestamp)
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        group.generation_id = value.generation
+        protocol_type = value.protocol_type or ""
+        for m in value.members:
+            rebalance_timeout = m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout
+            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, rebalance_timeout,
+                            m.session_timeout, protocol_type, ((value.protocol or "", m.subscription),), m.assignment)
+            group.members[m.member_id] = member
+            group._count_protocols(member, +1)
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        group.leader_id = value.leader if value.leader in group.members else next(iter(group.members), None)
+        if group.members:
+            group.state = GroupState.STABLE
+            group.previous_state = GroupState.COMPLETING_REBALANCE
+        return group
+
     def __repr__(self) -> str:
         return f"ClassicGroup({self.group_id!r}, {self.state.value}, generation={self.generation_id})"
 
@@ -193,9 +217,6 @@ class ClassicGroup:
         return self.state in VALID_PREVIOUS_STATES[GroupState.PREPARING_REBALANCE]
 
     # --- members ---------------------------------------------------------
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id is not None and self.leader_id == member_id

@@ -9,33 +9,25 @@ only for Empty and Stable). On top of those rules, as in Kafka, an offset with a
 in flight never expires.
 
 Expired offsets get tombstones; an Empty group whose offsets all expired (or that has
-none) is deleted with a GroupMetadata tombstone (maybeDeleteGroup). Everything goes
-through Shard.write, hence through replay.
+none) is deleted with a GroupMetadata tombstone (maybeDeleteGroup). This module only
+decides: the shard writes the records (Shard.expire) and their replay deletes.
 """
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING
-
-import structlog
+from typing import Literal
 
 from storage.expiry import expire_group
 
+from coordinator.groups.admin import group_tombstones
 from coordinator.groups.classic_group import ClassicGroup, GroupState
-from coordinator.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadata, OffsetCommitRecord
-from coordinator.runtime.shard import ShardState
-from coordinator.runtime.writes import PendingWrite
-
-if TYPE_CHECKING:
-    from coordinator.runtime.shard import GroupCoordinator, Shard
-
-log = structlog.get_logger("coordinator.groups.expiry")
+from coordinator.offsets.store import OffsetStore
+from coordinator.records import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
 
 S = GroupState
 
 
-def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | bool:
+def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | Literal[False]:
     """The value storage.expiry judges for a live group; None for a simple group (no
     protocol type); False when the group's state lets nothing expire."""
     if not group.protocol_type:
@@ -51,7 +43,7 @@ def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | bool:
                               members, group.state_timestamp)
 
 
-def expired_records(shard: "Shard", group: ClassicGroup, now_ms: int, retention_ms: int,
+def expired_records(store: OffsetStore, group: ClassicGroup, now_ms: int, retention_ms: int,
                     only: set[tuple[str, int]] | None = None) -> tuple[list, bool]:
     """(tombstones for the group's expired offsets, whether the group itself goes).
 
@@ -59,7 +51,6 @@ def expired_records(shard: "Shard", group: ClassicGroup, now_ms: int, retention_
     view = expiry_view(group)
     if view is False:
         return [], False
-    store = shard.offsets
     group_id = group.group_id
     in_flight = store.durable_view(group_id) if store.inflight else {}
     candidates, blocked = [], bool(in_flight)  # a key with a write in flight keeps the group alive
@@ -75,52 +66,18 @@ def expired_records(shard: "Shard", group: ClassicGroup, now_ms: int, retention_
     return records, delete
 
 
-def delete_group_record(shard: "Shard", group: ClassicGroup) -> GroupMetadataRecord:
-    """Take an expired group out of the shard; the caller writes the returned tombstone."""
-    group.transition_to(S.DEAD, shard.scheduler.wall_ms())
-    shard.groups.pop(group.group_id, None)
-    shard.timers.cancel(("join", group.group_id))
-    shard.timers.cancel(("sync", group.group_id))
-    return GroupMetadataRecord(group.group_id, None)
-
-
-def expire_shard(shard: "Shard", now_ms: int, retention_ms: int) -> tuple[int, int, PendingWrite | None]:
-    """One cleanup pass over a shard: (offsets expired, groups deleted, the write)."""
-    if shard.state is not ShardState.ACTIVE:
-        return 0, 0, None
-    records: list = []
-    offsets = groups = 0
-    for group in list(shard.groups.values()):
-        tombstones, delete = expired_records(shard, group, now_ms, retention_ms)
-        records += tombstones
+def expiry_records(groups: dict[str, ClassicGroup], store: OffsetStore, now_ms: int,
+                   retention_ms: int) -> tuple[list[Record], int, int]:
+    """One cleanup pass over a shard's groups: (the records to write, offsets expired, groups
+    deleted). A group that goes gets `group_tombstones` (all its offsets have expired then)."""
+    records: list[Record] = []
+    offsets = deleted = 0
+    for group in list(groups.values()):
+        tombstones, delete = expired_records(store, group, now_ms, retention_ms)
         offsets += len(tombstones)
         if delete:
-            records.append(delete_group_record(shard, group))
-            groups += 1
-    if not records:
-        return 0, 0, None
-    return offsets, groups, shard.write(records)
-
-
-def expire_all(coordinator: "GroupCoordinator") -> tuple[int, int]:
-    """Kafka's periodic cleanupGroupMetadata over every shard; logs Kafka's line."""
-    started = time.monotonic()
-    settings = coordinator.settings
-    now_ms = coordinator.scheduler.wall_ms()
-    total_offsets = total_groups = 0
-    for shard in coordinator.all_shards():
-        offsets, groups, write = expire_shard(shard, now_ms, settings.offsets_retention_ms)
-        total_offsets += offsets
-        total_groups += groups
-        if write is not None:
-            partition = shard.partition
-
-            def failed(error: BaseException | None, partition: int = partition) -> None:
-                if error is not None:
-                    log.warning("writing expired offset tombstones failed", partition=partition, error=repr(error))
-
-            write.add_callback(failed)
-    elapsed = int((time.monotonic() - started) * 1000)
-    log.info(f"Removed {total_offsets} expired offsets in {elapsed} milliseconds.",
-             offsets=total_offsets, groups_deleted=total_groups, ms=elapsed)
-    return total_offsets, total_groups
+            records += group_tombstones(store, group.group_id)
+            deleted += 1
+        else:
+            records += tombstones
+    return records, offsets, deleted

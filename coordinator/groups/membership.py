@@ -137,7 +137,7 @@ class Membership(Rebalancer):
             # Kafka commits a new group with an empty GroupMetadata record.
             # (GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord)
             empty = GroupMetadataValue("", 0, None, None, (), group.state_timestamp)
-            write = self.shard.write([GroupMetadataRecord(p.group_id, empty)])
+            write = self.write([GroupMetadataRecord(p.group_id, empty)])
             self._warn_on_failure(write, p.group_id, "new group")
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -378,11 +378,7 @@ class Membership(Rebalancer):
             return ErrorCode.illegal_generation
         if state is _EMPTY:
             return ErrorCode.unknown_member_id
-        deadline = self.clock.now_ms() + member.session_timeout_ms
-        member.session_deadline_ms = deadline
-        armed = member.armed_at
-        if armed is None or armed > deadline:
-            self._arm_session(group_id, member, deadline)
+        self.touch_session(group, member)
         if state is _PREPARING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return _NONE  # CompletingRebalance and Stable

@@ -6,9 +6,13 @@ leader's assignment is stored, see membership.py). Method names follow Kafka's
 (prepareRebalance, completeClassicGroupJoin, expirePendingSync, ...), so each can be read
 next to its original.
 
-Operations that write records return the `PendingWrite` (Kafka's CoordinatorResult), so a
-request whose answer depends on them (LeaveGroup) can wait; timer-driven writes are
-fire-and-forget with a WARN on failure, as in Kafka.
+Records go to the shard through the write function of the GroupContext (the shard
+appends them and replays them; a classic group's GroupMetadata record describes the
+state this module has already changed, see runtime/shard.py). Operations that write
+return the `PendingWrite` (Kafka's CoordinatorResult), so a request whose answer depends
+on them (LeaveGroup) can wait; timer-driven writes are fire-and-forget with a WARN on
+failure, as in Kafka. A group tombstone's replay calls `remove_group`, and a failed
+tombstone write `restore_group`.
 
 Timer keys, per shard: ("join", group) for join completion and the initial delay,
 ("sync", group) for sync expiry, ("session", group, member) for heartbeat and
@@ -18,7 +22,7 @@ heartbeats only move `member.session_deadline_ms` (O(1), no timer work).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -35,10 +39,10 @@ from coordinator.groups.classic_group import (
     RebalanceRecord,
     SyncResult,
 )
+from coordinator.groups.context import GroupContext
 from coordinator.records import GroupMetadataRecord
 
 if TYPE_CHECKING:
-    from coordinator.runtime.shard import Shard
     from coordinator.runtime.writes import PendingWrite
 
 log = structlog.get_logger("coordinator.groups")
@@ -46,13 +50,23 @@ log = structlog.get_logger("coordinator.groups")
 S = GroupState
 
 
+class RemovedGroup(NamedTuple):
+    """A group a tombstone's replay removed, with what it was (see Rebalancer.restore_group)."""
+
+    group: ClassicGroup
+    state: GroupState
+    previous_state: GroupState
+    state_timestamp: int
+    sessions: dict[str, float]  # member id -> session timer deadline
+
+
 class Rebalancer:
-    def __init__(self, shard: "Shard") -> None:
-        self.shard = shard
-        self.groups = shard.groups
-        self.timers = shard.timers
-        self.settings = shard.settings
-        self.clock = shard.scheduler
+    def __init__(self, context: GroupContext) -> None:
+        self.groups = context.groups
+        self.timers = context.timers
+        self.settings = context.settings
+        self.clock = context.clock
+        self.write = context.write  # the shard's: appends the records, replays them
         # one bound method for every session timer of the shard: timers store it per key, and a
         # method or closure made per arm would be one more GC-tracked object per member
         self._on_session_timer = self._session_timer_fired
@@ -61,7 +75,7 @@ class Rebalancer:
 
     def write_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> "PendingWrite":
         record = GroupMetadataRecord(group.group_id, group.metadata_value(assignment))
-        return self.shard.write([record])
+        return self.write([record])
 
     def _warn_on_failure(self, write: "PendingWrite", group_id: str, what: str) -> None:
         def check(error: BaseException | None) -> None:
@@ -116,6 +130,44 @@ class Rebalancer:
                      session_timeout_ms=member.session_timeout_ms)
             self.remove_member_and_update(group, member, "session_timeout",
                                           f"member {member_id} missed its session timeout")
+
+    # --- removing and restoring whole groups (the replay of a group tombstone) --------
+
+    def remove_group(self, group: ClassicGroup) -> "RemovedGroup":
+        """The group goes Dead and out of the shard, its timers stop; the result is what
+        `restore_group` needs to take that back when the tombstone's write fails."""
+        group_id = group.group_id
+        sessions = {}
+        for member_id in (*group.members, *group.pending_join_members):
+            key = ("session", group_id, member_id)
+            deadline = self.timers.deadline(key)
+            if deadline is not None:
+                sessions[member_id] = deadline
+                self.timers.cancel(key)
+        removed = RemovedGroup(group, group.state, group.previous_state, group.state_timestamp, sessions)
+        if group.state is not S.DEAD:
+            group.transition_to(S.DEAD, self.clock.wall_ms())
+        self.groups.pop(group_id, None)
+        self.timers.cancel(("join", group_id))
+        self.timers.cancel(("sync", group_id))
+        return removed
+
+    def restore_group(self, removed: "RemovedGroup") -> None:
+        """The group back as `remove_group` found it, session timers at their deadlines.
+
+        Join and sync timers are not re-armed: a group that is deleted is Empty (DeleteGroups,
+        expiry), and an Empty group has none that would act."""
+        group = removed.group
+        group.state, group.previous_state, group.state_timestamp = removed.state, removed.previous_state, \
+            removed.state_timestamp
+        self.groups[group.group_id] = group
+        for member_id, deadline in removed.sessions.items():
+            member = group.members.get(member_id)
+            if member is not None:
+                self._arm_session(group.group_id, member, deadline)
+            else:
+                self.timers.schedule_at(("session", group.group_id, member_id), deadline, self._on_session_timer,
+                                        group.group_id, member_id)
 
     # --- removing members --------------------------------------------------------
 

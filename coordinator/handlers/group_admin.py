@@ -10,11 +10,11 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-from coordinator.groups.admin import delete_groups, describe_groups, list_groups
+from coordinator.groups.admin import describe_groups, list_groups
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 # AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
@@ -58,7 +58,7 @@ class GroupAdminHandlers:
                               "group_type": g.group_type} for g in listed])
 
     async def delete(self, ctx: RequestContext, request: Any) -> Any:
-        results = await delete_groups(self.groups, list(request.groups_names))
+        results = await self.groups.delete_groups(list(request.groups_names))
         return build(API_TABLE[ApiKey.DELETE_GROUPS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      results=[{"group_id": gid, "error_code": code} for gid, code in results])
 

@@ -20,7 +20,7 @@ from protocol.codec import FixedResponse, decode_common
 
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.groups")

@@ -25,7 +25,7 @@ from coordinator.groups.membership import JoinParams
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.groups")

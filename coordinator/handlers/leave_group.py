@@ -18,7 +18,7 @@ from coordinator.errors import write_error_code
 from coordinator.groups.membership import LeaveResult, LeavingMember
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.groups")

@@ -36,7 +36,7 @@ from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.offsets.manager")

@@ -21,7 +21,7 @@ from coordinator.handlers import offset_fetch_slices as fetch_slices
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.manager import fetch
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.offsets.manager")

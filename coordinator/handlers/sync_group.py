@@ -16,7 +16,7 @@ from coordinator.groups.classic_group import SyncResult
 from coordinator.groups.membership import SyncParams
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.shard import GroupCoordinator
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.groups")

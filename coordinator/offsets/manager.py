@@ -19,7 +19,7 @@ partition; its answer is the list of partition indexes (codes only when one fail
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -31,7 +31,7 @@ from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import OffsetCommitRecord, OffsetValue
 
 if TYPE_CHECKING:
-    from coordinator.runtime.shard import Shard
+    from coordinator.groups.membership import Membership
 
 S = GroupState
 E = ErrorCode
@@ -41,6 +41,14 @@ NO_OFFSET = -1
 GROUP_ID_NOT_FOUND_FROM = 9  # OffsetCommit v9+: GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+class Shard(Protocol):
+    """What the offsets logic reads of a shard (runtime.shard.Shard), without importing it."""
+
+    groups: dict[str, ClassicGroup]
+    offsets: OffsetStore
+    membership: "Membership"
 
 
 

@@ -161,9 +161,6 @@ class OffsetStore:
         raw = _packed(partitions, partition)
         return None if raw is None else unpack_value(raw)
 
-    def has_offsets(self, group: str) -> bool:
-        return group in self.by_group
-
     def count(self) -> int:
         return sum(sum(1 for _ in _packed_items(p)) for topics in self.by_group.values() for p in topics.values())
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from functools import partial
 
 import structlog
@@ -30,6 +31,7 @@ from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
 
 from coordinator import record_codec
+from coordinator.errors import NotCoordinator
 from coordinator.records import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
 
@@ -38,8 +40,12 @@ log = structlog.get_logger(__name__)
 BATCH_RECORDS = 1000  # records per batch when one loop turn's writes are joined
 
 
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class DurableLog:
-    """Implements shard.RecordLog over PartitionLogs opened by `open_partition`."""
+    """Implements runtime.writes.RecordLog over PartitionLogs opened by `open_partition`."""
 
     def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
                  segment_bytes: int = 100 * 1024 * 1024, clock_ms=None, fsync=os.fsync,
@@ -53,12 +59,7 @@ class DurableLog:
         self._fsync = fsync
         self._queued: dict[int, list[PendingWrite]] = {}  # partition -> writes of this loop turn
         self._append_scheduled = False
-        if clock_ms is None:
-            import time
-
-            def clock_ms() -> int:
-                return int(time.time() * 1000)
-        self.clock_ms = clock_ms
+        self.clock_ms = clock_ms if clock_ms is not None else _wall_ms
 
     def path(self, partition: int) -> str:
         return partition_dir(self.root, OFFSETS_TOPIC, partition)
@@ -77,8 +78,6 @@ class DurableLog:
         """Queue the write; at the end of the loop turn the writes queued for a partition
         go to its log in one append (_append_queued, batches by _encode_writes)."""
         if partition not in self.logs:
-            from coordinator.errors import NotCoordinator
-
             pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
             return
         queued = self._queued.get(partition)
@@ -96,8 +95,6 @@ class DurableLog:
         for partition, writes in queued.items():
             plog = self.logs.get(partition)
             if plog is None:
-                from coordinator.errors import NotCoordinator
-
                 for pending in writes:
                     pending.resolve(NotCoordinator(f"offsets partition {partition} is not open"))
                 continue

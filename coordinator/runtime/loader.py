@@ -33,40 +33,15 @@ from storage import snapshot as snapshots
 from storage.errors import CorruptRecordError
 from storage.latest import LatestRecords
 
-from coordinator.groups.classic_group import ClassicGroup, GroupState, Member
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.record_codec import decode_all
-from coordinator.records import GroupMetadataRecord, GroupMetadataValue, OffsetCommitRecord, OffsetValue
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import Shard, ShardState
 
 log = structlog.get_logger("coordinator.runtime.loader")
 
 SNAPSHOT_ROWS_PER_CHUNK = 50_000
 REPLAY_PER_TURN = 50_000  # survivors replayed between yields to the event loop
-
-
-def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
-    """GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue): Empty without
-    members, else Stable; an empty protocol type means none; members support exactly the
-    group's protocol, with their stored subscription."""
-    group = ClassicGroup(group_id, value.current_state_timestamp)
-    group.protocol_type = value.protocol_type or None
-    group.protocol_name = value.protocol
-    group.generation_id = value.generation
-    protocol_type = value.protocol_type or ""
-    for m in value.members:
-        rebalance_timeout = m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout
-        member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, rebalance_timeout,
-                        m.session_timeout, protocol_type, ((value.protocol or "", m.subscription),), m.assignment)
-        group.members[m.member_id] = member
-        group._count_protocols(member, +1)
-        if m.group_instance_id is not None:
-            group.static_members[m.group_instance_id] = m.member_id
-    group.leader_id = value.leader if value.leader in group.members else next(iter(group.members), None)
-    if group.members:
-        group.state = GroupState.STABLE
-        group.previous_state = GroupState.COMPLETING_REBALANCE
-    return group
 
 
 def choose_snapshot(root: str, partition: int, log_end: int) -> snapshots.SnapshotInfo | None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import structlog
 
-from coordinator.groups.expiry import expire_all
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.durable_log import DurableLog
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.staging import check_all
 
 log = structlog.get_logger("coordinator.offsets.manager")
@@ -62,7 +62,7 @@ class OffsetsRuntime:
                 log.exception("periodic offsets task failed", task=action.__name__)
 
     async def _retention_check(self, with_staging: bool = False) -> None:
-        expire_all(self.coordinator)
+        self.coordinator.expire_offsets()
         if with_staging:
             await self._staging_check()
 

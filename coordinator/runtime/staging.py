@@ -29,12 +29,14 @@ import structlog
 
 from storage.compaction import list_staging, validate_staging
 
-from coordinator.groups.expiry import delete_group_record, expired_records
+from coordinator.groups.admin import group_tombstones
+from coordinator.groups.expiry import expired_records
 from coordinator.runtime.shard import ShardState
 
 if TYPE_CHECKING:
     from coordinator.runtime.durable_log import DurableLog
-    from coordinator.runtime.shard import GroupCoordinator, Shard
+    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.shard import Shard
 
 log = structlog.get_logger("coordinator.runtime.staging")
 
@@ -116,22 +118,23 @@ def _append_tombstones(shard: "Shard", manifest: dict) -> int:
     retention_ms = int(settings.get("offsets.retention.ms") or shard.settings.offsets_retention_ms)
     now_ms = max(shard.scheduler.wall_ms(), int(settings.get("now_ms") or 0))
     by_group: dict[str, set[tuple[str, int]]] = {}
-    group_tombstones: set[str] = set()
+    deleted_groups: set[str] = set()
     for t in offered:
         if t["type"] == "offset_commit":
             by_group.setdefault(t["group"], set()).add((t["topic"], t["partition"]))
         else:
-            group_tombstones.add(t["group"])
+            deleted_groups.add(t["group"])
     records: list = []
-    for group_id in sorted(set(by_group) | group_tombstones):
+    for group_id in sorted(set(by_group) | deleted_groups):
         group = shard.groups.get(group_id)
         if group is None:
             continue  # gone already: nothing to delete
         only = by_group.get(group_id, set())
-        tombstones, delete = expired_records(shard, group, now_ms, retention_ms, only=only)
-        records += tombstones
-        if delete and group_id in group_tombstones and len(tombstones) == sum(1 for _ in shard.offsets.items(group_id)):
-            records.append(delete_group_record(shard, group))
+        tombstones, delete = expired_records(shard.offsets, group, now_ms, retention_ms, only=only)
+        if delete and group_id in deleted_groups and len(tombstones) == sum(1 for _ in shard.offsets.items(group_id)):
+            records += group_tombstones(shard.offsets, group_id)  # all its offsets expire: the group goes too
+        else:
+            records += tombstones
     if records:
         shard.write(records)
     return len(records)

@@ -7,9 +7,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import ClassicGroup, JoinResult, SyncResult
+from coordinator.groups.classic_group import ClassicGroup, JoinResult, RebalanceRecord, SyncResult
 from coordinator.groups.membership import JoinParams, LeavingMember, Membership, SyncParams
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
 
@@ -86,6 +87,21 @@ class Harness:
         assert self.group(group_id).state.value == "Stable"
         ids.remove(leader)
         return [leader, *ids]
+
+
+def finish(coroutine):
+    """Resume a coroutine whose awaited write has completed; return its result."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("the coroutine is still waiting")
+
+
+def rebalance_history(coordinator: GroupCoordinator, group_id: str) -> list[RebalanceRecord]:
+    """The last rebalances of a group, oldest first; none for an unknown group."""
+    group = coordinator.group(group_id)
+    return [] if group is None else list(group.rebalances)
 
 
 # --- consumer protocol bytes (ConsumerProtocolSubscription / Assignment v0) ---------------

@@ -5,21 +5,12 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import GroupState
-from coordinator.groups.admin import delete_groups, describe_groups, list_groups, rebalance_history
+from coordinator.groups.admin import describe_groups, list_groups
 from coordinator.records import GroupMetadataRecord
 from storage.errors import StorageError
-from tests.support.groups import Harness
+from tests.support.groups import Harness, finish, rebalance_history
 
 E = ErrorCode
-
-
-def finish(coroutine):
-    """Resume a coroutine whose awaited write has completed; return its result."""
-    try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        return stop.value
-    raise AssertionError("the coroutine is still waiting")
 
 
 def test_describe_stable_group_shows_metadata_and_assignment():
@@ -73,20 +64,20 @@ async def test_delete_groups_errors_and_tombstones():
     h.leave(a, group_id="idle")
     assert h.group("idle").state is GroupState.EMPTY
     h.log.records.clear()
-    deleting = delete_groups(h.coordinator, ["busy", "idle", "missing", None, "idle"])
+    deleting = h.coordinator.delete_groups(["busy", "idle", "missing", None, "idle"])
     deleting.send(None)  # runs up to its wait for the tombstone write
     assert h.coordinator.group("idle") is None
     assert h.log.all_records() == [GroupMetadataRecord("idle", None)]
     h.log.complete()
     assert finish(deleting) == [("busy", E.non_empty_group), ("idle", E.none), ("missing", E.group_id_not_found),
                           (None, E.invalid_group_id)]
-    assert await delete_groups(h.coordinator, ["idle"]) == [("idle", E.group_id_not_found)]
+    assert await h.coordinator.delete_groups(["idle"]) == [("idle", E.group_id_not_found)]
 
 
 async def test_delete_groups_write_failure_is_reported_per_group():
     h = Harness()
     h.join(group_id="a")
-    deleting = delete_groups(h.coordinator, ["a"])
+    deleting = h.coordinator.delete_groups(["a"])
     deleting.send(None)
     h.log.fail(StorageError("disk"))
     assert finish(deleting) == [("a", E.not_coordinator)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.config import Config, ConfigError
-from coordinator.runtime.shard import GroupSettings
+from coordinator.groups.settings import GroupSettings
 
 
 def load(**overrides: str) -> Config:

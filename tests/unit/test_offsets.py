@@ -7,7 +7,6 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.net.dispatch import Deferred
-from coordinator.groups.admin import delete_groups
 from coordinator.offsets.manager import java_length
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import ShardState
@@ -196,7 +195,7 @@ async def test_delete_groups_writes_offset_tombstones():
     h = OffsetsHarness()
     h.commit(commit_request(9, "g", {("t", 0): 1, ("t", 1): 2}))
     h.log.records.clear()
-    task = delete_groups(h.coordinator, ["g"])
+    task = h.coordinator.delete_groups(["g"])
     step = task.send(None)  # waits for the tombstones
     assert step is not None
     assert sorted(h.log.all_records(), key=repr) == sorted([

@@ -8,11 +8,11 @@ import os
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.expiry import expire_all, expire_shard
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.staging import check_partition
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import decode_records, iter_batches
@@ -35,7 +35,7 @@ def offsets_of(h: OffsetsHarness, group: str) -> dict:
 def run_expiry(h: OffsetsHarness) -> list:
     before = len(h.log.all_records())
     for shard in h.coordinator.all_shards():
-        expire_shard(shard, h.clock.wall_ms(), RETENTION)
+        shard.expire(h.clock.wall_ms(), RETENTION)
     h.log.complete()
     return h.log.all_records()[before:]
 
@@ -77,7 +77,7 @@ async def test_pending_commit_never_expires_and_expire_timestamp_wins():
     h.clock.advance(RETENTION)
     pending = h.commit(commit_request(9, "s", {("t", 1): 2}), complete=False)
     for shard in h.coordinator.all_shards():
-        expire_shard(shard, h.clock.wall_ms(), RETENTION)
+        shard.expire(h.clock.wall_ms(), RETENTION)
     assert all(r.value is not None for r in h.log.all_records()[-1:])  # nothing expired while pending
     h.log.complete()
     assert pending.future.done()
@@ -88,9 +88,9 @@ async def test_expire_all_logs_kafka_line(capsys):
     h = OffsetsHarness(offsets_retention_ms=RETENTION)
     h.commit(commit_request(9, "s", {("t", 0): 1}))
     h.clock.advance(RETENTION)
-    assert expire_all(h.coordinator) == (1, 1)  # all its offsets expired: the simple group goes too
+    assert h.coordinator.expire_offsets() == (1, 1)  # all its offsets expired: the simple group goes too
     h.log.complete()
-    assert expire_all(h.coordinator) == (0, 0)
+    assert h.coordinator.expire_offsets() == (0, 0)
     assert "Removed 1 expired offsets in" in capsys.readouterr().out
 
 

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
 from coordinator import record_codec
-from coordinator.groups.expiry import expire_shard
-from coordinator.groups.admin import delete_groups
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings, ShardState
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.shard import ShardState
 from coordinator.runtime.timers import FakeScheduler
 from storage.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
@@ -87,7 +87,7 @@ def apply(h: OffsetsHarness, operation: tuple) -> None:
         h.send(delete_request(g, {topic: [0, 1, 2]}))
         h.log.complete()
     elif kind == "delete_group":
-        coro = delete_groups(h.coordinator, [group_id])
+        coro = h.coordinator.delete_groups([group_id])
         try:
             coro.send(None)
         except StopIteration:
@@ -97,7 +97,7 @@ def apply(h: OffsetsHarness, operation: tuple) -> None:
     elif kind == "expire":
         h.clock.advance(operation[1])
         for shard in h.coordinator.all_shards():
-            expire_shard(shard, h.clock.wall_ms(), h.settings.offsets_retention_ms)
+            shard.expire(h.clock.wall_ms(), h.settings.offsets_retention_ms)
     h.log.complete()
 
 

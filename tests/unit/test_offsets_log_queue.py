@@ -10,7 +10,8 @@ import pytest
 from coordinator.runtime import durable_log as offsets_log
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.records import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.writes import PendingWrite
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import decode_records, iter_batches

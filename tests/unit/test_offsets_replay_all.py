@@ -6,7 +6,8 @@ import random
 
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
 
