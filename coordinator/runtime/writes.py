@@ -48,10 +48,8 @@ class PendingWrite(Completion):
                 store.end(self, error)
             except Exception:
                 log.exception("settling a write's offsets failed")
-        if error is None:
-            self.set_result(None)
-        else:
-            self.set_exception(error)
+        self._error = error  # settled with None, or the error
+        self._settle()
 
     def add_callback(self, callback: WriteCallback) -> None:
         """`callback(error or None)` once settled: the form the group operations use
