@@ -167,7 +167,6 @@ class FetchHandler:
         return Abandonable(after_wait(), delayed.release)  # released if the client goes away
 
 
-
 def register(dispatcher: Dispatcher, services: Services) -> None:
     assert services.data is not None
     dispatcher.register(ApiKey.FETCH, FetchHandler(services.data).handle)

@@ -9,7 +9,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import nested_class
+from protocol.build import build
 
 from coordinator.errors import write_error_code
 from coordinator.handlers.wire_values import NO_THROTTLE
@@ -21,15 +21,12 @@ from coordinator.services import Services
 log = structlog.get_logger("coordinator.offsets.manager")
 
 E = ErrorCode
-_CLASS = API_TABLE[ApiKey.OFFSET_DELETE].responses[0]
-_TOPIC = nested_class(_CLASS, "topics")
-_PARTITION = nested_class(_TOPIC, "partitions")
 
 
 def delete_response(code: ErrorCode, answer: list, _written: Any = None) -> Any:
-    return _CLASS(error_code=code, throttle_time=NO_THROTTLE, topics=tuple(
-        _TOPIC(name=name, partitions=tuple(_PARTITION(partition_index=i, error_code=c) for i, c in codes))
-        for name, codes in answer))
+    return build(API_TABLE[ApiKey.OFFSET_DELETE].responses[0], error_code=code, throttle_time=NO_THROTTLE, topics=[
+        {"name": name, "partitions": [{"partition_index": i, "error_code": c} for i, c in codes]}
+        for name, codes in answer])
 
 
 def delete_failed(_code: ErrorCode, _answer: list, error: BaseException) -> Any:
