@@ -31,7 +31,7 @@ def shape(cls: type) -> dict[str, tuple[type | None, bool]]:
         is_array = get_origin(kind) is tuple
         if is_array:
             kind = get_args(kind)[0]
-        nested = kind if is_dataclass(kind) else None
+        nested: type | None = kind if isinstance(kind, type) and is_dataclass(kind) else None
         out[field.name] = (nested, is_array and nested is not None)
     return out
 

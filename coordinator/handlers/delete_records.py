@@ -77,5 +77,4 @@ class DeleteRecordsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.data is not None
     dispatcher.register(ApiKey.DELETE_RECORDS, DeleteRecordsHandler(services.data).handle)

@@ -28,6 +28,8 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
@@ -77,6 +79,7 @@ class FetchHandler:
         data = self.data
         catalog = data.catalog
         out = []
+        topic_key: Any
         for topic_key, rows in distinct_partitions(version, request.topics):
             if version >= 13:
                 info = catalog.by_id(topic_key)
@@ -87,6 +90,7 @@ class FetchHandler:
                 head = {"topic": topic_key}
                 missing = ErrorCode.unknown_topic_or_partition
             planned = []
+            target: Any
             for fp in rows:
                 if info is None:
                     target = missing
@@ -168,5 +172,4 @@ class FetchHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.data is not None
     dispatcher.register(ApiKey.FETCH, FetchHandler(services.data).handle)

@@ -64,7 +64,6 @@ class GroupAdminHandlers:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     handlers = GroupAdminHandlers(services.groups)
     dispatcher.register(ApiKey.DESCRIBE_GROUPS, handlers.describe)
     dispatcher.register(ApiKey.LIST_GROUPS, handlers.list)

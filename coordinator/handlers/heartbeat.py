@@ -89,6 +89,5 @@ class HeartbeatHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     heartbeat = HeartbeatHandler(services.groups)
     dispatcher.register(ApiKey.HEARTBEAT, heartbeat.handle, fast=heartbeat.fast)

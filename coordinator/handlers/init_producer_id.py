@@ -37,5 +37,4 @@ class InitProducerIdHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.data is not None
     dispatcher.register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(services.data).handle)

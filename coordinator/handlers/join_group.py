@@ -108,5 +108,4 @@ class JoinGroupHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     dispatcher.register(ApiKey.JOIN_GROUP, JoinGroupHandler(services.groups).handle)

@@ -67,5 +67,4 @@ class LeaveGroupHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     dispatcher.register(ApiKey.LEAVE_GROUP, LeaveGroupHandler(services.groups).handle)

@@ -94,5 +94,4 @@ class ListOffsetsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.data is not None
     dispatcher.register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(services.data).handle)

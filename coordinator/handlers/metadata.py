@@ -90,7 +90,7 @@ class MetadataHandler:
                       respond: Callable[[list[dict]], object]) -> object:
         """Create what may be auto-created, then answer (LEADER_NOT_AVAILABLE for those)."""
         data = self.data
-        if not to_create or data is None:
+        if not to_create:
             return respond(topics)
         # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
         # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it. So does

@@ -233,6 +233,5 @@ class OffsetCommitHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     commit = OffsetCommitHandler(services.groups)
     dispatcher.register(ApiKey.OFFSET_COMMIT, commit.handle, fast=commit.fast)

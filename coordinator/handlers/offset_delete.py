@@ -57,5 +57,4 @@ class OffsetDeleteHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     dispatcher.register(ApiKey.OFFSET_DELETE, OffsetDeleteHandler(services.groups).handle)

@@ -110,5 +110,4 @@ class OffsetFetchHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     dispatcher.register(ApiKey.OFFSET_FETCH, OffsetFetchHandler(services.groups).handle)

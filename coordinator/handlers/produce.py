@@ -184,5 +184,4 @@ class ProduceHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.data is not None
     dispatcher.register(ApiKey.PRODUCE, ProduceHandler(services.data).handle)

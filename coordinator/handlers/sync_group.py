@@ -61,5 +61,4 @@ class SyncGroupHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.groups is not None
     dispatcher.register(ApiKey.SYNC_GROUP, SyncGroupHandler(services.groups).handle)

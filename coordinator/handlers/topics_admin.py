@@ -213,6 +213,5 @@ class DeleteTopicsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    assert services.data is not None
     dispatcher.register(ApiKey.CREATE_TOPICS, CreateTopicsHandler(services.data).handle)
     dispatcher.register(ApiKey.DELETE_TOPICS, DeleteTopicsHandler(services.data).handle)

@@ -26,7 +26,7 @@ import itertools
 import socket
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -100,15 +100,15 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
-        peer = transport.get_extra_info("peername") or ("?", 0)
+        tcp = self.transport = cast(asyncio.Transport, transport)  # a stream server's: uvloop's TCPTransport
+        peer = tcp.get_extra_info("peername") or ("?", 0)
         self.peer_host, self.peer_port = peer[0], peer[1]
         if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
-            transport.abort()
+            tcp.abort()
             return
         self.admitted = True
         high = self.server.config.socket_send_buffer_high_bytes
-        transport.set_write_buffer_limits(high=high, low=high // 4)
+        tcp.set_write_buffer_limits(high=high, low=high // 4)
         self.last_active = self.loop.time()
         self.idle_timer = self.loop.call_at(self.last_active + self.server.idle_seconds, self._idle_check)
         self.server.connections.add(self)
