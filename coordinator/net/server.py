@@ -133,7 +133,7 @@ class Connection(asyncio.Protocol):
         if result.__class__ is bytes:
             self.transport.write(result)  # type: ignore[union-attr]
             return
-        self._hold(result, len(request))
+        self.hold(result, len(request))
         self._update_reading()
 
     def _dispatch(self, request: bytes) -> Any:
@@ -147,7 +147,9 @@ class Connection(asyncio.Protocol):
             self._internal_error(exc)
         return _CLOSED
 
-    def _hold(self, deferred: Deferred, size: int) -> None:
+    def hold(self, deferred: Deferred, size: int) -> None:
+        """Queue a deferred answer in its request's place; its request's `size` bytes count as
+        outstanding until it is written."""
         if deferred.barrier:
             self.barrier = deferred
         deferred.request_bytes = size
@@ -230,7 +232,7 @@ class Connection(asyncio.Protocol):
                     else:
                         out.append(result)
                 else:
-                    self._hold(result, len(frame))
+                    self.hold(result, len(frame))
                     if self.pending_bytes >= self.max_pending_bytes or self.barrier is not None:
                         self._unread(list(unread))  # left for when the outstanding bytes drop
                         break

@@ -99,9 +99,7 @@ async def test_a_connection_delivers_late_answers_together_on_the_next_loop_call
     connection, transport, _dispatcher = make_connection(**{"queued.max.requests": "10"})
     lates = [Completion() for _ in range(3)]
     for i, late in enumerate(lates):
-        deferred = Deferred(late, i + 1, 0, "test")
-        connection.pending.append(deferred)
-        late.add_done_callback(connection._deferred_done)
+        connection.hold(Deferred(late, i + 1, 0, "test"), 0)
     writes = []
     original = transport.write
     transport.write = lambda data: (writes.append(data), original(data))  # type: ignore[method-assign]
@@ -116,8 +114,7 @@ async def test_a_connection_delivers_late_answers_together_on_the_next_loop_call
 async def test_a_delivery_scheduled_before_the_connection_is_lost_does_nothing():
     connection, transport, dispatcher = make_connection(**{"queued.max.requests": "10"})
     late = Completion()
-    connection.pending.append(Deferred(late, 1, 0, "test"))
-    late.add_done_callback(connection._deferred_done)
+    connection.hold(Deferred(late, 1, 0, "test"), 0)
     late.set_result(answer("a"))  # schedules the delivery
     connection.buffer += frame(b"Sb")  # a request that arrived just before the peer left
     connection.connection_lost(None)
