@@ -16,12 +16,13 @@ COPY pyproject.toml README.md ./
 COPY docker/requirements.py /usr/local/bin/requirements-of
 RUN python3 /usr/local/bin/requirements-of pyproject.toml > /tmp/requirements.txt \
  && /opt/venv/bin/pip install --quiet -r /tmp/requirements.txt
+COPY primitives ./primitives
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage
 COPY spark_jobs ./spark_jobs
 RUN /opt/venv/bin/pip install --quiet --no-deps . \
- && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.latest import CRecordBatch; assert CRecordBatch" \
+ && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)" \
  && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- runtime base shared by every target
@@ -62,6 +63,7 @@ RUN python3 /tmp/requirements-of /tmp/pyproject.toml test > /tmp/requirements.tx
  && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
 WORKDIR /app
 COPY pyproject.toml ./
+COPY primitives ./primitives
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage

@@ -24,7 +24,9 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Callable, Union
 
-from kio.serial._introspect import (
+from primitives.uvarint import uvarint_reader
+
+from .kio_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
@@ -153,41 +155,34 @@ def fixed_size(node: Node) -> int | None:
 _i32 = struct.Struct(">i").unpack_from
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned varint as kio reads it: at most 5 bytes, all 7 bits of the 5th used."""
-    value = 0
-    for shift in (0, 7, 14, 21, 28):
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-    raise CountError(f"varint longer than 5 bytes before byte {pos}")
+#: An unsigned varint as kio reads it (at most 5 bytes, all 7 bits of the 5th used); a longer one
+#: is a CountError, a frame that ends inside it an IndexError (as for every field).
+read_uvarint = uvarint_reader(CountError)
 
 
 def _skip_compact(buf: bytes, pos: int) -> int:
-    length, pos = _uvarint(buf, pos)
+    length, pos = read_uvarint(buf, pos)
     return pos + length - 1 if length else pos
 
 
-def _too_many(count: int, size: int, pos: int, end: int) -> CountError:
+def too_many(count: int, size: int, pos: int, end: int) -> CountError:
     return CountError(f"array of {count} elements of at least {size} bytes at byte {pos}, "
                       f"but only {end - pos} bytes remain")
 
 
-def _null(pos: int) -> CountError:
+def null_array(pos: int) -> CountError:
     return CountError(f"null array before byte {pos} where the schema allows none")
 
 
 def _no_tags(buf: bytes, pos: int, end: int) -> int:
-    count, pos = _uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos)
     if count:
         raise CountError(f"{count} tagged fields before byte {pos} where none are known")
     return pos
 
 
-_RUNTIME = {"_i32": _i32, "_uvarint": _uvarint, "_skip_compact": _skip_compact,
-            "_too_many": _too_many, "_null": _null, "_no_tags": _no_tags, "CountError": CountError}
+_RUNTIME = {"_i32": _i32, "read_uvarint": read_uvarint, "_skip_compact": _skip_compact,
+            "too_many": too_many, "null_array": null_array, "_no_tags": _no_tags, "CountError": CountError}
 
 
 # --- the generator ----------------------------------------------------------------------------
@@ -253,17 +248,17 @@ class _Source:
         if node.compact:
             self.put(f"n = buf[{at}]")
             self.put(f"if n < 128: pos += {skip + 1}")
-            self.put(f"else: n, pos = _uvarint(buf, {at})")
+            self.put(f"else: n, pos = read_uvarint(buf, {at})")
             self.put("n -= 1")  # 0 = null, else count + 1
         else:
             self.put(f"n = _i32(buf, {at})[0]")  # -1 = null; kio refuses other negatives
             self.put(f"pos += {skip + 4}")
         if not node.nullable:
-            self.put("if n == -1: raise _null(pos)")
+            self.put("if n == -1: raise null_array(pos)")
 
         def elements() -> None:
             limit = "end - pos" if size == 1 else f"(end - pos) // {size}"
-            self.put(f"if n > {limit}: raise _too_many(n, {size}, pos, end)")
+            self.put(f"if n > {limit}: raise too_many(n, {size}, pos, end)")
             fixed = fixed_size(element)
             if tail and not counted(element):
                 return
@@ -322,10 +317,10 @@ class _Source:
     def tag_helper(self, name: str, entity: Entity) -> list[str]:
         outer, outer_depth = self.lines, self.depth
         self.lines, self.depth = [f"def {name}(buf, pos, end):"], 1
-        self.put("count, pos = _uvarint(buf, pos)")
+        self.put("count, pos = read_uvarint(buf, pos)")
         self.put("for _ in range(count):")
-        self.put("    tag, pos = _uvarint(buf, pos)")
-        self.put("    pos = _uvarint(buf, pos)[1]")
+        self.put("    tag, pos = read_uvarint(buf, pos)")
+        self.put("    pos = read_uvarint(buf, pos)[1]")
         self.depth = 2
         for tag, node in entity.tagged:
             self.block(f"if tag == {tag}:", lambda node=node: self.node(node, False))

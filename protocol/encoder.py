@@ -16,8 +16,11 @@ import struct
 from dataclasses import MISSING, fields
 from typing import Any, Callable
 
-from kio.serial._implicit_defaults import get_tagged_field_default
-from kio.serial._introspect import (
+from kio.static.constants import uuid_zero
+
+from primitives.uvarint import encode_uvarint
+
+from .kio_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveField,
@@ -25,9 +28,9 @@ from kio.serial._introspect import (
     classify_field,
     get_field_tag,
     get_schema_field_type,
+    get_tagged_field_default,
     is_optional,
 )
-from kio.static.constants import uuid_zero
 
 Writer = Callable[[Any, bytearray], None]
 
@@ -48,21 +51,6 @@ _FIXED: dict[str, tuple[str, str]] = {
     "timedelta_i64": ("q", "round({v}.total_seconds() * 1000)"),
     "datetime_i64": ("q", "round({v}.timestamp() * 1000)"),
 }
-
-_UVARINT_SMALL = [bytes([n]) for n in range(128)]
-
-
-def uvarint(value: int) -> bytes:
-    """Unsigned varint, as Kafka's writeUnsignedVarint."""
-    if value < 128:
-        return _UVARINT_SMALL[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
 
 class EncodeError(ValueError):
     """A value cannot be represented in the wire type (kio raises likewise)."""
@@ -93,7 +81,7 @@ def _compact_string(value: str | bytes | None, nullable: bool) -> bytes:
             raise TypeError("Unexpectedly received None value")
         return b"\x00"
     raw = value.encode() if isinstance(value, str) else value
-    return uvarint(len(raw) + 1) + raw
+    return encode_uvarint(len(raw) + 1) + raw
 
 
 def _uuid(value: Any) -> bytes:
@@ -105,7 +93,7 @@ class _Compiler:
 
     def __init__(self) -> None:
         self.namespace: dict[str, Any] = {
-            "uvarint": uvarint,
+            "encode_uvarint": encode_uvarint,
             "_legacy_string": _legacy_string,
             "_legacy_bytes": _legacy_bytes,
             "_compact_string": _compact_string,
@@ -229,7 +217,7 @@ class _Compiler:
         items, item = f"_a{depth}", f"_i{depth}"
         lines = [f"{items} = {value}", f"if {items} is None:"]
         if flexible:
-            lines += [f"    {out}.append(0)", "else:", f"    {out} += uvarint(len({items}) + 1)"]
+            lines += [f"    {out}.append(0)", "else:", f"    {out} += encode_uvarint(len({items}) + 1)"]
         else:
             lines += [f"    {out} += b'\\xff\\xff\\xff\\xff'", "else:",
                       f"    if len({items}) > 2147483647:",
@@ -259,12 +247,12 @@ class _Compiler:
                 f"if not (v == {default} or ({default} is MISSING and v == {implicit})):",
                 "    tv = bytearray()",
                 *("    " + line for line in inner),
-                f"    t += uvarint({tag})",
-                "    t += uvarint(len(tv))",
+                f"    t += encode_uvarint({tag})",
+                "    t += encode_uvarint(len(tv))",
                 "    t += tv",
                 "    n += 1",
             ]
-        lines += ["b += uvarint(n)", "b += t"]
+        lines += ["b += encode_uvarint(n)", "b += t"]
         return lines
 
 

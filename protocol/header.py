@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from struct import Struct
 
+from primitives.uvarint import uvarint_reader
+
 REQUEST_PREFIX = Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of a request
 _KEY_VERSION_CORRELATION = REQUEST_PREFIX
 _INT16 = Struct(">h")
@@ -19,6 +21,10 @@ _INT32 = Struct(">i")
 
 class HeaderError(Exception):
     """The request header does not parse."""
+
+
+#: An unsigned varint of a header (at most 5 bytes); HeaderError when it is cut or longer.
+read_uvarint = uvarint_reader(HeaderError, HeaderError)
 
 
 @dataclass(slots=True)  # built once per request: not frozen, which would cost more to construct
@@ -35,24 +41,6 @@ def peek_api(frame: bytes) -> tuple[int, int, int]:
     if len(frame) < 8:
         raise HeaderError(f"frame of {len(frame)} bytes is shorter than a request header")
     return _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
-
-
-def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint (at most 5 bytes, as Kafka's readUnsignedVarint)."""
-    value = 0
-    shift = 0
-    end = len(data)
-    while True:
-        if pos >= end:
-            raise HeaderError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise HeaderError("varint longer than 5 bytes")
 
 
 def skip_tagged_fields(data: bytes, pos: int) -> int:

@@ -25,17 +25,10 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generator, Union
 
-from kio._kio_native import get_field_reader
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    classify_field,
-    get_field_tag,
-    is_optional,
-)
+from primitives.uvarint import encode_uvarint
 
-from .encoder import uvarint
-from .bounds import CountError, Node, _null, _too_many, _uvarint, counted, min_size, shape
+from .bounds import CountError, Node, counted, min_size, null_array, read_uvarint, shape, too_many
+from .kio_fields import EntityField, EntityTupleField, classify_field, get_field_reader, get_field_tag, is_optional
 
 SLICED_FROM = 1 << 20  # frames larger than this (bytes) are decoded sliced
 CHUNK = 10_000  # elements read between two yields
@@ -138,7 +131,7 @@ def _read_step(step: _Step, buf: memoryview, pos: int, budget: _Budget) -> Steps
 
 def _read_list(step: _List, buf: memoryview, pos: int, budget: _Budget) -> Steps:
     if step.compact:
-        n, pos = _uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos)
         n -= 1
     else:
         n = _i32.unpack_from(buf, pos)[0]
@@ -147,10 +140,10 @@ def _read_list(step: _List, buf: memoryview, pos: int, budget: _Budget) -> Steps
             raise CountError(f"negative array count {n} before byte {pos}")
     if n == -1:
         if not step.nullable:
-            raise _null(pos)
+            raise null_array(pos)
         return None, pos
     if n > (len(buf) - pos) // step.min_size:
-        raise _too_many(n, step.min_size, pos, len(buf))
+        raise too_many(n, step.min_size, pos, len(buf))
     element = step.element
     if element.__class__ is _Struct:
         items = []
@@ -170,7 +163,7 @@ def _read_chunks(reader: Reader, compact: bool, n: int, buf: memoryview, pos: in
     while True:
         k = min(left, CHUNK)
         if compact:
-            head = uvarint(k + 1)
+            head = encode_uvarint(k + 1)
             start = pos - len(head)
             budget.frame[start:pos] = head
         else:
@@ -199,10 +192,10 @@ def _read_struct(plan: _Struct, buf: memoryview, pos: int, budget: _Budget) -> S
     for name, step in plan.plain:
         values[name], pos = yield from _read_step(step, buf, pos, budget)
     if plan.flexible:
-        count, pos = _uvarint(buf, pos)
+        count, pos = read_uvarint(buf, pos)
         for _ in range(count):
-            tag, pos = _uvarint(buf, pos)
-            pos = _uvarint(buf, pos)[1]  # the size: kio reads the field by its schema
+            tag, pos = read_uvarint(buf, pos)
+            pos = read_uvarint(buf, pos)[1]  # the size: kio reads the field by its schema
             known = plan.tagged.get(tag)
             if known is None:
                 raise CountError(f"unknown tagged field {tag} of {plan.cls.__name__} before byte {pos}")

@@ -138,9 +138,6 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from storage.compaction import FORMAT, FORMAT_VERSION, MANIFEST, TOMBSTONES_FILE, fingerprint
-    from storage.compaction import tombstone_batches, write_json_atomic
-
     retention_ms = args.offsets_retention_minutes * 60_000
     ship_code(spark)
     segs = {p.partition: segment_paths(p.path) for p in parts}
@@ -210,36 +207,11 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
             if not mine and not tombs:
                 shutil.rmtree(staging, ignore_errors=True)
                 continue
-            os.makedirs(staging, exist_ok=True)
-            data = tombstone_batches(tombs, now_ms)
-            with open(os.path.join(staging, TOMBSTONES_FILE), "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            meta = fingerprint(os.path.join(staging, TOMBSTONES_FILE), data)
             last_base, _, _ = segs[p][-1]
-            active = info[(p, last_base)]
-            stats = {}
-            for c in mine:
-                for k, v in c["stats"].items():
-                    stats[k] = stats.get(k, 0) + v
-            manifest = {
-                "format": FORMAT, "format_version": FORMAT_VERSION, "id": staging_id, "partition": p,
-                "created_at_ms": int(time.time() * 1000), "settings": settings,
-                "upper_bound": last_base, "covered_log_end_offset": active.offset,
-                "active_segment": {"base_offset": last_base, "size": active.n_bytes},
-                "segments": [{k: c[k] for k in ("base_offset", "file", "original", "cleaned")} for c in mine],
-                "tombstones": {"file": TOMBSTONES_FILE, "count": len(tombs), "size": meta["size"],
-                               "crc32c": meta["crc32c"], "records": tombs},
-                "stats": stats,
-            }
-            write_json_atomic(os.path.join(staging, MANIFEST), manifest)
+            _write_staging(staging, staging_id, p, now_ms, settings, mine, tombs, last_base, info[(p, last_base)])
             staged.append(staging)
             progress.log(f"  partition {p}: {len(mine)} segment(s) cleaned, {len(tombs)} tombstone(s) -> {staging}")
-    totals: dict = {}
-    for c in cleaned:
-        for k, v in c["stats"].items():
-            totals[k] = totals.get(k, 0) + v
+    totals = _sum_stats(cleaned)
     summary.update(
         keys_kept=totals.get("records_kept", 0), superseded_dropped=totals.get("superseded_dropped", 0),
         tombstones_dropped=totals.get("tombstones_dropped", 0),
@@ -250,6 +222,41 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
         staged=staged, wall_time_s=round(progress.elapsed, 2))
     print_summary(progress, summary)
     return summary
+
+
+def _write_staging(staging: str, staging_id: str, partition: int, now_ms: int, settings: dict, cleaned: list,
+                   tombs: list, last_base: int, active) -> None:
+    """One partition's staging directory: its tombstones file, then its manifest (last, atomically)."""
+    from storage.compaction import FORMAT, FORMAT_VERSION, MANIFEST, TOMBSTONES_FILE, fingerprint
+    from storage.compaction import tombstone_batches, write_json_atomic
+
+    os.makedirs(staging, exist_ok=True)
+    data = tombstone_batches(tombs, now_ms)
+    with open(os.path.join(staging, TOMBSTONES_FILE), "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    meta = fingerprint(os.path.join(staging, TOMBSTONES_FILE), data)
+    manifest = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "id": staging_id, "partition": partition,
+        "created_at_ms": int(time.time() * 1000), "settings": settings,
+        "upper_bound": last_base, "covered_log_end_offset": active.offset,
+        "active_segment": {"base_offset": last_base, "size": active.n_bytes},
+        "segments": [{k: c[k] for k in ("base_offset", "file", "original", "cleaned")} for c in cleaned],
+        "tombstones": {"file": TOMBSTONES_FILE, "count": len(tombs), "size": meta["size"],
+                       "crc32c": meta["crc32c"], "records": tombs},
+        "stats": _sum_stats(cleaned),
+    }
+    write_json_atomic(os.path.join(staging, MANIFEST), manifest)
+
+
+def _sum_stats(cleaned: list) -> dict:
+    """The cleaning stats of segments (as _clean_task returns them), added up by name."""
+    totals: dict = {}
+    for c in cleaned:
+        for k, v in c["stats"].items():
+            totals[k] = totals.get(k, 0) + v
+    return totals
 
 
 def main(argv=None) -> int:

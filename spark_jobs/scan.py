@@ -172,7 +172,7 @@ def scan_many(task: list[tuple], target_partitions: int, with_keys: bool, skip_c
 
 
 def ship_code(spark) -> None:
-    """On a real cluster, send the storage and spark_jobs packages to the executors
+    """On a real cluster, send the primitives, storage and spark_jobs packages to the executors
     (local masters import them from this checkout / virtualenv directly)."""
     master = spark.sparkContext.master
     if master.startswith("local"):
@@ -184,7 +184,7 @@ def ship_code(spark) -> None:
     fd, zpath = tempfile.mkstemp(suffix=".zip", prefix="kgc-spark-")
     os.close(fd)
     with zipfile.ZipFile(zpath, "w") as z:
-        for pkg in ("storage", "spark_jobs"):
+        for pkg in ("primitives", "storage", "spark_jobs"):
             for dirpath, _, files in os.walk(os.path.join(root, pkg)):
                 for name in files:
                     if name.endswith(".py"):

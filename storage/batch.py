@@ -40,7 +40,6 @@ MAGIC = 2
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
-LAST_OFFSET_DELTA_OFFSET = 23
 MAX_TIMESTAMP_OFFSET = 35
 LEADER_EPOCH_OFFSET = 12
 NO_TIMESTAMP = -1
@@ -132,12 +131,6 @@ class RecordBatch:
     def computed_crc(self) -> int:
         return crc32c(memoryview(self.buffer)[self.position + ATTRIBUTES_OFFSET:
                                               self.position + self.size])
-
-    def is_valid(self) -> bool:
-        """Kafka's isValid: big enough and the stored CRC matches."""
-        return (self.batch_length + LOG_OVERHEAD >= HEADER_SIZE
-                and len(self.buffer) - self.position >= self.size
-                and self.crc == self.computed_crc())
 
     def __repr__(self) -> str:
         return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
@@ -362,12 +355,6 @@ def record_tail(key: bytes, value: bytes | None) -> bytes:
     if value is None:
         return encode_varint(len(key)) + key + _NULL_NO_HEADERS
     return encode_varint(len(key)) + key + encode_varint(len(value)) + value + _ZERO
-
-
-def build_plain_batch(pairs: Sequence[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
-    """``build_batch([(key, value, timestamp), ...])`` for records that share one
-    timestamp and have keys and no headers, byte for byte."""
-    return build_tail_batch([record_tail(key, value) for key, value in pairs], timestamp)
 
 
 def build_tail_batch(tails: Sequence[bytes], timestamp: int) -> bytes:

@@ -104,32 +104,3 @@ def subscribed_topics(data: bytes) -> list[str]:
     r = _Reader(data)
     r.fixed(_I16)
     return [r.string() for _ in range(r.count())]
-
-
-def encode_subscription(topics, version: int = 0, user_data: bytes | None = None,
-                        owned_partitions=(), generation_id: int = -1,
-                        rack_id: str | None = None) -> bytes:
-    """Encode (for tests and tools); the inverse of ``decode_subscription``."""
-    out = bytearray(_I16.pack(version))
-
-    def string(s: str | None) -> None:
-        if s is None:
-            out.extend(_I16.pack(-1))
-        else:
-            raw = s.encode()
-            out.extend(_I16.pack(len(raw)) + raw)
-
-    out += _I32.pack(len(topics))
-    for t in topics:
-        string(t)
-    out += _I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + user_data
-    if version >= 1:
-        out += _I32.pack(len(owned_partitions))
-        for topic, parts in owned_partitions:
-            string(topic)
-            out += _I32.pack(len(parts)) + b"".join(_I32.pack(p) for p in parts)
-    if version >= 2:
-        out += _I32.pack(generation_id)
-    if version >= 3:
-        string(rack_id)
-    return bytes(out)

@@ -35,7 +35,6 @@ from .consumer_protocol import SubscriptionError, subscribed_topics
 from .records import GroupMetadataValue, OffsetCommitValue
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-DEFAULT_OFFSETS_RETENTION_MINUTES = 10080
 
 
 @dataclass(frozen=True, slots=True)

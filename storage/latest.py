@@ -17,13 +17,11 @@ absent, a group value replaces whatever is there, offset keys are independent), 
 each part's order does not matter. `take_sealed` hands over the parts closed by a
 barrier, `take_all` everything (call it once the log end is reached).
 
-Records of plain (uncompressed) batches are read by aiokafka's C record-batch parser
-when it is built (~1.8x the records/s of Python; bench/bench_offsets.py --load-mb),
-else by a Python loop for records whose size, timestamp delta, offset delta, key and
-value lengths are one-byte varints without headers (every record this coordinator
-writes, and Kafka's). A compressed batch, a batch that starts before `start`, a
-timestamp filter, or any other record takes storage.batch.decode_records. The CRC is
-always checked here, per batch, with crc32c.
+Records of plain (uncompressed) batches are read by a `RecordReader`
+(storage/record_readers.py: aiokafka's C parser when it can be used, ~1.8x the records/s,
+else a Python loop). A compressed batch, a batch that starts before `start` and any batch
+under a timestamp filter take storage.batch.decode_records; control batches are skipped.
+The CRC is always checked here, per batch, with crc32c.
 """
 
 from __future__ import annotations
@@ -33,17 +31,10 @@ from typing import Iterable, Iterator
 
 from crc32c import crc32c
 
-try:  # the C parser; aiokafka's pure-Python fallback would be slower than our own loop
-    from aiokafka.errors import KafkaError
-    from aiokafka.record._crecords.default_records import DefaultRecordBatch as CRecordBatch
-except ImportError:  # pragma: no cover - a platform without aiokafka's compiled extension
-    CRecordBatch = None
-    KafkaError = Exception
-
 from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC,
                     RecordBatch, decode_records)
 from .errors import CorruptRecordError, InvalidRecordError
-from .varint import read_varint
+from .record_readers import RecordReader, default_reader
 
 # baseOffset, batchLength, magic, crc, attributes, lastOffsetDelta, recordsCount
 _HEAD = struct.Struct(">qi4xbIhi30xi")
@@ -57,19 +48,23 @@ class LatestRecords:
 
     `start`: records below this offset are skipped (a snapshot covers them).
     `min_timestamp`: records older than this are skipped (a snapshot taken then).
+    `reader`: reads plain batches (default: storage.record_readers.default_reader()).
+
+    `latest` and `put` are what the reader writes into (record_readers.LatestFold).
     """
 
-    __slots__ = ("start", "min_timestamp", "records", "bytes", "next_offset", "c_parser", "_latest", "_creators",
+    __slots__ = ("start", "min_timestamp", "records", "bytes", "next_offset", "reader", "latest", "_creators",
                  "_sealed")
 
-    def __init__(self, start: int = 0, min_timestamp: int | None = None, c_parser: bool = True) -> None:
+    def __init__(self, start: int = 0, min_timestamp: int | None = None,
+                 reader: RecordReader | None = None) -> None:
         self.start = start
-        self.c_parser = CRecordBatch if c_parser else None
+        self.reader = default_reader() if reader is None else reader
         self.min_timestamp = min_timestamp
         self.records = 0  # records read at or after `start`
         self.bytes = 0
         self.next_offset = start
-        self._latest: dict[bytes, bytes | None] = {}
+        self.latest: dict[bytes, bytes | None] = {}
         self._creators: list[Pair] = []
         self._sealed: list[Iterable[Pair]] = []
 
@@ -91,7 +86,7 @@ class LatestRecords:
         pos, end = 0, len(data)
         start = self.start
         general = self.min_timestamp is not None
-        plain = self._plain_c if self.c_parser is not None else self._plain_py
+        plain = self.reader.read_plain
         records = 0
         while end - pos >= HEADER_SIZE:
             base, length, magic, crc, attributes, last_delta, count = head(data, pos)
@@ -111,81 +106,12 @@ class LatestRecords:
             elif general or attributes & COMPRESSION_MASK or base < start:
                 records += self._general(RecordBatch(data, pos))
             else:
-                plain(data, mv, pos, bend)
+                plain(data, mv, pos, bend, self)
                 records += count
             pos = bend
         self.records += records
         self.bytes += pos
         return self.next_offset
-
-    def _plain_c(self, data: bytes, mv: memoryview, pos: int, bend: int) -> None:
-        """The records of an uncompressed batch, through aiokafka's C parser."""
-        latest = self._latest
-        try:
-            for r in self.c_parser(mv[pos:bend]):
-                key = r.key
-                value = r.value
-                if value is not None and key is not None:
-                    latest[key] = value
-                elif key is not None:
-                    self._put(key, None)
-                    latest = self._latest
-        except (KafkaError, ValueError) as exc:
-            raise InvalidRecordError(f"batch at position {pos}: {exc}") from None
-
-    def _plain_py(self, data: bytes, mv: memoryview, pos: int, bend: int) -> None:
-        """The records of an uncompressed batch: one-byte varints inline, others via _record."""
-        latest = self._latest
-        p = pos + HEADER_SIZE
-        while p < bend:
-            s = data[p]
-            kb = data[p + 4]
-            # one-byte size, timestamp delta, offset delta and key length; key not null
-            if not ((s | data[p + 2] | data[p + 3]) & 0x80 | kb & 0x81):
-                v = p + 5 + (kb >> 1)
-                vb = data[v]
-                nxt = p + 1 + (s >> 1)
-                # one-byte value length, value not null, no headers, fields fill the record
-                if not vb & 0x81 and v + 2 + (vb >> 1) == nxt and not data[nxt - 1]:
-                    latest[data[p + 5:v]] = data[v + 1:nxt - 1]
-                    p = nxt
-                    continue
-            p = self._record(data, p, bend)
-            latest = self._latest
-        if p != bend:
-            raise InvalidRecordError(f"records of the batch at position {pos} run {p - bend} bytes past it")
-
-    def _record(self, data: bytes, p: int, bend: int) -> int:
-        """One record in the general form; returns the position after it."""
-        rv = read_varint
-        size, p = rv(data, p)
-        body_end = p + size
-        if size < 0 or body_end > bend:
-            raise InvalidRecordError(f"record size {size} runs past the batch")
-        p += 1  # attributes
-        _ts_delta, p = rv(data, p)
-        _offset_delta, p = rv(data, p)
-        klen, p = rv(data, p)
-        key = None
-        if klen >= 0:
-            key, p = data[p:p + klen], p + klen
-        vlen, p = rv(data, p)
-        value = None
-        if vlen >= 0:
-            value, p = data[p:p + vlen], p + vlen
-        headers, p = rv(data, p)
-        if headers < 0 or headers > body_end - p:
-            raise InvalidRecordError(f"invalid header count {headers}")
-        for _ in range(headers):
-            hk, p = rv(data, p)
-            p += max(hk, 0)
-            hv, p = rv(data, p)
-            p += max(hv, 0)
-        if p != body_end:
-            raise InvalidRecordError(f"record body is {size} bytes but its fields take {size + p - body_end}")
-        if key is not None:
-            self._put(key, value)
-        return p
 
     def _general(self, batch: RecordBatch) -> int:
         start, min_ts = self.start, self.min_timestamp
@@ -195,11 +121,11 @@ class LatestRecords:
                 continue
             n += 1
             if r.key is not None and (min_ts is None or r.timestamp >= min_ts):
-                self._put(r.key, r.value)
+                self.put(r.key, r.value)
         return n
 
-    def _put(self, key: bytes, value: bytes | None) -> None:
-        latest = self._latest
+    def put(self, key: bytes, value: bytes | None) -> None:
+        latest = self.latest
         if value is not None:
             latest[key] = value
             return
@@ -208,7 +134,7 @@ class LatestRecords:
                 self._sealed.append(self._creators)
                 self._sealed.append(latest)
                 self._sealed.append([(key, None)])
-                self._latest, self._creators = {}, []
+                self.latest, self._creators = {}, []
             else:
                 self._sealed.append([(key, None)])
             return
@@ -227,13 +153,13 @@ class LatestRecords:
     def take_all(self) -> Iterator[Pair]:
         """Everything not yet taken, in replay order; the fold starts empty again."""
         self._sealed.append(self._creators)
-        self._sealed.append(self._latest)
-        self._latest, self._creators = {}, []
+        self._sealed.append(self.latest)
+        self.latest, self._creators = {}, []
         return self.take_sealed()
 
     def __len__(self) -> int:
         """Keys in the current (unsealed) part."""
-        return len(self._latest)
+        return len(self.latest)
 
 
 def _pairs(parts: list[Iterable[Pair]]) -> Iterator[Pair]:

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from struct import Struct, error as StructError
 from typing import Any
 
+from primitives.uvarint import encode_uvarint, uvarint_reader
+
 from .errors import InvalidRecordError
-from .varint import encode_uvarint, read_uvarint
 
 _I16, _I32, _I64 = Struct(">h"), Struct(">i"), Struct(">q")
+read_uvarint = uvarint_reader(InvalidRecordError, InvalidRecordError)  # flexible versions' lengths and tags
 _FIXED = {"int16": _I16, "int32": _I32, "int64": _I64}
 
 

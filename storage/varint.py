@@ -60,29 +60,3 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
     except IndexError:
         raise InvalidRecordError("buffer ends inside a varint") from None
     return (n >> 1) ^ -(n & 1), pos
-
-
-def encode_uvarint(value: int) -> bytes:
-    """Unsigned varint (Kafka's writeUnsignedVarint): compact lengths and tagged-field headers."""
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def read_uvarint(buf, pos: int) -> tuple[int, int]:
-    """Decode one unsigned varint of at most 5 bytes (Kafka's readUnsignedVarint); (value, next position)."""
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise InvalidRecordError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise InvalidRecordError("varint too long")

@@ -17,7 +17,7 @@ import datetime
 import time
 from typing import Any
 
-from protocol.apis import API_TABLE, ApiKey, request_class
+from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import decode_request
 from protocol.encoder import encode
@@ -25,7 +25,7 @@ from protocol.sliced_decode import SLICED_FROM, decode
 
 
 def req(api: ApiKey, version: int, **values: Any) -> Any:
-    return build(request_class(int(api), version), **values)
+    return build(API_TABLE[int(api)].requests[version], **values)
 
 
 def bodies() -> dict[str, tuple[ApiKey, int, bytes]]:

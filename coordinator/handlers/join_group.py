@@ -17,7 +17,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import shape
+from protocol.build import field_shapes
 
 from coordinator.completion import Completion
 from coordinator.groups.classic_group import JoinResult, dedupe_protocols
@@ -43,11 +43,11 @@ def join_response(version: int, r: JoinResult) -> Any:
     elif version >= NULLABLE_JOIN_PROTOCOL_NAME_FROM and name == "":
         name = None
     cls = _CLASSES[version]
-    names = shape(cls)
+    names = field_shapes(cls)
     members: tuple = ()
     if r.members:
         member_cls = _MEMBER_CLASSES[version]
-        if "group_instance_id" in shape(member_cls):
+        if "group_instance_id" in field_shapes(member_cls):
             members = tuple(member_cls(member_id=mid, group_instance_id=iid, metadata=md)
                             for mid, iid, md in r.members)
         else:

@@ -14,9 +14,10 @@ import asyncio
 import struct
 from typing import Any
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.build import build, nested_class
 from protocol.codec import Encoded
-from protocol.encoder import uvarint, writer_for
+from protocol.encoder import writer_for
 
 SLICE = 20_000  # entries handled, built or encoded per loop turn
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")

@@ -9,7 +9,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import shape
+from protocol.build import field_shapes
 
 from coordinator.completion import Completion
 from coordinator.groups.classic_group import SyncResult
@@ -26,7 +26,7 @@ _CLASSES = API_TABLE[ApiKey.SYNC_GROUP].responses
 
 def sync_response(version: int, r: SyncResult) -> Any:
     cls = _CLASSES[version]
-    names = shape(cls)
+    names = field_shapes(cls)
     extra: dict[str, Any] = {}
     if "throttle_time" in names:
         extra["throttle_time"] = NO_THROTTLE

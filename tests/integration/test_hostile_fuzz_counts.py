@@ -20,7 +20,11 @@ from typing import Any, Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from kio.serial._introspect import (
+
+from primitives.uvarint import encode_uvarint as uvarint
+from protocol.apis import API_TABLE
+from protocol.framing import frame
+from protocol.kio_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
@@ -29,10 +33,6 @@ from kio.serial._introspect import (
     get_schema_field_type,
     is_optional,
 )
-
-from protocol.apis import API_TABLE
-from protocol.encoder import uvarint
-from protocol.framing import frame
 from tests.support.hostile import (
     Watchdog,
     assert_commits_survive,

@@ -14,8 +14,8 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.apis import ApiKey
-from protocol.encoder import uvarint
 from protocol.header import encode_request_header
 from tests.support.hostile import Watchdog, assert_commits_survive, limited_server_with_commits
 from tests.support.wire_client import WireClient

@@ -16,14 +16,14 @@ from coordinator.config import Config
 from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicCatalog
-from protocol.apis import ApiKey, request_class
+from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.batch import build_batch
 from tests.support.wire_client import request_frame, response_class_for
 
 
 def req(api: ApiKey, version: int, **values: Any) -> Any:
-    return build(request_class(int(api), version), **values)
+    return build(API_TABLE[int(api)].requests[version], **values)
 
 
 def ms(value: int) -> datetime.timedelta:

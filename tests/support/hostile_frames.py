@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.encoder import uvarint
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.header import read_uvarint
 from tests.support.wire_client import WireClient
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 
 from storage.dump import iter_log_records
 from storage.log import PartitionLog
@@ -60,3 +61,37 @@ def replay(paths):
     for k in offsets:
         groups.setdefault(k.group, None)  # Kafka: an unknown group with offsets is a simple group
     return groups, offsets
+
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def encode_subscription(topics, version: int = 0, user_data: bytes | None = None,
+                        owned_partitions=(), generation_id: int = -1,
+                        rack_id: str | None = None) -> bytes:
+    """A ConsumerProtocolSubscription's bytes: the inverse of storage.consumer_protocol.decode_subscription
+    (the server only decodes them; clients write them)."""
+    out = bytearray(_I16.pack(version))
+
+    def string(s: str | None) -> None:
+        if s is None:
+            out.extend(_I16.pack(-1))
+        else:
+            raw = s.encode()
+            out.extend(_I16.pack(len(raw)) + raw)
+
+    out += _I32.pack(len(topics))
+    for t in topics:
+        string(t)
+    out += _I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + user_data
+    if version >= 1:
+        out += _I32.pack(len(owned_partitions))
+        for topic, parts in owned_partitions:
+            string(topic)
+            out += _I32.pack(len(parts)) + b"".join(_I32.pack(p) for p in parts)
+    if version >= 2:
+        out += _I32.pack(generation_id)
+    if version >= 3:
+        string(rack_id)
+    return bytes(out)

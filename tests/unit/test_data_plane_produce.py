@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.net.dispatch import CloseConnection
 from protocol.apis import ApiKey
-from storage.batch import build_batch, iter_batches
+from storage.batch import build_batch, ensure_valid, iter_batches
 from tests.support.data_plane import Plane, batch, ms, req
 
 
@@ -138,7 +138,8 @@ async def test_log_append_time_topic(tmp_path):
         assert answer.log_append_time is not None and answer.log_append_time.timestamp() > 1_600_000_000
         assert (await plane.produce("ct", 0, batch(b"a", ts=5))).log_append_time is None
         stored = next(iter_batches(plane.data.partition("lat", 0).log.read(0)))
-        assert stored.is_log_append_time and stored.is_valid()
+        assert stored.is_log_append_time
+        ensure_valid(stored)  # raises unless size and CRC are right
         assert stored.max_timestamp == int(answer.log_append_time.timestamp() * 1000)
 
 

@@ -18,8 +18,9 @@ from kio.static.constants import EntityType
 
 from kio.static.primitive import Records
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.apis import API_TABLE, ApiKey
-from protocol.encoder import encode, uvarint, writer_for
+from protocol.encoder import encode, writer_for
 
 
 # kio registers strategies for its primitives but not for record-set bytes.

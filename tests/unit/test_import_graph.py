@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("protocol", "storage", "coordinator", "spark_jobs")
+PACKAGES = ("primitives", "protocol", "storage", "coordinator", "spark_jobs")
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -93,6 +93,19 @@ def test_lower_layers_import_nothing_from_coordinator(lower: str) -> None:
                     if module.split(".")[0] == lower
                     for target in targets if target.split(".")[0] in ("coordinator", "spark_jobs"))
     assert upward == []
+
+
+# What each bottom layer may import of the project: protocol/ and storage/ not each other (DESIGN.md),
+# so what both need (unsigned varints) is in primitives/, which imports nothing of the project.
+BELOW = {"primitives": {"primitives"}, "protocol": {"primitives", "protocol"}, "storage": {"primitives", "storage"}}
+
+
+@pytest.mark.parametrize("lower", sorted(BELOW))
+def test_bottom_layers_import_only_what_is_below_them(lower: str) -> None:
+    sideways = sorted(f"{module} -> {target}" for module, targets in import_graph().items()
+                      if module.split(".")[0] == lower
+                      for target in targets if target.split(".")[0] not in BELOW[lower])
+    assert sideways == []
 
 
 def test_the_graph_sees_lazy_relative_and_type_only_imports(tmp_path: Path) -> None:

@@ -9,8 +9,13 @@ from kio.static.primitive import i32, i64
 from coordinator import record_codec
 from coordinator.offsets.manager import commit_records
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from storage.batch import build_batch, build_plain_batch, decode_records, record_tail, validate
+from storage.batch import build_batch, build_tail_batch, decode_records, record_tail, validate
 from storage.errors import InvalidRecordError
+
+
+def build_plain_batch(pairs: list[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
+    """The offsets log's write path for (key, value) pairs that share one timestamp."""
+    return build_tail_batch([record_tail(key, value) for key, value in pairs], timestamp)
 
 
 def test_plain_batch_equals_build_batch():

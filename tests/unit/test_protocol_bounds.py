@@ -26,10 +26,11 @@ from kio.static.constants import EntityType
 from kio.static import primitive
 from kio.static.primitive import Records
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import DecodeError, decode_request
-from protocol.encoder import encode, uvarint
+from protocol.encoder import encode
 from tests.support.server_process import ROOT
 
 HOSTILE = 2**20

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.serial import entity_reader
 
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol import bounds, sliced_decode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import DecodeError, decode_request
-from protocol.encoder import encode, uvarint
+from protocol.encoder import encode
 from tests.unit.test_protocol_bounds import (
     BOMBS, HOSTILE, _commit_v7, _commit_v7_partition, _fetch_groups_v8, compact, i32, i64, legacy, well_formed,
 )

@@ -10,9 +10,9 @@ import pytest
 
 from coordinator.net import dispatch
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
+from primitives.uvarint import encode_uvarint as uvarint
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_common
-from protocol.encoder import uvarint
 from protocol.sliced_decode import CHUNK, SLICED_FROM
 from tests.support.data_plane import ms, req
 from tests.support.dispatch import InProcess

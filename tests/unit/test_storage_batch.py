@@ -120,7 +120,8 @@ def test_bad_crc_is_corrupt():
     buf[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError, match="CRC"):
         validate(buf)
-    assert not RecordBatch(buf).is_valid()
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        ensure_valid(RecordBatch(buf))
 
 
 @pytest.mark.parametrize("cut", [1, 10, 40])

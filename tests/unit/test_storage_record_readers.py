@@ -1,0 +1,60 @@
+"""storage.record_readers: which reader loading gets. aiokafka's C parser only when it imports
+and aiokafka is in the tested range (the range pyproject.toml pins), else the Python reader."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from storage import record_readers
+from storage.record_readers import (TESTED_AIOKAFKA, AcceleratedRecordReader, PythonRecordReader,
+                                    accelerated_reader, default_reader, installed_aiokafka)
+
+C_MODULE = "aiokafka.record._crecords.default_records"
+
+
+@pytest.fixture
+def fresh_default():
+    default_reader.cache_clear()
+    yield
+    default_reader.cache_clear()
+
+
+def test_the_installed_aiokafka_is_in_the_tested_range():
+    assert isinstance(accelerated_reader(installed_aiokafka()), AcceleratedRecordReader)
+
+
+@pytest.mark.parametrize("version", ["0.10.2", "0.15.0", "1.0.0", "0.9", "dev", None])
+def test_a_version_outside_the_range_gets_no_accelerated_reader(version):
+    assert accelerated_reader(version) is None
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.12.1", "0.14.0", "0.14.9rc1"])
+def test_versions_inside_the_range_get_it(version):
+    assert isinstance(accelerated_reader(version), AcceleratedRecordReader)
+
+
+def test_without_the_c_module_the_python_reader_is_the_default(monkeypatch, fresh_default):
+    monkeypatch.setitem(sys.modules, C_MODULE, None)  # import raises ImportError
+    assert accelerated_reader(installed_aiokafka()) is None
+    assert isinstance(default_reader(), PythonRecordReader)
+
+
+def test_an_untested_aiokafka_gets_the_python_reader(monkeypatch, fresh_default):
+    monkeypatch.setattr(record_readers, "installed_aiokafka", lambda: "0.15.0")
+    assert isinstance(default_reader(), PythonRecordReader)
+
+
+def test_without_aiokafka_the_python_reader_is_the_default(monkeypatch, fresh_default):
+    monkeypatch.setattr(record_readers, "installed_aiokafka", lambda: None)
+    assert isinstance(default_reader(), PythonRecordReader)
+
+
+def test_pyproject_pins_the_tested_range():
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    (first_major, first_minor), (last_major, last_minor) = TESTED_AIOKAFKA
+    pinned = [r for r in pyproject["project"]["dependencies"] if r.startswith("aiokafka")]
+    assert pinned == [f"aiokafka>={first_major}.{first_minor},<{last_major}.{last_minor}"]
