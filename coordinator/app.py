@@ -11,8 +11,10 @@ import structlog
 from coordinator.node import Node, load_or_create_cluster_id
 from coordinator.config import Config
 from coordinator.net.dispatch import Dispatcher
-from coordinator.handlers import api_versions, find_coordinator, groups, metadata
-from coordinator.handlers import delete_records, fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
+from coordinator.handlers import api_versions, find_coordinator, metadata
+from coordinator.handlers import group_admin, heartbeat, join_group, leave_group, sync_group
+from coordinator.handlers import offset_commit, offset_delete, offset_fetch
+from coordinator.handlers import delete_records, fetch, init_producer_id, list_offsets, produce, topics_admin
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.net.server import Server
 from coordinator.services import Services
@@ -22,7 +24,10 @@ log = structlog.get_logger(__name__)
 
 YOUNG_GC_THRESHOLD = 50_000
 
-HANDLER_MODULES = (api_versions, metadata, find_coordinator, groups, offsets,
+#: Each module's `register(dispatcher, services)` binds its handlers (and fast paths) to api keys.
+HANDLER_MODULES = (api_versions, metadata, find_coordinator,
+                   join_group, sync_group, heartbeat, leave_group, group_admin,
+                   offset_commit, offset_fetch, offset_delete,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records)
 
 

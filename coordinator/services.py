@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from coordinator.node import Node
 from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings
-from coordinator.groups.settings import GroupSettings
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.groups.settings import GroupSettings
+from coordinator.node import Node
+from coordinator.runtime.coordinator import GroupCoordinator
 
 
-@dataclass
 class Services:
-    config: Config
-    node: Node
-    topics: TopicCatalog
-    groups: GroupCoordinator | None = None  # built from config when not given
-    data: DataPlane | None = None  # the embedded data plane (topic logs); built from config when not given
+    """`groups` and `data` (the embedded data plane: topic logs) are built from `config` when not given."""
 
-    def __post_init__(self) -> None:
-        if self.groups is None:
-            self.groups = GroupCoordinator(GroupSettings.from_config(self.config))
-        if self.data is None:
-            self.data = DataPlane(DataPlaneSettings.from_config(self.config), self.topics)
+    def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
+                 data: DataPlane | None = None) -> None:
+        self.config = config
+        self.node = node
+        self.topics = topics
+        self.groups: GroupCoordinator = GroupCoordinator(GroupSettings.from_config(config)) if groups is None \
+            else groups
+        self.data: DataPlane = DataPlane(DataPlaneSettings.from_config(config), topics) if data is None else data

@@ -4,7 +4,8 @@ Handlers describe a response once, as keywords (nested structs as dicts, arrays 
 lists of dicts); `build` keeps only the fields that exist in the requested version's
 class and recurses into that version's nested classes. It is for responses whose shape
 changes across many versions (Metadata, FindCoordinator, ...); hot paths construct
-their kio objects directly.
+their kio objects directly, with the classes `nested_class` finds and the field names
+`field_shapes` lists. (Encoding is protocol/codec.py's: `encode_response`, `Encoded`, `FixedResponse`.)
 """
 
 from __future__ import annotations
@@ -45,3 +46,11 @@ def build(cls: type, **values: Any) -> Any:
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def nested_class(cls: type, field: str) -> type:
+    """The kio class of the struct (or of the array's entries) in `cls`'s field `field`."""
+    nested = field_shapes(cls)[field][0]
+    if nested is None:
+        raise TypeError(f"{cls.__name__}.{field} is not a struct")
+    return nested

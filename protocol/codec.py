@@ -11,7 +11,7 @@ from . import bounds
 from .sliced_decode import SLICED_FROM, decode_sliced
 from .apis import ApiSpec
 from .encoder import writer_for
-from .header import plain_body_offset
+from .header import encode_request_header, plain_body_offset
 
 _INT32 = Struct(">i")
 _SIZE_AND_CORRELATION = Struct(">ii")
@@ -113,8 +113,6 @@ class FixedResponse:
 def encode_request(api_key: int, version: int, flexible: bool, correlation_id: int,
                    client_id: str | None, entity: Any) -> bytes:
     """A complete request frame, for the project's own test and benchmark clients."""
-    from .header import encode_request_header
-
     out = bytearray(b"\x00\x00\x00\x00")
     out += encode_request_header(api_key, version, correlation_id, client_id, flexible)
     writer_for(type(entity))(entity, out)

@@ -8,20 +8,18 @@ the answer is INVALID_REQUEST (as ApiVersionsRequest.isValid).
 
 from __future__ import annotations
 
-import datetime
 import re
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32Timedelta
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
 
+from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 
-NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
@@ -32,26 +30,36 @@ def _api_keys() -> list[dict]:
     ]
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    spec = API_TABLE[ApiKey.API_VERSIONS]
-    keys = _api_keys()
-    ok = {  # constant answers, encoded once
-        version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE))
-        for version, cls in spec.responses.items()
-    }
-    invalid = {
-        version: build(cls, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=NO_THROTTLE)
-        for version, cls in spec.responses.items()
-    }
-    unsupported = build(spec.responses[0], error_code=ErrorCode.unsupported_version, api_keys=keys)
+class ApiVersionsHandler:
+    """Every answer is a constant, built (and the usual one encoded) once."""
 
-    def handle(ctx: RequestContext, request) -> object:
+    def __init__(self) -> None:
+        spec = API_TABLE[ApiKey.API_VERSIONS]
+        keys = _api_keys()
+        self.ok = {
+            version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE))
+            for version, cls in spec.responses.items()
+        }
+        self.invalid = {
+            version: build(cls, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=NO_THROTTLE)
+            for version, cls in spec.responses.items()
+        }
+        self.unsupported = build(spec.responses[0], error_code=ErrorCode.unsupported_version, api_keys=keys)
+
+    def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version
         if version >= 3 and not (
             _SOFTWARE.match(request.client_software_name) and _SOFTWARE.match(request.client_software_version)
         ):
-            return invalid[version]
-        return ok[version]
+            return self.invalid[version]
+        return self.ok[version]
 
-    dispatcher.register(ApiKey.API_VERSIONS, handle)
-    dispatcher.on_unsupported_api_versions(lambda: unsupported)
+    def too_new(self) -> object:
+        """KIP-511: the v0 body a request above our highest version gets."""
+        return self.unsupported
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    api_versions = ApiVersionsHandler()
+    dispatcher.register(ApiKey.API_VERSIONS, api_versions.handle)
+    dispatcher.on_unsupported_api_versions(api_versions.too_new)

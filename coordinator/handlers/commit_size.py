@@ -20,11 +20,10 @@ import asyncio
 import struct
 from dataclasses import dataclass
 
-from primitives.uvarint import encode_uvarint as uvarint
 from protocol.codec import Encoded
 from protocol.header import HeaderError, read_uvarint
 
-from coordinator.handlers.sliced_encoding import SLICE  # partitions answered per loop turn
+from coordinator.handlers.sliced_encoding import SLICE, array_count, string_bytes  # SLICE: partitions per loop turn
 
 SCAN_FROM = 256 << 10  # bytes: smaller commits decode in ~30 ms
 MAX_WALK = 200_000  # entries walked before the walk gives up (e.g. a frame of empty topics)
@@ -148,14 +147,13 @@ async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bo
         out += _I32.pack(0)  # throttle time
     tail = _I16.pack(code) + (b"\x00" if flexible else b"")
     topics = cur.count()
-    out += _count(topics, flexible)
+    out += array_count(topics, flexible)
     done = 0
     for _ in range(topics):
         name = cur.string() or b""
-        out += _count(len(name), True) if flexible else _I16.pack(len(name))
-        out += name
+        out += string_bytes(name, flexible)
         partitions = cur.count()
-        out += _count(partitions, flexible)
+        out += array_count(partitions, flexible)
         for _ in range(partitions):
             start = cur.pos
             cur.skip(fixed)
@@ -172,8 +170,3 @@ async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bo
     if flexible:
         out.append(0)
     return Encoded(out)
-
-
-def _count(n: int, flexible: bool) -> bytes:
-    """An array count (or a compact string length): uvarint n+1 when flexible, else int32."""
-    return uvarint(n + 1) if flexible else _I32.pack(n)

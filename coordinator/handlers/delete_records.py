@@ -27,20 +27,20 @@ from storage.errors import OffsetOutOfRangeError, StorageError
 
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import KafkaError, error_code_for
+from coordinator.data_plane import DataPlane
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 SLICE = 1024
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    catalog = data.catalog
-    responses = API_TABLE[ApiKey.DELETE_RECORDS].responses
+class DeleteRecordsHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-    async def one(topic: str, index: int, offset: int) -> tuple[int, ErrorCode]:
-        info = catalog.get(topic)
+    async def one(self, topic: str, index: int, offset: int) -> tuple[int, ErrorCode]:
+        data = self.data
+        info = data.catalog.get(topic)
         if info is None or not 0 <= index < info.partitions:
             return -1, ErrorCode.unknown_topic_or_partition
         if info.internal:
@@ -53,7 +53,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         except (KafkaError, OffsetOutOfRangeError, StorageError) as exc:
             return -1, error_code_for(exc)
 
-    def handle(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
         wanted: dict[tuple[str, int], int] = {}
         for topic in request.topics:
             for p in topic.partitions:
@@ -65,14 +65,16 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             for start in range(0, len(items), SLICE):  # a huge request yields to other requests
                 if start:
                     await asyncio.sleep(0)
-                results += await asyncio.gather(*(one(t, i, o) for (t, i), o in items[start:start + SLICE]))
+                results += await asyncio.gather(*(self.one(t, i, o) for (t, i), o in items[start:start + SLICE]))
             topics: dict[str, list[dict]] = {}
             for (name, index), (low, code) in zip(wanted, results):
                 topics.setdefault(name, []).append(
                     {"partition_index": index, "low_watermark": low, "error_code": code})
-            return build(responses[ctx.api_version], throttle_time=NO_THROTTLE,
+            return build(API_TABLE[ApiKey.DELETE_RECORDS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                          topics=[{"name": name, "partitions": parts} for name, parts in topics.items()])
 
         return answer()
 
-    dispatcher.register(ApiKey.DELETE_RECORDS, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.DELETE_RECORDS, DeleteRecordsHandler(services.data).handle)

@@ -28,7 +28,7 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 
 from __future__ import annotations
 
-import uuid
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -37,13 +37,12 @@ from protocol.build import build
 from protocol.codec import Encoded
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
-from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
+from coordinator.data_plane import DataPlane
+from coordinator.data_plane.plane import LEADER_EPOCH
 from coordinator.errors import error_code_for
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
-
-ZERO_UUID = uuid.UUID(int=0)
-LEADER_EPOCH = 0
 
 
 def _error(index: int, code: ErrorCode) -> dict:
@@ -70,17 +69,17 @@ def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
     return grouped
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    catalog = data.catalog
-    responses = API_TABLE[ApiKey.FETCH].responses
-    fetch_max_bytes = data.settings.fetch_max_bytes
+class FetchHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-    def plan(version: int, request) -> list[tuple[dict, list[tuple]]]:
+    def plan(self, version: int, request) -> list[tuple[dict, list[tuple]]]:
         """[(topic response fields, [(index, partition or error code, offset, max bytes, leader epoch)])],
         one row per distinct partition (see `distinct_partitions`)."""
+        data = self.data
+        catalog = data.catalog
         out = []
+        topic_key: Any
         for topic_key, rows in distinct_partitions(version, request.topics):
             if version >= 13:
                 info = catalog.by_id(topic_key)
@@ -91,6 +90,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 head = {"topic": topic_key}
                 missing = ErrorCode.unknown_topic_or_partition
             planned = []
+            target: Any
             for fp in rows:
                 if info is None:
                     target = missing
@@ -101,6 +101,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             out.append((head, planned))
         return out
 
+    @staticmethod
     def read(planned, max_bytes: int, read_committed: bool) -> tuple[list[dict], int, bool, list]:
         remaining = max_bytes
         total = 0
@@ -140,14 +141,14 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             topics.append({**head, "partitions": parts})
         return topics, total, errors, keys
 
-    def handle(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version
-        cls = responses[version]
+        cls = API_TABLE[ApiKey.FETCH].responses[version]
         if version >= 7 and request.session_epoch not in (0, -1):
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
                          session_id=0, responses=[])
-        planned = plan(version, request)
-        max_bytes = min(request.max_bytes, fetch_max_bytes)
+        planned = self.plan(version, request)
+        max_bytes = min(request.max_bytes, self.data.settings.fetch_max_bytes)
         read_committed = request.isolation_level == 1
         min_bytes = min(request.min_bytes, max_bytes)  # Kafka: KafkaApis.handleFetchRequest
         wait_s = request.max_wait.total_seconds()
@@ -155,18 +156,20 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         def respond(topics: list[dict]) -> object:
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=topics)
 
-        topics, total, errors, keys = read(planned, max_bytes, read_committed)
+        topics, total, errors, keys = self.read(planned, max_bytes, read_committed)
         if wait_s <= 0 or total >= min_bytes or errors or not keys:
             return respond(topics)
-        delayed = data.purgatory.park(keys, min_bytes - total, wait_s)
+        delayed = self.data.purgatory.park(keys, min_bytes - total, wait_s)
 
         async def after_wait() -> object:
             await delayed.future
-            again, _, _, _ = read(plan(version, request), max_bytes, read_committed)
+            again, _, _, _ = self.read(self.plan(version, request), max_bytes, read_committed)
             # encoded here, within the purgatory's wake slice, not later by the connection,
             # which encodes every answer that is ready at once (a DeleteTopics wakes them all)
             return Encoded.of(respond(again))
 
         return Abandonable(after_wait(), delayed.release)  # released if the client goes away
 
-    dispatcher.register(ApiKey.FETCH, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.FETCH, FetchHandler(services.data).handle)

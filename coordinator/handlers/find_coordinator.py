@@ -18,8 +18,9 @@ from protocol.build import build
 
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import error_message
+from coordinator.node import Node
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4
@@ -33,26 +34,28 @@ def locate(key_type: int, key: str) -> ErrorCode:
     return ErrorCode.invalid_request  # SHARE without a share coordinator, or an unknown type
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    node = services.node
-    responses = API_TABLE[ApiKey.FIND_COORDINATOR].responses
+class FindCoordinatorHandler:
+    def __init__(self, node: Node) -> None:
+        self.node = node
 
-    def endpoint(code: ErrorCode) -> dict:
+    def endpoint(self, code: ErrorCode) -> dict:
         if code is ErrorCode.none:
-            return {"node_id": node.node_id, "host": node.host, "port": node.port}
+            return {"node_id": self.node.node_id, "host": self.node.host, "port": self.node.port}
         return {"node_id": -1, "host": "", "port": -1}
 
-    def handle(ctx: RequestContext, request) -> object:
-        cls = responses[ctx.api_version]
+    def handle(self, ctx: RequestContext, request) -> object:
+        cls = API_TABLE[ApiKey.FIND_COORDINATOR].responses[ctx.api_version]
         key_type = getattr(request, "key_type", GROUP)
         if ctx.api_version >= BATCHED_FROM:
             coordinators = []
             for key in request.coordinator_keys:
                 code = locate(key_type, key)
-                coordinators.append({"key": key, "error_code": code, "error_message": None, **endpoint(code)})
+                coordinators.append({"key": key, "error_code": code, "error_message": None, **self.endpoint(code)})
             return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
         code = locate(key_type, request.key)
         return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=error_message(code),
-                     **endpoint(code))
+                     **self.endpoint(code))
 
-    dispatcher.register(ApiKey.FIND_COORDINATOR, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.FIND_COORDINATOR, FindCoordinatorHandler(services.node).handle)

@@ -16,23 +16,25 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.data_plane import DataPlane
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    responses = API_TABLE[ApiKey.INIT_PRODUCER_ID].responses
+class InitProducerIdHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-    def handle(ctx: RequestContext, request) -> object:
-        cls = responses[ctx.api_version]
+    def handle(self, ctx: RequestContext, request) -> object:
+        cls = API_TABLE[ApiKey.INIT_PRODUCER_ID].responses[ctx.api_version]
         txn = request.transactional_id
         if txn is not None:
             code = ErrorCode.invalid_request if txn == "" else ErrorCode.coordinator_not_available
             return build(cls, throttle_time=NO_THROTTLE, error_code=code, producer_id=-1, producer_epoch=-1)
-        producer_id = data.producer_ids.allocate()
+        producer_id = self.data.producer_ids.allocate()
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, producer_id=producer_id,
                      producer_epoch=0)
 
-    dispatcher.register(ApiKey.INIT_PRODUCER_ID, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(services.data).handle)

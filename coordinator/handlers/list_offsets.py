@@ -27,11 +27,12 @@ from storage.errors import RecordError, StorageError
 
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import error_code_for
+from coordinator.data_plane import DataPlane
+from coordinator.data_plane.plane import LEADER_EPOCH
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-LEADER_EPOCH = 0
 
 
 def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> dict:
@@ -57,12 +58,12 @@ def lookup(lg, timestamp: int, version: int) -> tuple[int, int, int]:
     return found.timestamp, found.offset, LEADER_EPOCH
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    responses = API_TABLE[ApiKey.LIST_OFFSETS].responses
+class ListOffsetsHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-    def handle(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
+        data = self.data
         version = ctx.api_version
         counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = []
@@ -89,6 +90,8 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                     continue
                 parts.append(_answer(index, ErrorCode.none, ts, offset, leader_epoch))
             topics.append({"name": topic.name, "partitions": parts})
-        return build(responses[version], throttle_time=NO_THROTTLE, topics=topics)
+        return build(API_TABLE[ApiKey.LIST_OFFSETS].responses[version], throttle_time=NO_THROTTLE, topics=topics)
 
-    dispatcher.register(ApiKey.LIST_OFFSETS, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(services.data).handle)

@@ -15,20 +15,19 @@ operation is allowed.
 from __future__ import annotations
 
 import uuid
+from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.services import Services
+from coordinator.completion import settled
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
-
-NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
-ZERO_UUID = uuid.UUID(int=0)
+from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
@@ -36,32 +35,31 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    node = services.node
-    catalog = services.topics
-    responses = API_TABLE[ApiKey.METADATA].responses
+class MetadataHandler:
+    def __init__(self, services: Services) -> None:
+        self.node = services.node
+        self.catalog = services.topics
+        self.data = services.data
 
-    def partitions(topic: TopicInfo) -> list[dict]:
-        nodes = [node.node_id]
+    def partitions(self, topic: TopicInfo) -> list[dict]:
+        node_id = self.node.node_id
+        nodes = [node_id]
         return [
-            {"error_code": ErrorCode.none, "partition_index": index, "leader_id": node.node_id,
+            {"error_code": ErrorCode.none, "partition_index": index, "leader_id": node_id,
              "leader_epoch": 0, "replica_nodes": nodes, "isr_nodes": nodes, "offline_replicas": []}
             for index in range(topic.partitions)
         ]
 
-    def described(topic: TopicInfo, topic_ops: int) -> dict:
+    def described(self, topic: TopicInfo, topic_ops: int) -> dict:
         return {"error_code": ErrorCode.none, "name": topic.name, "topic_id": topic.topic_id,
-                "is_internal": topic.internal, "partitions": partitions(topic),
+                "is_internal": topic.internal, "partitions": self.partitions(topic),
                 "topic_authorized_operations": topic_ops}
 
-    def missing(name: str | None, topic_id: uuid.UUID, code: ErrorCode, topic_ops: int) -> dict:
-        return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
-                "partitions": [], "topic_authorized_operations": topic_ops}
-
-    def classify(items, topic_ops: int, allow_auto_create: bool, seen: set[str], topics: list[dict],
+    def classify(self, items, topic_ops: int, allow_auto_create: bool, seen: set[str], topics: list[dict],
                  to_create: list[tuple[int, str]]) -> None:
         """Append each requested topic's answer to `topics`; names to auto-create to `to_create`
         as (place in `topics`, name)."""
+        catalog = self.catalog
         for item in items:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
             if topic_id != ZERO_UUID:
@@ -80,7 +78,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             seen.add(name)
             topic = catalog.get(name)
             if topic is not None:
-                topics.append(described(topic, topic_ops))
+                topics.append(self.described(topic, topic_ops))
             elif topic_name_error(name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
             else:
@@ -88,14 +86,16 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                     to_create.append((len(topics), name))
                 topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
 
-    def with_creation(topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int, respond) -> object:
+    def with_creation(self, topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int,
+                      respond: Callable[[list[dict]], object]) -> object:
         """Create what may be auto-created, then answer (LEADER_NOT_AVAILABLE for those)."""
-        if not to_create or services.data is None:
+        data = self.data
+        if not to_create:
             return respond(topics)
         # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
         # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it. So does
         # a topic another request is creating now.
-        reserved, busy = services.data.auto_create_names([name for _, name in to_create])
+        reserved, busy = data.auto_create_names([name for _, name in to_create])
         creating = {name: place for place, name in to_create}
         for name in busy:
             topics[creating[name]] = missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops)
@@ -103,25 +103,25 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return respond(topics)
 
         async def after_creation() -> object:
-            errors = await services.data.create_topics(reserved)  # all of them with one catalog write
+            errors = await data.create_topics(reserved)  # all of them with one catalog write
             for topic, error in zip(reserved, errors):
                 if error is None:
                     topics[creating[topic.name]] = missing(topic.name, ZERO_UUID, ErrorCode.leader_not_available,
                                                            topic_ops)
-            answer = respond(topics)
-            return (await answer) if hasattr(answer, "__await__") else answer
+            return await settled(respond(topics))
 
         return after_creation()
 
-    def handle(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version
-        cls = responses[version]
+        cls = API_TABLE[ApiKey.METADATA].responses[version]
         requested = request.topics
         all_topics = requested is None or (version == 0 and not requested)
         topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
             else NOT_REQUESTED
         cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
             else NOT_REQUESTED
+        node = self.node
         head = {"throttle_time": NO_THROTTLE, "cluster_id": node.cluster_id, "controller_id": node.node_id,
                 "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
                 "cluster_authorized_operations": cluster_ops}
@@ -134,7 +134,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return build(cls, **head, topics=topics)
 
         if all_topics:
-            return respond([described(topic, topic_ops) for topic in catalog.all()])
+            return respond([self.described(topic, topic_ops) for topic in self.catalog.all()])
         if version < 12 and any(
             getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
             for t in requested
@@ -147,15 +147,21 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         to_create: list[tuple[int, str]] = []
         seen: set[str] = set()
         if len(requested) <= sliced_encoding.SLICE:
-            classify(requested, topic_ops, allow_auto_create, seen, topics, to_create)
-            return with_creation(topics, to_create, topic_ops, respond)
+            self.classify(requested, topic_ops, allow_auto_create, seen, topics, to_create)
+            return self.with_creation(topics, to_create, topic_ops, respond)
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
-            await sliced_encoding.in_slices(requested, lambda chunk: classify(
+            await sliced_encoding.in_slices(requested, lambda chunk: self.classify(
                 chunk, topic_ops, allow_auto_create, seen, topics, to_create))
-            answer = with_creation(topics, to_create, topic_ops, respond)
-            return (await answer) if hasattr(answer, "__await__") else answer
+            return await settled(self.with_creation(topics, to_create, topic_ops, respond))
 
         return in_slices()
 
-    dispatcher.register(ApiKey.METADATA, handle)
+
+def missing(name: str | None, topic_id: uuid.UUID, code: ErrorCode, topic_ops: int) -> dict:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
+            "partitions": [], "topic_authorized_operations": topic_ops}
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.METADATA, MetadataHandler(services).handle)

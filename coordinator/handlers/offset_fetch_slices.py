@@ -18,10 +18,9 @@ from typing import Any, Callable, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
-from primitives.uvarint import encode_uvarint as uvarint
 from protocol.codec import Encoded
 
-from coordinator.handlers.sliced_encoding import SLICE  # partitions read and encoded per loop turn
+from coordinator.handlers.sliced_encoding import SLICE, array_count, string_bytes  # SLICE: partitions per loop turn
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
@@ -53,13 +52,10 @@ class _Writer:
         self.tags = b"\x00" if self.flexible else b""
 
     def count(self, n: int) -> bytes:
-        return uvarint(n + 1) if self.flexible else _I32.pack(n)
+        return array_count(n, self.flexible)
 
     def string(self, text: str | None) -> bytes:
-        if text is None:
-            return b"\x00" if self.flexible else _I16.pack(-1)
-        raw = text.encode()
-        return (uvarint(len(raw) + 1) if self.flexible else _I16.pack(len(raw))) + raw
+        return string_bytes(None if text is None else text.encode(), self.flexible)
 
     def partition(self, out: bytearray, row: tuple) -> None:
         index, offset, epoch, metadata, code = row

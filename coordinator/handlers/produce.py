@@ -19,7 +19,7 @@ Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
   partitions in a map (handleProduceRequest);
 * acks=0: no response; if any partition failed the connection is closed, as Kafka
   does so that the producer refreshes its metadata. Until its appends are written
-  the request still counts as outstanding on its connection (a silent LateAnswer), so
+  the request still counts as outstanding on its connection (a silent Completion), so
   that a connection with queued.max.requests unflushed acks=0 requests stops being
   read: without it memory grew without bound while the disk was slower than the
   network. A write that fails closes the connection, as any acks=0 failure;
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -40,9 +41,10 @@ from storage.errors import RecordError, StorageError
 
 from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
 from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
-from coordinator.completion import LateAnswer
+from coordinator.completion import Completion, settled
+from coordinator.data_plane import DataPlane
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
 _UTC = datetime.timezone.utc
@@ -66,11 +68,11 @@ def _partitions_once(topic_data) -> list[tuple[str, list]]:
     return [(name, list(parts.values())) for name, parts in by_topic.items()]
 
 
-def _silent_until_written(futures: list) -> LateAnswer | None:
+def _silent_until_written(futures: list) -> Completion | None:
     """No answer (None) once every future is done; until then the request stays outstanding."""
     if not futures:
         return None
-    answer = LateAnswer()
+    answer = Completion()
     left = [len(futures)]
 
     def written(future: asyncio.Future) -> None:
@@ -85,20 +87,22 @@ def _silent_until_written(futures: list) -> LateAnswer | None:
     return answer
 
 
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    responses = API_TABLE[ApiKey.PRODUCE].responses
+def failed(index: int, code: ErrorCode, message: str | None = None) -> dict:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": None,
+            "log_start_offset": -1, "record_errors": [], "error_message": message}
 
-    def failed(index: int, code: ErrorCode, message: str | None = None) -> dict:
-        return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": None,
-                "log_start_offset": -1, "record_errors": [], "error_message": message}
 
-    def respond(version: int, topics: list[tuple[str, list[dict]]]) -> object:
-        return build(responses[version], throttle_time=NO_THROTTLE, responses=[
-            {"name": name, "partition_responses": parts} for name, parts in topics])
+def respond(version: int, topics: list[tuple[str, list[dict]]]) -> object:
+    return build(API_TABLE[ApiKey.PRODUCE].responses[version], throttle_time=NO_THROTTLE, responses=[
+        {"name": name, "partition_responses": parts} for name, parts in topics])
 
-    def handle(ctx: RequestContext, request) -> object:
+
+class ProduceHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
+
+    def handle(self, ctx: RequestContext, request) -> object:
+        data = self.data
         version = ctx.api_version
         acks = request.acks
         topic_data = _partitions_once(request.topic_data)
@@ -118,44 +122,48 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
         if reserved:
             async def after_creation() -> object:
                 await data.create_topics(reserved)  # all of them with one catalog write, off the loop
-                answer = append_all(version, topic_data, acks)
-                return (await answer) if hasattr(answer, "__await__") else answer
+                return await settled(self.append_all(version, topic_data, acks))
 
             return after_creation()
-        return append_all(version, topic_data, acks)
+        return self.append_all(version, topic_data, acks)
 
-    def append_all(version: int, topic_data: list[tuple[str, list]], acks: int) -> object:
+    def append_one(self, name: str, pd, version: int, budget) -> tuple[dict, Any]:
+        """(the partition's answer, the future of its durability or None); raises what Kafka answers."""
+        data = self.data
+        part = data.partition(name, pd.index)
+        if part is None:
+            known = data.catalog.get(name)
+            if known is not None and known.internal:
+                raise InvalidTopic(f"Cannot append to internal topic {name}")
+            raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")
+        if _is_transactional(pd.records):
+            raise InvalidTxnState("This server has no transaction coordinator; "
+                                  "transactional produce is not supported.")
+        appended = data.append(part, pd.records, version, budget)
+        entry = {"index": pd.index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
+                 "log_append_time": _append_time(appended.log_append_time),
+                 "log_start_offset": appended.log_start_offset, "record_errors": [],
+                 "error_message": None}
+        return entry, appended.durable
+
+    def append_all(self, version: int, topic_data: list[tuple[str, list]], acks: int) -> object:
         topics: list[tuple[str, list[dict]]] = []
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
         any_error = False
-        budget = data.walk_budget()  # the request's batches together (message.max.decompressed.bytes)
+        budget = self.data.walk_budget()  # the request's batches together (message.max.decompressed.bytes)
         for name, listed in topic_data:
             parts: list[dict] = []
             for pd in listed:
-                part = data.partition(name, pd.index)
                 try:
-                    if part is None:
-                        known = data.catalog.get(name)
-                        if known is not None and known.internal:
-                            raise InvalidTopic(f"Cannot append to internal topic {name}")
-                        if part is None:
-                            raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")
-                    if _is_transactional(pd.records):
-                        raise InvalidTxnState("This server has no transaction coordinator; "
-                                              "transactional produce is not supported.")
-                    appended = data.append(part, pd.records, version, budget)
+                    entry, durable = self.append_one(name, pd, version, budget)
                 except (KafkaError, RecordError, StorageError) as exc:
                     any_error = True
                     parts.append(failed(pd.index, error_code_for(exc), str(exc)))
                     continue
-                entry = {"index": pd.index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
-                         "log_append_time": _append_time(appended.log_append_time),
-                         "log_start_offset": appended.log_start_offset, "record_errors": [],
-                         "error_message": None}
                 parts.append(entry)
-                if acks != 1 and appended.durable is not None:
-                    waiting.append((entry, appended.durable))
+                if acks != 1 and durable is not None:
+                    waiting.append((entry, durable))
             topics.append((name, parts))
 
         if acks == 0:
@@ -174,4 +182,6 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
         return when_durable()
 
-    dispatcher.register(ApiKey.PRODUCE, handle)
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.PRODUCE, ProduceHandler(services.data).handle)

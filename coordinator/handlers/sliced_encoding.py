@@ -11,22 +11,35 @@ The bytes are those of the generic encoder (tests compare them).
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 from primitives.uvarint import encode_uvarint as uvarint
-from protocol.build import build, field_shapes
+from protocol.build import build, nested_class
 from protocol.codec import Encoded
 from protocol.encoder import writer_for
 
 SLICE = 20_000  # entries handled, built or encoded per loop turn
+_I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 
 
-async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict], *, flexible: bool,
+def array_count(n: int, flexible: bool) -> bytes:
+    """An array's count on the wire: uvarint n+1 when flexible, else int32."""
+    return uvarint(n + 1) if flexible else _I32.pack(n)
+
+
+def string_bytes(raw: bytes | None, flexible: bool) -> bytes:
+    """A nullable string on the wire: compact (uvarint length+1) when flexible, else int16 length."""
+    if raw is None:
+        return b"\x00" if flexible else _I16.pack(-1)
+    return (uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+
+
+async def encode_sliced(cls: type, head: dict, field: str, entries: "list[dict] | LazyEntries", *, flexible: bool,
                         after: int = 0) -> Encoded:
     """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
     for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""
-    entry_cls = field_shapes(cls)[field][0]
-    assert entry_cls is not None
+    entry_cls = nested_class(cls, field)
     write_entry = writer_for(entry_cls)
     out = bytearray()
     for start in range(0, len(entries), SLICE):
@@ -35,7 +48,7 @@ async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict], 
         await asyncio.sleep(0)
     shell: Any = Encoded.of(build(cls, **head, **{field: []}))
     tail = len(shell) - after - (1 if flexible else 0)  # where the fields after the array start
-    count = uvarint(len(entries) + 1) if flexible else len(entries).to_bytes(4, "big")
+    count = array_count(len(entries), flexible)
     return Encoded(shell[:tail - (1 if flexible else 4)] + count + out + shell[tail:])
 
 

@@ -23,31 +23,23 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
+from coordinator.completion import settled
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicInfo
+from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.wire_values import NO_THROTTLE, ZERO_UUID
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 
-ZERO_UUID = uuid.UUID(int=0)
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
-
-
-def register(dispatcher: Dispatcher, services: Services) -> None:
-    data = services.data
-    assert data is not None
-    dispatcher.register(ApiKey.CREATE_TOPICS, _create_handler(data))
-    dispatcher.register(ApiKey.DELETE_TOPICS, _delete_handler(data))
 
 
 def _answer(cls: type, field: str, results: list[dict], flexible: bool) -> object:
@@ -57,28 +49,29 @@ def _answer(cls: type, field: str, results: list[dict], flexible: bool) -> objec
     return build(cls, throttle_time=NO_THROTTLE, **{field: results})
 
 
-async def _settled(answer: object) -> object:
-    return (await answer) if hasattr(answer, "__await__") else answer  # type: ignore[misc]
+def refused(name: str, code: ErrorCode, message: str) -> dict:
+    return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
+            "num_partitions": -1, "replication_factor": -1, "configs": None}
 
 
-def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
-    spec = API_TABLE[ApiKey.CREATE_TOPICS]
+class CreateTopicsHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-    def config_list(overrides: dict[str, str]) -> list[dict]:
-        merged = {**data.base_configs, **overrides}
+    def config_list(self, overrides: dict[str, str]) -> list[dict]:
+        merged = {**self.data.base_configs, **overrides}
         return [{"name": name, "value": value, "read_only": False, "is_sensitive": False,
                  "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
                 for name, value in sorted(merged.items())]
 
-    def created(name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str]) -> dict:
+    def created(self, name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str]) -> dict:
         return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
-                "num_partitions": partitions, "replication_factor": 1, "configs": config_list(overrides)}
+                "num_partitions": partitions, "replication_factor": 1, "configs": self.config_list(overrides)}
 
-    def refused(name: str, code: ErrorCode, message: str) -> dict:
-        return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
-                "num_partitions": -1, "replication_factor": -1, "configs": None}
-
-    def create(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
+        data = self.data
+        created = self.created
+        spec = API_TABLE[ApiKey.CREATE_TOPICS]
         counts = Counter(t.name for t in request.topics)
         results = [refused(name, ErrorCode.invalid_request, "Duplicate topic name.")
                    for name, count in counts.items() if count > 1]
@@ -130,7 +123,7 @@ def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
                     results[place] = refused(info.name, error.code, str(error))
                 else:  # the disk refused the new partition directories or the catalog
                     results[place] = refused(info.name, error_code_for(error), f"Cannot create the topic: {error}")
-            return await _settled(respond())
+            return await settled(respond())
 
         if len(request.topics) <= sliced_encoding.SLICE:
             check(request.topics)
@@ -138,17 +131,18 @@ def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
             await sliced_encoding.in_slices(request.topics, check)
-            return await (_settled(respond()) if too_large() or not reserved else after_creation())
+            return await (settled(respond()) if too_large() or not reserved else after_creation())
 
         return in_slices()
 
-    return create
 
+class DeleteTopicsHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
 
-def _delete_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
-    spec = API_TABLE[ApiKey.DELETE_TOPICS]
-
-    def delete(ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request) -> object:
+        data = self.data
+        spec = API_TABLE[ApiKey.DELETE_TOPICS]
         version = ctx.api_version
         if version >= 6:
             wanted = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
@@ -205,7 +199,7 @@ def _delete_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
                 for result in results:
                     if result["error_code"] == ErrorCode.none and result["name"] in gone:
                         result.update(error_code=code, error_message=f"Cannot write the topic catalog: {exc}")
-            return await _settled(respond())
+            return await settled(respond())
 
         if len(wanted) <= sliced_encoding.SLICE:
             detach(wanted)
@@ -213,8 +207,11 @@ def _delete_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
             await sliced_encoding.in_slices(wanted, detach)
-            return await (after_removal() if detached else _settled(respond()))
+            return await (after_removal() if detached else settled(respond()))
 
         return in_slices()
 
-    return delete
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.CREATE_TOPICS, CreateTopicsHandler(services.data).handle)
+    dispatcher.register(ApiKey.DELETE_TOPICS, DeleteTopicsHandler(services.data).handle)

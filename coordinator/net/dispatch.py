@@ -5,10 +5,14 @@ table row without a handler or a handler without a row. A handler gets the reque
 context and the decoded kio request and returns the kio response, an awaitable of it
 (for delayed operations), or None (no response, as Produce with acks=0).
 
-A fast path may be registered per api key (`register_fast`) for hot requests: it gets
-the raw frame and returns the complete response frame (or a Deferred one), or None to
-send the frame down the generic path. It may specialise parsing and encoding
-only; the handler's logic must be the one the generic handler calls.
+A fast path may be registered with a handler (`register(key, handler, fast=...)`) for hot
+requests: it gets the raw frame and returns the complete response frame (or a Deferred one),
+or None to send the frame down the generic path. It may specialise parsing and encoding
+only; the handler's logic must be the one the generic handler calls. `fast_path(key)` and
+`handler(key)` give tests what is registered.
+
+An answer that arrives later is a Deferred: a coordinator.completion.Completion, or the Task
+of a coroutine handler (asyncio's own), made in one place (`later`).
 
 Protocol violations (unknown api key, unsupported version of anything but
 ApiVersions, a header or body that does not parse) raise CloseConnection: Kafka closes
@@ -31,7 +35,7 @@ from protocol.codec import DecodeError, decode_request, decode_request_sliced, e
 from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
 from protocol.sliced_decode import SLICED_FROM
 
-from coordinator.completion import LateAnswer
+from coordinator.completion import Completion
 
 log = structlog.get_logger(__name__)
 
@@ -56,10 +60,10 @@ FastPath = Callable[[bytes, int, int], "bytes | Deferred | None"]  # (frame, api
 
 @dataclass(slots=True)
 class Deferred:
-    """A response still being computed; `finish` encodes it once `future` is done (an
-    asyncio future, or a LateAnswer: the same interface, settled without the loop)."""
+    """A response still being computed; `finish` encodes it once `future` is done (a
+    Completion, settled without the loop, or the Task of a coroutine handler: the same interface)."""
 
-    future: asyncio.Future | LateAnswer
+    future: asyncio.Future | Completion
     correlation_id: int
     header_version: int
     api_name: str
@@ -82,22 +86,33 @@ class Abandonable:
         self.release = release
 
 
+def later(answer: Any, correlation_id: int, header_version: int, api_name: str,
+          release: Callable[[], Any] | None = None, barrier: bool = False) -> Deferred:
+    """The Deferred for a Completion, or for an awaitable run as a Task (the one place one is made)."""
+    if not isinstance(answer, Completion):
+        answer = asyncio.ensure_future(answer)
+    return Deferred(answer, correlation_id, header_version, api_name, release=release, barrier=barrier)
+
+
 class Dispatcher:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
         self._fast: dict[int, FastPath] = {}
         self._unsupported_api_versions: Callable[[], Any] | None = None
 
-    def register(self, api_key: ApiKey, handler: Handler) -> None:
+    def register(self, api_key: ApiKey, handler: Handler, fast: FastPath | None = None) -> None:
+        """The handler of `api_key`, and optionally its fast path (a parse/encode shortcut)."""
         if int(api_key) in self._handlers:
             raise ValueError(f"{api_key.name} has a handler already")
         self._handlers[int(api_key)] = handler
+        if fast is not None:
+            self._fast[int(api_key)] = fast
 
-    def register_fast(self, api_key: ApiKey, fast: FastPath) -> None:
-        """A parse/encode shortcut for `api_key`; the generic handler must be registered too."""
-        if int(api_key) in self._fast:
-            raise ValueError(f"{api_key.name} has a fast path already")
-        self._fast[int(api_key)] = fast
+    def handler(self, api_key: ApiKey) -> Handler:
+        return self._handlers[int(api_key)]
+
+    def fast_path(self, api_key: ApiKey) -> FastPath:
+        return self._fast[int(api_key)]
 
     def on_unsupported_api_versions(self, build: Callable[[], Any]) -> None:
         """KIP-511: what a too-new ApiVersions request gets (a v0 response body)."""
@@ -105,8 +120,6 @@ class Dispatcher:
 
     def verify(self) -> None:
         missing = sorted(set(API_TABLE) - set(self._handlers))
-        if set(self._fast) - set(self._handlers):
-            raise RuntimeError(f"fast paths without a handler: {sorted(set(self._fast) - set(self._handlers))}")
         extra = sorted(set(self._handlers) - set(API_TABLE))
         if missing or extra or self._unsupported_api_versions is None:
             raise RuntimeError(f"api table and handlers disagree: missing={missing} extra={extra}")
@@ -147,8 +160,8 @@ class Dispatcher:
             raise CloseConnection(f"{spec.name} v{api_version} header does not parse: {exc}") from None
         context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port)
         if len(frame) > SLICED_FROM:
-            return Deferred(asyncio.ensure_future(self._sliced(spec, context, frame, header.body_offset)),
-                            correlation_id, spec.response_header_versions[api_version], spec.name, barrier=True)
+            return later(self._sliced(spec, context, frame, header.body_offset),
+                         correlation_id, spec.response_header_versions[api_version], spec.name, barrier=True)
         try:
             request = decode_request(spec, api_version, frame, header.body_offset)
         except DecodeError as exc:
@@ -175,7 +188,7 @@ class Dispatcher:
         result = self._handle(spec, context, request)
         if result.__class__ is Abandonable:  # a parked Fetch: its connection waits for it here anyway
             result = result.awaitable
-        if hasattr(result, "__await__"):  # a coroutine, Future, PendingWrite or LateAnswer
+        if hasattr(result, "__await__"):  # a coroutine, Future or Completion
             result = await result
         return result
 
@@ -183,13 +196,12 @@ class Dispatcher:
         header_version = spec.response_header_versions[version]
         if result is None:
             return None
-        if isinstance(result, LateAnswer):
+        if isinstance(result, Completion):
             return Deferred(result, correlation_id, header_version, spec.name)
         if result.__class__ is Abandonable:
-            return Deferred(asyncio.ensure_future(result.awaitable), correlation_id, header_version, spec.name,
-                            release=result.release)
-        if hasattr(result, "__await__"):  # coroutine, Future or PendingWrite; cheaper than inspect.isawaitable
-            return Deferred(asyncio.ensure_future(result), correlation_id, header_version, spec.name)
+            return later(result.awaitable, correlation_id, header_version, spec.name, release=result.release)
+        if hasattr(result, "__await__"):  # coroutine or Future; cheaper than inspect.isawaitable
+            return later(result, correlation_id, header_version, spec.name)
         try:
             return encode_response(correlation_id, header_version, result)
         except Exception:

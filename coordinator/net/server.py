@@ -26,7 +26,7 @@ import itertools
 import socket
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -36,7 +36,7 @@ from protocol.framing import frame as size_prefixed
 from coordinator.config import Config, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
-from coordinator.completion import LateAnswer
+from coordinator.completion import Completion
 
 log = structlog.get_logger(__name__)
 
@@ -100,15 +100,15 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
-        peer = transport.get_extra_info("peername") or ("?", 0)
+        tcp = self.transport = cast(asyncio.Transport, transport)  # a stream server's: uvloop's TCPTransport
+        peer = tcp.get_extra_info("peername") or ("?", 0)
         self.peer_host, self.peer_port = peer[0], peer[1]
         if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
-            transport.abort()
+            tcp.abort()
             return
         self.admitted = True
         high = self.server.config.socket_send_buffer_high_bytes
-        transport.set_write_buffer_limits(high=high, low=high // 4)
+        tcp.set_write_buffer_limits(high=high, low=high // 4)
         self.last_active = self.loop.time()
         self.idle_timer = self.loop.call_at(self.last_active + self.server.idle_seconds, self._idle_check)
         self.server.connections.add(self)
@@ -133,7 +133,7 @@ class Connection(asyncio.Protocol):
         if result.__class__ is bytes:
             self.transport.write(result)  # type: ignore[union-attr]
             return
-        self._hold(result, len(request))
+        self.hold(result, len(request))
         self._update_reading()
 
     def _dispatch(self, request: bytes) -> Any:
@@ -147,7 +147,9 @@ class Connection(asyncio.Protocol):
             self._internal_error(exc)
         return _CLOSED
 
-    def _hold(self, deferred: Deferred, size: int) -> None:
+    def hold(self, deferred: Deferred, size: int) -> None:
+        """Queue a deferred answer in its request's place; its request's `size` bytes count as
+        outstanding until it is written."""
         if deferred.barrier:
             self.barrier = deferred
         deferred.request_bytes = size
@@ -230,7 +232,7 @@ class Connection(asyncio.Protocol):
                     else:
                         out.append(result)
                 else:
-                    self._hold(result, len(frame))
+                    self.hold(result, len(frame))
                     if self.pending_bytes >= self.max_pending_bytes or self.barrier is not None:
                         self._unread(list(unread))  # left for when the outstanding bytes drop
                         break
@@ -267,10 +269,10 @@ class Connection(asyncio.Protocol):
 
     def _deferred_done(self, answer: Any) -> None:
         """A deferred answer is ready. An asyncio future calls this from the loop: deliver
-        now. A LateAnswer calls it synchronously from inside whatever settled it (a flush
+        now. A Completion calls it synchronously from inside whatever settled it (a flush
         settles a connection's answers together): deliver on the next loop callback, once
         however many become ready before it."""
-        if not isinstance(answer, LateAnswer):
+        if not isinstance(answer, Completion):
             self._deliver()
         elif not self.delivery_scheduled:
             self.delivery_scheduled = True

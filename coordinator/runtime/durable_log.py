@@ -149,7 +149,7 @@ def _encode_writes(writes: list[PendingWrite], now: int,
     tails: list = []
     encode_tails = record_codec.encode_tails
     for pending in writes:
-        if pending.done:  # e.g. failed by an unload meanwhile
+        if pending.done():  # e.g. failed by an unload meanwhile
             continue
         try:
             encoded = pending.tails

@@ -115,13 +115,14 @@ class Shard:
         """Apply `records` through `replay_all`, append them; the result completes when durable
         (a failed one is taken back first: see the module docstring). `tails`, if given, must be
         record_codec.encode_tails(records) (the log uses them)."""
-        pending = PendingWrite(records, tails)
         if self.state is ShardState.UNLOADED:
+            pending = PendingWrite(records, tails)
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
         undo: list = []
         removed = self.replay_all(records, True, undo)
-        pending._store = store = self.offsets
+        store = self.offsets
+        pending = PendingWrite(records, tails, store)
         store.begin(pending, records, undo)
         if removed is not None:  # the first callback: later ones see the groups back
             pending.add_callback(self._restore_on_failure(removed))

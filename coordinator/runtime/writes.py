@@ -8,11 +8,11 @@ then runs the callbacks; `runtime.durable_log.DurableLog` is the real `RecordLog
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable, Generator, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import structlog
 
-from coordinator.completion import run_callbacks, settle_future
+from coordinator.completion import Completion
 from coordinator.records import Record
 
 if TYPE_CHECKING:
@@ -23,35 +23,26 @@ log = structlog.get_logger(__name__)
 WriteCallback = Callable[[BaseException | None], None]
 
 
-class PendingWrite:
-    """The completion of one append: awaitable, and with callbacks run synchronously.
-
-    A shard's write first settles its own bookkeeping (`_store`'s writes in flight),
-    then runs the callbacks: slots, not a closure per write.
+class PendingWrite(Completion):
+    """The completion of one append: a Completion (settled with None, or the write's error)
+    carrying its records. A shard's write first settles its own bookkeeping (`_store`'s
+    writes in flight), then the waiters run, synchronously: slots, not a closure per write.
     """
 
-    __slots__ = ("records", "tails", "done", "error", "_callbacks", "_future", "_store")
+    __slots__ = ("records", "tails", "_store")
 
-    def __init__(self, records: list[Record], tails: list[bytes] | None = None) -> None:
+    def __init__(self, records: list[Record], tails: list[bytes] | None = None,
+                 store: OffsetStore | None = None) -> None:
+        """`store`: the offset store that tracks this write in flight (OffsetStore.begin), settled first."""
+        Completion.__init__(self)
         self.records = records
         self.tails = tails  # record_codec.encode_tails(records), when the writer made them already
-        self.done = False
-        self.error: BaseException | None = None
-        self._callbacks: list[WriteCallback] = []
-        self._future: asyncio.Future | None = None
-        self._store: OffsetStore | None = None
-
-    def add_callback(self, callback: WriteCallback) -> None:
-        if self.done:
-            callback(self.error)
-        else:
-            self._callbacks.append(callback)
+        self._store = store
 
     def resolve(self, error: BaseException | None = None) -> None:
-        if self.done:
+        """What the log calls once the records are durable (None) or will not be (the error)."""
+        if self._done:
             return
-        self.done = True
-        self.error = error
         store = self._store
         if store is not None:
             self._store = None
@@ -59,19 +50,13 @@ class PendingWrite:
                 store.end(self, error)
             except Exception:
                 log.exception("settling a write's offsets failed")
-        callbacks, self._callbacks = self._callbacks, []
-        if callbacks:
-            run_callbacks(callbacks, error, "write callback failed")
-        if self._future is not None:
-            settle_future(self._future, None, error)
+        self._error = error  # settled with None, or the error
+        self._settle()
 
-    def __await__(self) -> Generator[Any, None, None]:
-        if not self.done:
-            if self._future is None:
-                self._future = asyncio.get_running_loop().create_future()
-            yield from self._future.__await__()
-        if self.error is not None:
-            raise self.error
+    def add_callback(self, callback: WriteCallback) -> None:
+        """`callback(error or None)` once settled: the form the group operations use
+        (coordinator/groups/); handlers derive their answers with `then`."""
+        self.add_done_callback(lambda write: callback(write.exception()))
 
 
 class RecordLog(Protocol):

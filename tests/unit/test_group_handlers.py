@@ -12,6 +12,7 @@ from kio.serial import entity_reader
 from kio.static.primitive import i32, i32Timedelta
 
 from coordinator.net.dispatch import Deferred, Dispatcher
+from protocol.apis import ApiKey
 from tests.support.dispatch import InProcess, make_services
 from tests.support.wire_client import request_frame, response_class_for
 
@@ -89,7 +90,7 @@ async def test_heartbeat_responses_are_shared_per_version_and_error(proc):
                                                  group_instance_id=None)
     first = await call(proc, hb)
     assert first.error_code is E.unknown_member_id
-    handler = proc.dispatcher._handlers[12]
+    handler = proc.dispatcher.handler(ApiKey.HEARTBEAT)
 
     class Ctx:
         api_version = 4

@@ -1,7 +1,8 @@
 """JoinGroup / SyncGroup answers that arrive after the handler returned (delayed operations), per version.
 
 The handlers build these responses directly (not through protocol/build.py) and hand the
-dispatcher a plain future: these tests pin each version's shape and the failure path.
+dispatcher a Completion (coordinator/completion.py): these tests pin each version's shape and
+the failure path.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.handlers.groups import _Reply
+from coordinator.completion import Completion
 from tests.support.dispatch import InProcess, make_services
 from tests.unit.test_group_handlers import call, join_request, schema
 from tests.support.wire_client import request_frame
@@ -52,7 +53,7 @@ async def two_members(proc: InProcess, version: int) -> tuple:
     else:
         pending = [dispatch(proc, join_request(version, mid, **extra)) for mid in (first_id, second_id)]
     assert all(isinstance(p, Deferred) for p in pending)
-    # the answers are plain futures (no Task per waiting member)
+    # the answers are Completions (no Task per waiting member)
     assert not any(isinstance(p.future, asyncio.Task) for p in pending)
     cls = schema("join_group", version, "response").JoinGroupResponse
     return tuple([await answer(deferred, cls) for deferred in pending])
@@ -102,23 +103,23 @@ async def test_delayed_sync_answer_per_version(proc, version):
 
 
 async def test_reply_answered_before_the_handler_returned_is_converted_at_once():
-    reply = _Reply()
-    reply("early")
-    reply("ignored")  # only the first answer counts
-    assert reply.respond(str.upper) == "EARLY"
+    reply = Completion()
+    reply.set_result("early")
+    reply.set_result("ignored")  # only the first answer counts
+    assert reply.now_or_then(str.upper) == "EARLY"
 
 
 async def test_reply_conversion_failure_fails_the_future():
-    reply = _Reply()
-    future = reply.respond(lambda result: 1 // 0)
-    reply("late")
+    reply = Completion()
+    future = reply.now_or_then(lambda result: 1 // 0)
+    reply.set_result("late")
     with pytest.raises(ZeroDivisionError):
         await future
 
 
 async def test_reply_after_the_future_was_cancelled_is_dropped():
-    reply = _Reply()
-    future = reply.respond(str.upper)
+    reply = Completion()
+    future = reply.now_or_then(str.upper)
     future.cancel()
-    reply("late")  # a closed connection cancelled it: no InvalidStateError
+    reply.set_result("late")  # a closed connection cancelled it: no InvalidStateError
     assert future.cancelled()

@@ -535,13 +535,13 @@ def test_last_member_leaving_writes_the_empty_group_record():
     a, = h.stable_group(1)
     h.log.records.clear()
     result, write = h.leave(a)
-    assert write is not None and not write.done
+    assert write is not None and not write.done()
     group = h.group()
     assert group.state is S.EMPTY and group.generation_id == 2
     assert h.log.all_records() == [GroupMetadataRecord("g", GroupMetadataValue(
         "consumer", 2, None, None, (), group.state_timestamp))]
     h.log.complete()
-    assert write.done and write.error is None
+    assert write.done() and write.exception() is None
 
 
 def test_leaving_member_waiting_in_join_gets_unknown_member_id():

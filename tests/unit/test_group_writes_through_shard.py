@@ -74,7 +74,7 @@ def test_leave_returns_its_record_and_the_shard_hands_the_write_to_the_handler()
     assert result is not None and len(h.log.all_records()) == before
     assert h.group().state.value == "Empty"
     write = shard.write_result(result)
-    assert write is not None and not write.done and len(h.log.all_records()) == before + 1
+    assert write is not None and not write.done() and len(h.log.all_records()) == before + 1
 
 
 def test_a_timer_fired_join_completion_is_written_through_the_shard_and_its_failure_is_warned():

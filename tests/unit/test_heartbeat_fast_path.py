@@ -1,6 +1,6 @@
 """The Heartbeat fast path answers byte for byte as the generic path, or hands the frame to it.
 
-Every test compares `fast_heartbeat` (hand-read frame, cached response frame) with
+Every test compares the fast path, `HeartbeatHandler.fast` (hand-read frame, cached response frame), with
 `Dispatcher.dispatch_generic` (kio decode, handler, encoder) on the same frame and the
 same group state: for every version and every error the shared heartbeat decision
 gives, for generated field values, and for mangled frames, where the fast path must
@@ -28,7 +28,6 @@ from tests.support.dispatch import InProcess, make_services
 from tests.support.wire_client import request_frame
 
 E = ErrorCode
-HEARTBEAT = int(ApiKey.HEARTBEAT)
 VERSIONS = range(5)
 HOST, PORT = "10.0.0.1", 5555
 
@@ -43,7 +42,7 @@ def heartbeat(version: int, group_id: str, generation: int, member_id: str, inst
 
 def fast(proc: InProcess, frame: bytes) -> bytes | None:
     _key, version, correlation_id = struct.unpack_from(">hhi", frame)
-    return proc.dispatcher._fast[HEARTBEAT](frame, version, correlation_id)
+    return proc.dispatcher.fast_path(ApiKey.HEARTBEAT)(frame, version, correlation_id)
 
 
 def generic(proc: InProcess, frame: bytes) -> bytes | str:

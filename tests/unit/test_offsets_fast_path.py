@@ -1,7 +1,7 @@
 """The OffsetCommit fast path answers and writes exactly as the generic path, or declines.
 
 Two identical harnesses (fake clock, MemoryLog) receive the same frames: one through
-the fast path (`Dispatcher._fast`), one through `Dispatcher.dispatch_generic`. Their
+the fast path (`Dispatcher.fast_path`), one through `Dispatcher.dispatch_generic`. Their
 answers (bytes), the records written and the offsets stored must be equal, for every
 version the fast path takes (v2-v9), for the answers a commit can get (NONE, member and
 generation errors, too-large metadata, a loading partition, an empty group id), and for
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
-from coordinator.completion import WriteAnswer
+from coordinator.completion import Completion
 from coordinator.runtime.shard import ShardState
 from protocol.apis import ApiKey
 from protocol.header import encode_request_header
@@ -37,7 +37,7 @@ def frame_of(request: Any, correlation_id: int = 7) -> bytes:
 
 def fast(proc: OffsetsHarness, frame: bytes) -> bytes | Deferred | None:
     _key, version, correlation_id = struct.unpack_from(">hhi", frame)
-    return proc.dispatcher._fast[COMMIT](frame, version, correlation_id)
+    return proc.dispatcher.fast_path(ApiKey.OFFSET_COMMIT)(frame, version, correlation_id)
 
 
 def generic(proc: OffsetsHarness, frame: bytes) -> bytes | Deferred | str:
@@ -83,7 +83,7 @@ def test_a_commit_is_deferred_until_durable_and_answered_as_the_generic_path(ver
     request = commit_request(version, "g", {("t", 0): 5, ("t", 1): 6, ("u", 3): 7}, metadata="m")
     proc = OffsetsHarness()
     out = fast(proc, frame_of(request))
-    assert isinstance(out, Deferred) and isinstance(out.future, WriteAnswer)
+    assert isinstance(out, Deferred) and isinstance(out.future, Completion)
     answer = decode(request, settled(proc, out))
     assert set(codes(answer).values()) == {E.none}
     assert proc.coordinator.shard_for("g").offsets.get("g", "u", 3).offset == 7

@@ -10,7 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.handlers import offset_fetch_slices, offsets as offsets_handlers
+from coordinator.handlers import offset_fetch, offset_fetch_slices
 from tests.support.offsets import OffsetsHarness, commit_request, decode, fetch_request
 from tests.unit.test_offsets_legacy import fetch_v0
 from tests.support.wire_client import request_frame
@@ -61,7 +61,7 @@ async def test_a_failing_read_answers_unknown_server_error_for_the_group(monkeyp
     proc = harness()
     request = request_for(5)
     monkeypatch.setattr(offset_fetch_slices, "SLICE", 4)
-    monkeypatch.setattr(offsets_handlers, "fetch", lambda *args: 1 / 0)
+    monkeypatch.setattr(offset_fetch, "fetch", lambda *args: 1 / 0)
     out, deferred = await answer_bytes(proc, request)
     monkeypatch.setattr(offset_fetch_slices, "SLICE", 10**9)
     expected, _ = await answer_bytes(proc, request)  # the generic path's answer to the same failure

@@ -7,7 +7,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
-from coordinator.handlers.offsets import with_commit_timestamps
+from coordinator.handlers.offset_commit import with_commit_timestamps
 from coordinator.records import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import ShardState
 from protocol import legacy_messages as m

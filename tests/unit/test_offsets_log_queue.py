@@ -74,7 +74,7 @@ async def test_close_appends_what_is_queued(tmp_path):
     write = PendingWrite(commits("g", 0, 3))
     durable.append(0, write)
     await durable.close()
-    assert write.done and write.error is None
+    assert write.done() and write.exception() is None
     reopened = await open_log(tmp_path)
     assert [len(b) for b in batches_of(reopened, 0)] == [3]
     await reopened.close()
@@ -87,7 +87,7 @@ async def test_a_write_failed_while_queued_is_not_appended(tmp_path):
     shard.set_state(shard.state.ACTIVE)
     write = shard.write(commits("g", 0, 2))
     shard.unload()  # fails the write before the turn ends
-    assert write.done and write.error is not None
+    assert write.done() and write.exception() is not None
     kept = PendingWrite(commits("g", 9, 1))
     durable.append(0, kept)
     await kept
@@ -100,10 +100,10 @@ async def test_writes_to_a_closed_partition_fail(tmp_path):
     write = PendingWrite(commits("g", 0, 1))
     durable.append(0, write)
     await durable.close_partition(0)
-    assert write.done and write.error is None  # queued before the close: appended by it
+    assert write.done() and write.exception() is None  # queued before the close: appended by it
     late = PendingWrite(commits("g", 0, 1))
     durable.append(0, late)
-    assert late.done and late.error is not None
+    assert late.done() and late.exception() is not None
 
 
 async def test_a_write_with_a_number_out_of_range_fails_alone(tmp_path):
@@ -113,6 +113,6 @@ async def test_a_write_with_a_number_out_of_range_fails_alone(tmp_path):
     durable.append(0, bad)
     durable.append(0, ok)
     await asyncio.wait_for(durable.flush(), 10)
-    assert bad.done and isinstance(bad.error, struct.error)
-    assert ok.done and ok.error is None
+    assert bad.done() and isinstance(bad.exception(), struct.error)
+    assert ok.done() and ok.exception() is None
     await durable.close()

@@ -39,7 +39,7 @@ def heartbeat_frame(group: str) -> bytes:
 
 async def answer_of(out: bytes | Deferred | None) -> bytes | None:
     if isinstance(out, Deferred):
-        await out.future  # an asyncio future or a LateAnswer: both are awaitable
+        await out.future  # an asyncio future or a Completion: both are awaitable
         return Dispatcher.finish(out)
     return out
 

@@ -1,4 +1,4 @@
-"""LateAnswer / WriteAnswer, and how a connection delivers answers settled outside the loop."""
+"""Completion (settling, deriving with `then`), and how a connection delivers answers settled outside the loop."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import asyncio
 import pytest
 
 from coordinator.net.dispatch import Deferred
-from coordinator.completion import LateAnswer, WriteAnswer
+from coordinator.completion import Completion
 from protocol.framing import frame
 from tests.unit.test_connection import answer, make_connection
 
 
 def test_waiters_run_at_once_when_settled_and_the_first_settle_wins():
-    late = LateAnswer()
+    late = Completion()
     seen: list = []
     late.add_done_callback(lambda a: seen.append(("first", a.result())))
     late.add_done_callback(lambda a: seen.append(("second", a.result())))
@@ -32,7 +32,7 @@ def test_waiters_run_at_once_when_settled_and_the_first_settle_wins():
 
 
 def test_a_failing_waiter_does_not_starve_the_others_and_removed_waiters_do_not_run():
-    late = LateAnswer()
+    late = Completion()
     seen: list = []
 
     def broken(_a):
@@ -54,39 +54,52 @@ def test_a_failing_waiter_does_not_starve_the_others_and_removed_waiters_do_not_
 
 
 async def test_await_gives_the_value_or_raises():
-    late = LateAnswer()
+    late = Completion()
     asyncio.get_running_loop().call_soon(late.set_result, "v")
     assert await late == "v"
     assert await late == "v"  # settled: no future needed
-    failed = LateAnswer()
+    failed = Completion()
     asyncio.get_running_loop().call_soon(failed.set_exception, KeyError("k"))
     with pytest.raises(KeyError):
         await failed
 
 
-def test_write_answer_settles_with_ok_failed_or_their_exception():
-    ok = WriteAnswer(lambda a, b: a + b, lambda a, b, error: (a, b, str(error)), (1, 2))
-    ok(None)
+def test_then_settles_with_ok_failed_or_their_exception():
+    written = Completion()
+    ok = written.then(lambda a, b, _value: a + b, lambda a, b, error: (a, b, str(error)), 1, 2)
+    assert not ok.done()
+    written.set_result(None)
     assert ok.result() == 3
-    failed = WriteAnswer(lambda a, b: a + b, lambda a, b, error: (a, b, str(error)), (1, 2))
-    failed(OSError("disk"))
-    assert failed.result() == (1, 2, "disk")
+    refused = Completion()
+    refused.set_exception(OSError("disk"))
+    failed = refused.then(lambda a, b, _value: a + b, lambda a, b, error: (a, b, str(error)), 1, 2)
+    assert failed.result() == (1, 2, "disk")  # derived from a settled one: settled at once
 
-    def explode() -> None:
+    def explode(*_args) -> None:
         raise RuntimeError("encoding failed")
 
-    broken = WriteAnswer(explode, explode)
-    broken(None)
+    broken = written.then(explode, explode)
     assert isinstance(broken.exception(), RuntimeError)
+    passed_on = refused.then(explode)  # no `failed`: the same error
+    assert isinstance(passed_on.exception(), OSError)
+
+
+def test_a_cancelled_completion_drops_its_answer():
+    late = Completion()
+    seen: list = []
+    late.add_done_callback(seen.append)
+    assert late.cancel() and late.cancelled() and seen == [late]
+    late.set_result("late")
+    with pytest.raises(asyncio.CancelledError):
+        late.result()
+    assert not late.cancel()
 
 
 async def test_a_connection_delivers_late_answers_together_on_the_next_loop_callback():
     connection, transport, _dispatcher = make_connection(**{"queued.max.requests": "10"})
-    lates = [LateAnswer() for _ in range(3)]
+    lates = [Completion() for _ in range(3)]
     for i, late in enumerate(lates):
-        deferred = Deferred(late, i + 1, 0, "test")
-        connection.pending.append(deferred)
-        late.add_done_callback(connection._deferred_done)
+        connection.hold(Deferred(late, i + 1, 0, "test"), 0)
     writes = []
     original = transport.write
     transport.write = lambda data: (writes.append(data), original(data))  # type: ignore[method-assign]
@@ -100,9 +113,8 @@ async def test_a_connection_delivers_late_answers_together_on_the_next_loop_call
 
 async def test_a_delivery_scheduled_before_the_connection_is_lost_does_nothing():
     connection, transport, dispatcher = make_connection(**{"queued.max.requests": "10"})
-    late = LateAnswer()
-    connection.pending.append(Deferred(late, 1, 0, "test"))
-    late.add_done_callback(connection._deferred_done)
+    late = Completion()
+    connection.hold(Deferred(late, 1, 0, "test"), 0)
     late.set_result(answer("a"))  # schedules the delivery
     connection.buffer += frame(b"Sb")  # a request that arrived just before the peer left
     connection.connection_lost(None)

@@ -1,0 +1,60 @@
+"""OffsetDelete v0: kio messages <-> coordinator/offsets/manager.py's `delete_offsets`; a
+group-level error answers at top level; the answer waits for the tombstones to be written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+from coordinator.errors import write_error_code
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.offsets.manager import delete_offsets
+from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.services import Services
+
+log = structlog.get_logger("coordinator.offsets.manager")
+
+E = ErrorCode
+
+
+def delete_response(code: ErrorCode, answer: list, _written: Any = None) -> Any:
+    return build(API_TABLE[ApiKey.OFFSET_DELETE].responses[0], error_code=code, throttle_time=NO_THROTTLE, topics=[
+        {"name": name, "partitions": [{"partition_index": i, "error_code": c} for i, c in codes]}
+        for name, codes in answer])
+
+
+def delete_failed(_code: ErrorCode, _answer: list, error: BaseException) -> Any:
+    return delete_response(write_error_code(error), [])
+
+
+class OffsetDeleteHandler:
+    def __init__(self, groups: GroupCoordinator) -> None:
+        self.shard_for = groups.shard_for
+
+    def handle(self, ctx: RequestContext, request: Any) -> Any:
+        group_id = request.group_id
+        if not group_id:
+            return delete_response(E.invalid_group_id, [])
+        try:
+            shard = self.shard_for(group_id)
+            if shard.error is not None:
+                return delete_response(shard.error, [])
+            code, records, answer = delete_offsets(shard, group_id, request.topics)
+        except Exception:
+            log.exception("OffsetDelete failed", group=group_id)
+            return delete_response(E.unknown_server_error, [])
+        if code is not E.none:
+            return delete_response(code, [])
+        if not records:
+            return delete_response(E.none, answer)
+        return shard.write(records).then(delete_response, delete_failed, E.none, answer)
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.OFFSET_DELETE, OffsetDeleteHandler(services.groups).handle)

@@ -1,0 +1,113 @@
+"""OffsetFetch v0-v9: kio messages <-> coordinator/offsets/manager.py's `fetch`.
+
+OffsetFetch v0 (a class from protocol/legacy_messages.py) is v1: Kafka read v0 from ZooKeeper;
+we read the one store. A group-level error (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
+INVALID_GROUP_ID) is answered on the group (v8+), at top level (v2-v7) or on every requested
+partition (v1), as Kafka's GroupCoordinatorService / KafkaApis do. A request naming more than
+offset_fetch_slices.SLICE partitions is answered in slices by offset_fetch_slices.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import nested_class
+
+from coordinator.handlers import offset_fetch_slices as fetch_slices
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.offsets.manager import fetch
+from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.services import Services
+
+log = structlog.get_logger("coordinator.offsets.manager")
+
+E = ErrorCode
+FETCH_TOP_ERROR_FROM = 2
+FETCH_THROTTLE_FROM = 3
+FETCH_EPOCH_FROM = 5
+FETCH_STABLE_FROM = 7
+FETCH_GROUPS_FROM = 8
+
+_CLASSES = API_TABLE[ApiKey.OFFSET_FETCH].responses
+_GROUP = {v: nested_class(cls, "groups") for v, cls in _CLASSES.items() if v >= FETCH_GROUPS_FROM}
+_TOPIC = {v: nested_class(_GROUP[v] if v >= FETCH_GROUPS_FROM else cls, "topics") for v, cls in _CLASSES.items()}
+_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+
+
+def fetch_topics(version: int, rows: list) -> tuple:
+    """The topics array of a response: rows [(topic, [(index, offset, epoch, metadata, code)])]."""
+    topic_cls, partition_cls = _TOPIC[version], _PARTITION[version]
+    with_epoch = version >= FETCH_EPOCH_FROM
+    out = []
+    for name, partitions in rows:
+        parts = []
+        for index, offset, epoch, metadata, code in partitions:
+            if with_epoch:
+                parts.append(partition_cls(partition_index=index, committed_offset=offset,
+                                           committed_leader_epoch=epoch, metadata=metadata, error_code=code))
+            else:
+                parts.append(partition_cls(partition_index=index, committed_offset=offset,
+                                           metadata=metadata, error_code=code))
+        out.append(topic_cls(name=name, partitions=tuple(parts)))
+    return tuple(out)
+
+
+class OffsetFetchHandler:
+    def __init__(self, groups: GroupCoordinator) -> None:
+        self.shard_for = groups.shard_for
+
+    def group_error(self, group_id: str) -> ErrorCode | None:
+        """An OffsetFetch's group-level error, or None."""
+        if not group_id:
+            return E.invalid_group_id
+        return self.shard_for(group_id).error
+
+    def read(self, group_id: str, topics: Any, require_stable: bool) -> list:
+        return fetch(self.shard_for(group_id), group_id, topics, require_stable)
+
+    def fetch_group(self, group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
+        code = self.group_error(group_id)
+        if code is not None:
+            return code, []
+        try:
+            return E.none, self.read(group_id, topics, require_stable)
+        except Exception:
+            log.exception("OffsetFetch failed", group=group_id)
+            return E.unknown_server_error, []
+
+    def handle(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        cls = _CLASSES[version]
+        require_stable = version >= FETCH_STABLE_FROM and request.require_stable
+        if fetch_slices.requested_partitions(version, request) > fetch_slices.SLICE:
+            return fetch_slices.sliced_body(version, request, self.group_error,
+                                            lambda group_id, topics: self.read(group_id, topics, require_stable))
+        if version >= FETCH_GROUPS_FROM:
+            # classic groups: Kafka ignores member id / epoch (ClassicGroup.validateOffsetFetch)
+            out = []
+            for g in request.groups:
+                code, rows = self.fetch_group(g.group_id, g.topics, require_stable)
+                out.append(_GROUP[version](group_id=g.group_id, error_code=code, topics=fetch_topics(version, rows)))
+            return cls(throttle_time=NO_THROTTLE, groups=tuple(out))
+        topics = request.topics
+        code, rows = self.fetch_group(request.group_id, topics, require_stable)
+        if code is not E.none:
+            if version >= FETCH_TOP_ERROR_FROM:
+                rows = []
+            else:  # v1 has no top-level error: every requested partition carries it
+                rows = [(t.name, [(i, -1, -1, "", code) for i in t.partition_indexes]) for t in topics or ()]
+        topic_objs = fetch_topics(version, rows)
+        if version >= FETCH_THROTTLE_FROM:
+            return cls(throttle_time=NO_THROTTLE, topics=topic_objs, error_code=code)
+        if version >= FETCH_TOP_ERROR_FROM:
+            return cls(topics=topic_objs, error_code=code)
+        return cls(topics=topic_objs)
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.OFFSET_FETCH, OffsetFetchHandler(services.groups).handle)
