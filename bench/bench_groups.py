@@ -123,7 +123,7 @@ def rebalance_times(endpoints: dict[str, Any], sizes: list[int], reps: int,
                         REBALANCE_LIMIT_S)))
                     print(f"rep {rep + 1} rebalance {size:>4} {name:<13} {times[name][size][-1] * 1000:,.0f} ms",
                           flush=True)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     failures.append(f"{name}: rebalance of {size} took over {REBALANCE_LIMIT_S} s")
                     broken[name][size] = "timeout"
                 except Exception as exc:  # noqa: BLE001

@@ -47,7 +47,7 @@ def steady_job(host: str, port: int, groups: int, size: int, interval: float, se
         try:
             fleet = await asyncio.wait_for(Fleet.join(host, port, groups, size, connections, prefix=prefix,
                                                         waves=waves), JOIN_LIMIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RuntimeError(f"seating {groups * size:,} members took over {JOIN_LIMIT_S:.0f} s") from None
         joined = time.perf_counter() - started
         try:

@@ -299,7 +299,7 @@ async def _drive(host: str, port: int, w: Workload, report: Callable[[str], None
             conn.transport.close()
     try:
         await asyncio.wait_for(asyncio.shield(shared.all_closed), 5.0)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         for conn in conns:
             conn.transport.abort()
     if shared.error is not None:

@@ -17,7 +17,6 @@ import asyncio
 import os
 import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,7 +38,6 @@ from coordinator.errors import (
     PolicyViolation,
     TopicAlreadyExists,
     TopicDeletionDisabled,
-    UnknownTopicOrPartition,
 )
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
 from coordinator.data_plane import topic_configs

@@ -45,7 +45,7 @@ from coordinator.services import Services
 from coordinator.handlers.api_versions import NO_THROTTLE
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 
 
 def _is_transactional(records: bytes | None) -> bool:

@@ -431,7 +431,7 @@ class Server:
                 connection.begin_close()
             try:
                 await asyncio.wait_for(self._all_closed.wait(), grace_seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 for connection in list(self.connections):
                     if connection.transport is not None:
                         connection.transport.abort()

@@ -6,7 +6,6 @@ line protocol, ignore SIGTERM, or leave a grandchild behind.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 

@@ -14,7 +14,6 @@ import threading
 import time
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32
 
 from storage.placement import partition_for
 from tests.support.offsets import commit_request, fetch_request, fetched, schema

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.expiry import expire_all, expire_shard
@@ -21,7 +20,7 @@ from storage.compaction import (FORMAT, FORMAT_VERSION, MANIFEST, TOMBSTONES_FIL
                                 live_segments, tombstone_batches, write_json_atomic)
 from storage.placement import partition_for
 from tests.support.groups import subscription
-from tests.support.offsets import OffsetsHarness, commit_request, fetch_request, fetched
+from tests.support.offsets import OffsetsHarness, commit_request
 
 E = ErrorCode
 HOUR = 3_600_000

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
@@ -20,7 +19,7 @@ from coordinator.runtime.timers import FakeScheduler
 from storage.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
 from storage.snapshot import write_snapshot
-from tests.support.groups import Harness, subscription
+from tests.support.groups import subscription
 from tests.support.offsets import OffsetsHarness, commit_request, delete_request
 
 E = ErrorCode
