@@ -24,7 +24,8 @@ import asyncio
 import sys
 import time
 from functools import partial
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from bench.compare import LOAD_CPU, command_line, parser_for, rss_bytes, server_names, servers, wire_port
 from bench.fleet import Fleet

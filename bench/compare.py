@@ -13,7 +13,8 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 from bench.loadgen import Result, Workload, run
 from bench.peers import NAMES, Endpoint, PeerError, start_server

@@ -24,7 +24,8 @@ import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v3.request import HeartbeatRequest

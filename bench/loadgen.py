@@ -55,7 +55,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map

@@ -20,7 +20,7 @@ import asyncio
 import gc
 import struct
 import timeit
-from typing import Callable
+from collections.abc import Callable
 
 from bench.bench_offsets import commit_frames
 from coordinator import record_codec

@@ -183,7 +183,7 @@ class GcPauses:
         else:
             self.pauses[info["generation"]].append(time.perf_counter() - self._started)
 
-    def __enter__(self) -> "GcPauses":
+    def __enter__(self) -> GcPauses:
         gc.callbacks.append(self)
         return self
 

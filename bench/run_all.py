@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "BENCHMARKS.md"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 FIGURES_MARK = "<!-- FIGURES "
 BEGIN, END = "<!-- BEGIN summary -->", "<!-- END summary -->"

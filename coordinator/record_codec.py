@@ -10,7 +10,7 @@ version: keys v0, values v0/v2/v4).
 from __future__ import annotations
 
 from struct import Struct
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from storage.batch import record_tail
 from storage.errors import InvalidRecordError

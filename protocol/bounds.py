@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, fields
-from typing import Callable, Union
+from typing import Union
+from collections.abc import Callable
 
 from kio.serial._introspect import (
     EntityField,
@@ -66,7 +67,7 @@ class Sized:
 
 @dataclass(frozen=True)
 class Array:
-    element: "Node"
+    element: Node
     compact: bool
     nullable: bool = False
 
@@ -76,8 +77,8 @@ class Entity:
     name: str
     flexible: bool
     nullable: bool  # an int8 marker first, -1 = null (KIP-893 nullable structs)
-    fields: tuple["Node", ...]  # the untagged fields, in order
-    tagged: tuple[tuple[int, "Node"], ...]  # (tag, field)
+    fields: tuple[Node, ...]  # the untagged fields, in order
+    tagged: tuple[tuple[int, Node], ...]  # (tag, field)
 
 
 Node = Union[Fixed, Sized, Array, Entity]

@@ -21,7 +21,7 @@ class Encoded(bytes):
     """A response body encoded ahead of time (for constant answers such as ApiVersions)."""
 
     @classmethod
-    def of(cls, entity: Any) -> "Encoded":
+    def of(cls, entity: Any) -> Encoded:
         out = bytearray()
         writer_for(type(entity))(entity, out)
         return cls(out)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import struct
 from dataclasses import MISSING, fields
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (

@@ -19,7 +19,8 @@ All are non-flexible: request header v1, response header v0. Per version:
 """
 
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader

@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import struct
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Generator, Union
+from typing import Any, Union
+from collections.abc import Callable, Generator
 
 from kio._kio_native import get_field_reader
 from kio.serial._introspect import (
@@ -67,7 +68,7 @@ class _List:
     """An array: `element` is a _Struct (elements holding arrays, read one by one) or kio's
     reader of the whole array field (elements holding none, read CHUNK at a time)."""
 
-    element: Union[Reader, "_Struct"]
+    element: Union[Reader, _Struct]
     compact: bool
     nullable: bool
     min_size: int
@@ -80,8 +81,8 @@ class _Struct:
     cls: type
     flexible: bool
     nullable: bool
-    plain: tuple[tuple[str, "_Step"], ...]
-    tagged: dict[int, tuple[str, "_Step"]]
+    plain: tuple[tuple[str, _Step], ...]
+    tagged: dict[int, tuple[str, _Step]]
 
 
 _Step = Union[_Leaf, _List, _Struct]

@@ -62,7 +62,7 @@ class CleanStats:
     bytes_read: int = 0
     bytes_written: int = 0
 
-    def add(self, other: "CleanStats") -> None:
+    def add(self, other: CleanStats) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from .batch import decode_records, ensure_valid, iter_batches
 from .errors import RecordError

@@ -24,7 +24,7 @@ import os
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import StorageError
 

@@ -29,7 +29,7 @@ always checked here, per batch, with crc32c.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from crc32c import crc32c
 

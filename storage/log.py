@@ -39,7 +39,8 @@ import shutil
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Iterable
 
 import structlog
 
@@ -128,7 +129,7 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     def open(cls, path: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
              flush_policy: FlushPolicy | str = FlushPolicy.FSYNC, flush_interval_ms: int = 1000,
              index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, fsync=os.fsync,
-             executor=None) -> "PartitionLog":
+             executor=None) -> PartitionLog:
         """Open (creating if needed) and recover the partition directory ``path``.
 
         ``fsync`` and ``executor`` are injectable for tests and benchmarks. A flush makes

@@ -23,7 +23,7 @@ rules with a fake clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 
 @dataclass(frozen=True, slots=True)

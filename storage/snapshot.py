@@ -33,7 +33,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -74,7 +74,7 @@ class DataPlaneSettings:
     fetch_max_bytes: int = 57671680  # Kafka's fetch.max.bytes default, 55 MiB
 
     @classmethod
-    def from_config(cls, config: Any) -> "DataPlaneSettings":
+    def from_config(cls, config: Any) -> DataPlaneSettings:
         return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import structlog
 
@@ -36,7 +37,7 @@ def wall_clock_ms() -> int:
 
 
 class RetentionManager:
-    def __init__(self, live: Callable[["Partition"], bool], partitions: Callable[[], list["Partition"]],
+    def __init__(self, live: Callable[[Partition], bool], partitions: Callable[[], list[Partition]],
                  interval_ms: int, clock: Callable[[], int] = wall_clock_ms) -> None:
         self._live = live
         self._partitions = partitions
@@ -80,7 +81,7 @@ class RetentionManager:
                 await asyncio.sleep(0)  # thousands of partitions: let requests run between slices
         return total
 
-    def soon(self, part: "Partition") -> None:
+    def soon(self, part: Partition) -> None:
         """Check ``part`` now, in the background (after DeleteRecords moved its log start offset);
         at most one such check per partition waits at a time, however many requests ask."""
         if part.key in self._early_keys:
@@ -96,12 +97,12 @@ class RetentionManager:
         self._early.add(task)
         task.add_done_callback(self._early.discard)
 
-    async def check(self, part: "Partition") -> int:
+    async def check(self, part: Partition) -> int:
         """Delete what retention allows in ``part`` (then compact it); returns how many segments went."""
         async with self._lock:
             return await self._check(part)
 
-    async def _check(self, part: "Partition") -> int:
+    async def _check(self, part: Partition) -> int:
         if not self._live(part):
             return 0  # its topic was deleted meanwhile
         lg = part.log

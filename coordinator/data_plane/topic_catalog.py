@@ -18,7 +18,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from storage.placement import OFFSETS_TOPIC
 

@@ -12,7 +12,7 @@ or are Kafka's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from storage.log_compaction import CompactionPolicy
 from storage.retention import RetentionPolicy
@@ -114,7 +114,7 @@ class EffectiveConfig:
     compaction: CompactionPolicy | None  # None unless cleanup.policy has compact
 
     @classmethod
-    def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> "EffectiveConfig":
+    def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> EffectiveConfig:
         merged = {**base, **overrides}
         policies = merged["cleanup.policy"].split(",")
         retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]), "delete" in policies)

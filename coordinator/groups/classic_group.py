@@ -13,7 +13,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 

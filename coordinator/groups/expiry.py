@@ -51,7 +51,7 @@ def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | bool:
                               members, group.state_timestamp)
 
 
-def expired_records(shard: "Shard", group: ClassicGroup, now_ms: int, retention_ms: int,
+def expired_records(shard: Shard, group: ClassicGroup, now_ms: int, retention_ms: int,
                     only: set[tuple[str, int]] | None = None) -> tuple[list, bool]:
     """(tombstones for the group's expired offsets, whether the group itself goes).
 
@@ -75,7 +75,7 @@ def expired_records(shard: "Shard", group: ClassicGroup, now_ms: int, retention_
     return records, delete
 
 
-def delete_group_record(shard: "Shard", group: ClassicGroup) -> GroupMetadataRecord:
+def delete_group_record(shard: Shard, group: ClassicGroup) -> GroupMetadataRecord:
     """Take an expired group out of the shard; the caller writes the returned tombstone."""
     group.transition_to(S.DEAD, shard.scheduler.wall_ms())
     shard.groups.pop(group.group_id, None)
@@ -84,7 +84,7 @@ def delete_group_record(shard: "Shard", group: ClassicGroup) -> GroupMetadataRec
     return GroupMetadataRecord(group.group_id, None)
 
 
-def expire_shard(shard: "Shard", now_ms: int, retention_ms: int) -> tuple[int, int, PendingWrite | None]:
+def expire_shard(shard: Shard, now_ms: int, retention_ms: int) -> tuple[int, int, PendingWrite | None]:
     """One cleanup pass over a shard: (offsets expired, groups deleted, the write)."""
     if shard.state is not ShardState.ACTIVE:
         return 0, 0, None
@@ -102,7 +102,7 @@ def expire_shard(shard: "Shard", now_ms: int, retention_ms: int) -> tuple[int, i
     return offsets, groups, shard.write(records)
 
 
-def expire_all(coordinator: "GroupCoordinator") -> tuple[int, int]:
+def expire_all(coordinator: GroupCoordinator) -> tuple[int, int]:
     """Kafka's periodic cleanupGroupMetadata over every shard; logs Kafka's line."""
     started = time.monotonic()
     settings = coordinator.settings

@@ -389,7 +389,7 @@ class Membership(Rebalancer):
 
     # --- LeaveGroup -----------------------------------------------------------------------
 
-    def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, "PendingWrite | None"]:
+    def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, PendingWrite | None]:
         if not group_id:
             return LeaveResult(ErrorCode.invalid_group_id, ()), None
         group = self.groups.get(group_id)

@@ -47,7 +47,7 @@ S = GroupState
 
 
 class Rebalancer:
-    def __init__(self, shard: "Shard") -> None:
+    def __init__(self, shard: Shard) -> None:
         self.shard = shard
         self.groups = shard.groups
         self.timers = shard.timers
@@ -59,11 +59,11 @@ class Rebalancer:
 
     # --- records ----------------------------------------------------------
 
-    def write_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> "PendingWrite":
+    def write_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> PendingWrite:
         record = GroupMetadataRecord(group.group_id, group.metadata_value(assignment))
         return self.shard.write([record])
 
-    def _warn_on_failure(self, write: "PendingWrite", group_id: str, what: str) -> None:
+    def _warn_on_failure(self, write: PendingWrite, group_id: str, what: str) -> None:
         def check(error: BaseException | None) -> None:
             if error is not None:
                 log.warning("failed to store group metadata", group=group_id, what=what,
@@ -120,7 +120,7 @@ class Rebalancer:
     # --- removing members --------------------------------------------------------
 
     def remove_member_and_update(self, group: ClassicGroup, member: Member, cause: str,
-                                 detail: str) -> "PendingWrite | None":
+                                 detail: str) -> PendingWrite | None:
         """removeMemberAndUpdateClassicGroup: a waiting JoinGroup gets UNKNOWN_MEMBER_ID first."""
         group.complete_join(member, JoinResult(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
@@ -130,7 +130,7 @@ class Rebalancer:
             return self.complete_join(group)
         return None
 
-    def remove_pending_member_and_update(self, group: ClassicGroup, member_id: str) -> "PendingWrite | None":
+    def remove_pending_member_and_update(self, group: ClassicGroup, member_id: str) -> PendingWrite | None:
         group.remove(member_id)
         if group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
             return self.complete_join(group)
@@ -139,12 +139,12 @@ class Rebalancer:
     # --- preparing a rebalance ---------------------------------------------------
 
     def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, cause: str,
-                                                 detail: str) -> "PendingWrite | None":
+                                                 detail: str) -> PendingWrite | None:
         if group.can_rebalance():
             return self.prepare_rebalance(group, cause, detail)
         return self.maybe_complete_join_phase(group)
 
-    def prepare_rebalance(self, group: ClassicGroup, cause: str, detail: str) -> "PendingWrite | None":
+    def prepare_rebalance(self, group: ClassicGroup, cause: str, detail: str) -> PendingWrite | None:
         if group.is_in(S.COMPLETING_REBALANCE):
             # members waiting in SyncGroup must rejoin
             self.reset_and_propagate_assignment_with_error(group, ErrorCode.rebalance_in_progress)
@@ -176,7 +176,7 @@ class Rebalancer:
             return
         self.complete_join(group)
 
-    def maybe_complete_join_else_schedule(self, group: ClassicGroup) -> "PendingWrite | None":
+    def maybe_complete_join_else_schedule(self, group: ClassicGroup) -> PendingWrite | None:
         if group.has_all_members_joined():
             return self.complete_join(group)
         self._schedule_join_timeout(group)
@@ -191,7 +191,7 @@ class Rebalancer:
         if group is not None:
             self.complete_join(group)
 
-    def maybe_complete_join_phase(self, group: ClassicGroup) -> "PendingWrite | None":
+    def maybe_complete_join_phase(self, group: ClassicGroup) -> PendingWrite | None:
         """Completes the join now if every member is in, except during the initial delay."""
         if not group.is_in(S.PREPARING_REBALANCE):
             return None
@@ -203,7 +203,7 @@ class Rebalancer:
 
     # --- completing the join phase --------------------------------------------------
 
-    def complete_join(self, group: ClassicGroup) -> "PendingWrite | None":
+    def complete_join(self, group: ClassicGroup) -> PendingWrite | None:
         """completeClassicGroupJoin: drop dynamic members that did not rejoin, next generation."""
         group_id = group.group_id
         self.timers.cancel(("join", group_id))

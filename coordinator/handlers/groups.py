@@ -22,7 +22,8 @@ import datetime
 import dataclasses
 import sys
 from functools import cache
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import structlog
 from kio.schema.errors import ErrorCode

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import structlog
 from kio.schema.errors import ErrorCode

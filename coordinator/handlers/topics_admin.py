@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 

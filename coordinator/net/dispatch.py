@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from struct import error as StructError
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import structlog
 

@@ -69,7 +69,7 @@ class Connection(asyncio.Protocol):
         "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier",
     )
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
         self.loop = server.loop

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 from enum import Enum
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 import structlog
 
@@ -56,7 +57,7 @@ _STATE_ERRORS = {ShardState.LOADING: ErrorCode.coordinator_load_in_progress,
 class Shard:
     """The groups of one offsets partition, their timers and their writes."""
 
-    def __init__(self, partition: int, coordinator: "GroupCoordinator") -> None:
+    def __init__(self, partition: int, coordinator: GroupCoordinator) -> None:
         from coordinator.groups.membership import Membership  # membership imports shard types
 
         self.partition = partition
@@ -188,7 +189,7 @@ class GroupSettings:
         self.offsets_partitions = offsets_partitions
 
     @classmethod
-    def from_config(cls, config: Any) -> "GroupSettings":
+    def from_config(cls, config: Any) -> GroupSettings:
         return cls(config.group_min_session_timeout_ms, config.group_max_session_timeout_ms,
                    config.group_initial_rebalance_delay_ms, config.group_max_size,
                    offsets_partitions=config.offsets_topic_num_partitions,

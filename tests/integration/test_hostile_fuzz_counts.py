@@ -16,7 +16,8 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st

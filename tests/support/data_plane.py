@@ -44,7 +44,7 @@ class Plane:
         self.dispatcher = build_dispatcher(self.services)
         self.cid = 0
 
-    async def __aenter__(self) -> "Plane":
+    async def __aenter__(self) -> Plane:
         await self.data.start()
         return self
 
