@@ -22,11 +22,11 @@ from kio.static.primitive import i32, i64
 
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
-from coordinator.services import Node, Services
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
-from coordinator.runtime.writes import MemoryLog
-from coordinator.runtime.timers import FakeScheduler
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import MemoryLog
+from coordinator.services import Node, Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import encode_request

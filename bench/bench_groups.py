@@ -28,11 +28,22 @@ import sys
 import time
 from typing import Any
 
-from bench.compare import (LOAD_CPU, MODES, Mode, command_line, interleaved, medians, parser_for, server_names,
-                           servers, summary_header, summary_rows, wire_port)
+from bench.compare import (
+    LOAD_CPU,
+    MODES,
+    Mode,
+    command_line,
+    interleaved,
+    medians,
+    parser_for,
+    server_names,
+    servers,
+    summary_header,
+    summary_rows,
+    wire_port,
+)
 from bench.loadgen import Workload
-from bench.members import (ASSIGNMENT, SUBSCRIPTION, form_group, heartbeat_check,  # noqa: F401 - re-exported
-                           heartbeat_group, sync_all)
+from bench.members import ASSIGNMENT, SUBSCRIPTION, form_group, heartbeat_check, heartbeat_group, sync_all  # noqa: F401 - re-exported
 from bench.run_all import machine_facts, markdown_table, median, write_section
 
 REBALANCE_LIMIT_S = 60  # a rebalance taking longer is reported as a timeout, larger sizes skipped

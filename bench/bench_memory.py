@@ -19,8 +19,11 @@ import sys
 import time
 from typing import Any
 
-from kio.schema.offset_commit.v7.request import (OffsetCommitRequest, OffsetCommitRequestPartition,
-                                                 OffsetCommitRequestTopic)
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from kio.static.primitive import i32, i64
 
 from bench.bench_offsets import commit_check

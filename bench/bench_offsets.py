@@ -26,12 +26,25 @@ import struct
 import tempfile
 import time
 
-from kio.schema.offset_commit.v7.request import (OffsetCommitRequest, OffsetCommitRequestPartition,
-                                                 OffsetCommitRequestTopic)
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from kio.static.primitive import i32, i64
 
-from bench.compare import (MODES, PIPELINED, Mode, interleaved, medians, parser_for, server_names, servers,
-                           summary_header, summary_rows)
+from bench.compare import (
+    MODES,
+    PIPELINED,
+    Mode,
+    interleaved,
+    medians,
+    parser_for,
+    server_names,
+    servers,
+    summary_header,
+    summary_rows,
+)
 from bench.loadgen import Workload, encode
 from bench.run_all import machine_facts, markdown_table, median, write_section
 
@@ -80,9 +93,9 @@ def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
 
 def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
     """Write one partition of about `megabytes` MB; returns (records, bytes)."""
-    from coordinator.runtime.durable_log import DurableLog
     from coordinator.record_codec import offset_key, offset_value
     from coordinator.records import OffsetValue
+    from coordinator.runtime.durable_log import DurableLog
     from storage.batch import build_batch
 
     async def go() -> tuple[int, int]:
@@ -108,8 +121,8 @@ def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
 
 
 def measure_load(root: str) -> tuple[float, int, int]:
-    from coordinator.runtime.loader import load_shard
     from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.loader import load_shard
     from coordinator.runtime.shard import GroupCoordinator, GroupSettings
     from coordinator.runtime.timers import FakeScheduler
 

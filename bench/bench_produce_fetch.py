@@ -19,8 +19,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.support.server_process import start_server  # noqa: E402
 from tests.clients.test_data_plane_clients import create_topic  # noqa: E402
+from tests.support.server_process import start_server  # noqa: E402
 
 PARTITIONS = 3
 

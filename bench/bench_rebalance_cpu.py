@@ -36,14 +36,14 @@ from kio.static.primitive import i32, i32Timedelta
 from coordinator import record_codec
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
-from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.log_setup import configure_logging
-from coordinator.records import GroupMetadataRecord
-from coordinator.services import Node, Services
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
-from coordinator.runtime.writes import MemoryLog
-from coordinator.runtime.timers import FakeScheduler
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.log_setup import configure_logging
+from coordinator.net.dispatch import Deferred, Dispatcher
+from coordinator.records import GroupMetadataRecord
+from coordinator.runtime.shard import GroupCoordinator, GroupSettings
+from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import MemoryLog
+from coordinator.services import Node, Services
 from protocol.codec import encode_request
 
 SUBSCRIPTION = struct.pack(">hi", 0, 1) + struct.pack(">h", 5) + b"bench" + struct.pack(">i", -1)

@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
-from collections.abc import Callable
 
 from bench.compare import LOAD_CPU, command_line, parser_for, rss_bytes, server_names, servers, wire_port
 from bench.fleet import Fleet

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Iterator, Sequence
 
 from bench.loadgen import Result, Workload, run
 from bench.peers import NAMES, Endpoint, PeerError, start_server

@@ -23,9 +23,9 @@ import struct
 import sys
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable, Sequence
 
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v3.request import HeartbeatRequest

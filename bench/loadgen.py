@@ -53,10 +53,10 @@ import socket
 import struct
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from typing import Any
-from collections.abc import Callable, Sequence
 
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map

@@ -31,7 +31,6 @@ import time
 from collections import Counter
 
 import uvloop
-
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol

@@ -21,8 +21,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
@@ -107,8 +107,15 @@ def write_section(name: str, title: str, command: str, facts: str, body: str,
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from bench import (bench_api_versions, bench_codec, bench_groups, bench_memory, bench_offsets, bench_rejoin,
-                       bench_steady)
+    from bench import (
+        bench_api_versions,
+        bench_codec,
+        bench_groups,
+        bench_memory,
+        bench_offsets,
+        bench_rejoin,
+        bench_steady,
+    )
 
     # (script, arguments for the full run, arguments for --quick); each writes its own section
     plan = [

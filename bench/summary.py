@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 FIGURES_MARK = "<!-- FIGURES "
 BEGIN, END = "<!-- BEGIN summary -->", "<!-- END summary -->"

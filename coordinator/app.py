@@ -8,15 +8,26 @@ import signal
 
 import structlog
 
-from coordinator.node import Node, load_or_create_cluster_id
 from coordinator.config import Config
-from coordinator.net.dispatch import Dispatcher
-from coordinator.handlers import api_versions, find_coordinator, groups, metadata
-from coordinator.handlers import delete_records, fetch, init_producer_id, list_offsets, offsets, produce, topics_admin
-from coordinator.runtime.offsets_topic import OffsetsRuntime
-from coordinator.net.server import Server
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.handlers import (
+    api_versions,
+    delete_records,
+    fetch,
+    find_coordinator,
+    groups,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    topics_admin,
+)
+from coordinator.net.dispatch import Dispatcher
+from coordinator.net.server import Server
+from coordinator.node import Node, load_or_create_cluster_id
+from coordinator.runtime.offsets_topic import OffsetsRuntime
+from coordinator.services import Services
 
 log = structlog.get_logger(__name__)
 

@@ -16,8 +16,8 @@ use (done, cancelled, result, exception, add/remove_done_callback), and `await` 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from collections.abc import Callable, Generator
+from typing import Any
 
 import structlog
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
-from collections.abc import Callable, Mapping
 
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 

@@ -9,9 +9,10 @@ version: keys v0, values v0/v2/v4).
 
 from __future__ import annotations
 
-from struct import Struct
 from collections.abc import Iterable, Iterator
+from struct import Struct
 
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 from storage.batch import record_tail
 from storage.errors import InvalidRecordError
 from storage.records import (
@@ -28,8 +29,6 @@ from storage.records import (
     read_offset_value,
 )
 from storage.varint import encode_varint
-
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 
 _I = Struct(">i")
 _KEY_V1 = b"\x00\x01"

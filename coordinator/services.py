@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.node import Node
 from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.node import Node
+from coordinator.runtime.shard import GroupCoordinator, GroupSettings
 
 
 @dataclass

@@ -21,9 +21,9 @@ arrays get no checker at all (`checker` returns None).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Union
-from collections.abc import Callable
 
 from kio.serial._introspect import (
     EntityField,

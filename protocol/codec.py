@@ -8,10 +8,10 @@ from typing import Any
 from kio.serial import entity_reader
 
 from . import bounds
-from .sliced_decode import SLICED_FROM, decode_sliced
 from .apis import ApiSpec
 from .encoder import writer_for
 from .header import plain_body_offset
+from .sliced_decode import SLICED_FROM, decode_sliced
 
 _INT32 = Struct(">i")
 _SIZE_AND_CORRELATION = Struct(">ii")

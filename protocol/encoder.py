@@ -13,9 +13,9 @@ tests/unit/test_encoder_identity.py checks byte identity against kio with hypoth
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import MISSING, fields
 from typing import Any
-from collections.abc import Callable
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (

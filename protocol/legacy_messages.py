@@ -18,9 +18,9 @@ All are non-flexible: request header v1, response header v0. Per version:
 - OffsetFetch request/response v0: the v1 wire shape (v0 read offsets from ZooKeeper).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
-from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader

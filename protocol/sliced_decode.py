@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, fields
 from typing import Any, Union
-from collections.abc import Callable, Generator
 
 from kio._kio_native import get_field_reader
 from kio.serial._introspect import (
@@ -35,8 +35,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from .encoder import uvarint
 from .bounds import CountError, Node, _null, _too_many, _uvarint, counted, min_size, shape
+from .encoder import uvarint
 
 SLICED_FROM = 1 << 20  # frames larger than this (bytes) are decoded sliced
 CHUNK = 10_000  # elements read between two yields

@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 
 from .batch import decode_records, ensure_valid, iter_batches
 from .errors import RecordError
-from .records import (OffsetCommitKey, OffsetCommitValue, UnknownRecordType, decode_key, decode_value,
-                      read_offset_key, read_offset_value, value_fields)
+from .records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    UnknownRecordType,
+    decode_key,
+    decode_value,
+    read_offset_key,
+    read_offset_value,
+    value_fields,
+)
 
 
 class DumpError(Exception):

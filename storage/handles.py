@@ -23,8 +23,8 @@ import errno
 import os
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .errors import StorageError
 

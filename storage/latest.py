@@ -40,8 +40,16 @@ except ImportError:  # pragma: no cover - a platform without aiokafka's compiled
     CRecordBatch = None
     KafkaError = Exception
 
-from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC,
-                    RecordBatch, decode_records)
+from .batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    RecordBatch,
+    decode_records,
+)
 from .errors import CorruptRecordError, InvalidRecordError
 from .varint import read_varint
 

@@ -37,21 +37,21 @@ import bisect
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
-from collections.abc import Iterable
 
 import structlog
 
 from . import log_start as log_start_checkpoint
-from .log_compaction import CompactionMixin
-from .log_retention import LogStartMixin
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
-from .log_files import LogFiles
+from .log_compaction import CompactionMixin
 from .log_dirs import partition_dir_name
+from .log_files import LogFiles
+from .log_retention import LogStartMixin
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
 from .segment import Segment
 

@@ -23,11 +23,15 @@ from typing import Any, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
-from storage.errors import OffsetOutOfRangeError, StorageError
-from storage.compression import MAX_DECOMPRESSED_BYTES
-from storage.log import PartitionLog, partition_dir
-from storage.log_dirs import delete_dir_path, is_delete_dir
-
+from coordinator.data_plane import topic_configs
+from coordinator.data_plane.producer_ids import ProducerIdAllocator
+from coordinator.data_plane.producer_state import ProducerStateTable
+from coordinator.data_plane.purgatory import FetchPurgatory
+from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
+from coordinator.data_plane.retention import RetentionManager
+from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
+from coordinator.data_plane.topic_configs import EffectiveConfig
+from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
 from coordinator.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
@@ -39,15 +43,10 @@ from coordinator.errors import (
     TopicAlreadyExists,
     TopicDeletionDisabled,
 )
-from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
-from coordinator.data_plane import topic_configs
-from coordinator.data_plane.producer_ids import ProducerIdAllocator
-from coordinator.data_plane.producer_state import ProducerStateTable
-from coordinator.data_plane.purgatory import FetchPurgatory
-from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
-from coordinator.data_plane.retention import RetentionManager
-from coordinator.data_plane.topic_configs import EffectiveConfig
-from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
+from storage.compression import MAX_DECOMPRESSED_BYTES
+from storage.errors import OffsetOutOfRangeError, StorageError
+from storage.log import PartitionLog, partition_dir
+from storage.log_dirs import delete_dir_path, is_delete_dir
 
 log = structlog.get_logger(__name__)
 

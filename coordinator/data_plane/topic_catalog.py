@@ -17,8 +17,8 @@ import json
 import os
 import re
 import uuid
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from storage.placement import OFFSETS_TOPIC
 

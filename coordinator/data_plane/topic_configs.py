@@ -11,14 +11,13 @@ or are Kafka's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping
-
-from storage.log_compaction import CompactionPolicy
-from storage.retention import RetentionPolicy
+from dataclasses import dataclass
 
 from coordinator.config import parse_cleanup_policy
 from coordinator.errors import InvalidConfig
+from storage.log_compaction import CompactionPolicy
+from storage.retention import RetentionPolicy
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 

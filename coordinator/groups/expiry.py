@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from storage.expiry import expire_group
-
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadata, OffsetCommitRecord
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.writes import PendingWrite
+from storage.expiry import expire_group
 
 if TYPE_CHECKING:
     from coordinator.runtime.shard import GroupCoordinator, Shard

@@ -14,12 +14,11 @@ import re
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.services import Services
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")

@@ -20,11 +20,10 @@ import asyncio
 import struct
 from dataclasses import dataclass
 
+from coordinator.handlers.sliced_encoding import SLICE  # partitions answered per loop turn
 from protocol.codec import Encoded
 from protocol.encoder import uvarint
 from protocol.header import HeaderError, read_uvarint
-
-from coordinator.handlers.sliced_encoding import SLICE  # partitions answered per loop turn
 
 SCAN_FROM = 256 << 10  # bytes: smaller commits decode in ~30 ms
 MAX_WALK = 200_000  # entries walked before the walk gives up (e.g. a frame of empty topics)

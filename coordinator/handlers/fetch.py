@@ -32,15 +32,14 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import error_code_for
+from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
-
-from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
-from coordinator.errors import error_code_for
-from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
 
 ZERO_UUID = uuid.UUID(int=0)
 LEADER_EPOCH = 0

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import error_message
+from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import error_message
-from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4

@@ -18,28 +18,27 @@ the body with kio's reader and share `heartbeat_code`.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import dataclasses
+import datetime
 import sys
+from collections.abc import Callable
 from functools import cache
 from typing import Any
-from collections.abc import Callable
 
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import write_error_code
+from coordinator.groups.admin import delete_groups, describe_groups, list_groups
+from coordinator.groups.classic_group import JoinResult, SyncResult, dedupe_protocols
+from coordinator.groups.membership import JoinParams, LeaveResult, LeavingMember, SyncParams
+from coordinator.handlers import sliced_encoding
+from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import FixedResponse, decode_common
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import write_error_code
-from coordinator.groups.classic_group import JoinResult, SyncResult, dedupe_protocols
-from coordinator.groups.admin import delete_groups, describe_groups, list_groups
-from coordinator.groups.membership import JoinParams, LeaveResult, LeavingMember, SyncParams
-from coordinator.services import Services
-from coordinator.handlers import sliced_encoding
-from coordinator.handlers.api_versions import NO_THROTTLE
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-
+from coordinator.handlers.api_versions import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

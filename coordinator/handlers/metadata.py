@@ -18,14 +18,13 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 NOT_REQUESTED = -(2**31)  # Int.MinValue: "authorized operations not requested"
 ZERO_UUID = uuid.UUID(int=0)

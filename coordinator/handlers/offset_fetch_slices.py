@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any, NamedTuple
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.handlers.sliced_encoding import SLICE  # partitions read and encoded per loop turn
 from protocol.codec import Encoded
 from protocol.encoder import uvarint
-
-from coordinator.handlers.sliced_encoding import SLICE  # partitions read and encoded per loop turn
 
 log = structlog.get_logger("coordinator.offsets.manager")
 

@@ -30,19 +30,25 @@ from typing import Any, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.completion import WriteAnswer
+from coordinator.errors import commit_error_code, write_error_code
+from coordinator.handlers import offset_fetch_slices as fetch_slices
+from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
+from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext
+from coordinator.offsets.manager import (
+    DEFAULT_RETENTION,
+    commit_records,
+    delete_offsets,
+    error_answer,
+    fetch,
+    validate_commit,
+)
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import Encoded, decode_common, encode_response
 from protocol.header import HeaderError, parse_request_header
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
-
-from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext
-from coordinator.completion import WriteAnswer
-from coordinator.errors import commit_error_code, write_error_code
-from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, delete_offsets, error_answer, fetch, validate_commit
-from coordinator.services import Services
-from coordinator.handlers import offset_fetch_slices as fetch_slices
-from coordinator.handlers.api_versions import NO_THROTTLE
-from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 
 log = structlog.get_logger("coordinator.offsets.manager")
 

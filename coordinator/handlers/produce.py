@@ -34,15 +34,14 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.completion import LateAnswer
+from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
+from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.errors import RecordError, StorageError
-
-from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
-from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
-from coordinator.completion import LateAnswer
-from coordinator.services import Services
-from coordinator.handlers.api_versions import NO_THROTTLE
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
 _UTC = datetime.UTC

@@ -23,22 +23,21 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicInfo
+from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.api_versions import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 ZERO_UUID = uuid.UUID(int=0)
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids

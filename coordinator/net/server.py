@@ -30,13 +30,11 @@ from typing import Any
 
 import structlog
 
-from protocol.framing import FrameError, cut_frames, single_frame
-from protocol.framing import frame as size_prefixed
-
+from coordinator.completion import LateAnswer
 from coordinator.config import Config, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
-from coordinator.completion import LateAnswer
+from protocol.framing import FrameError, cut_frames, frame as size_prefixed, single_frame
 
 log = structlog.get_logger(__name__)
 

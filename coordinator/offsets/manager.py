@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
-
-from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator import record_codec
+from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import OffsetCommitRecord, OffsetValue
+from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 if TYPE_CHECKING:
     from coordinator.runtime.shard import Shard

@@ -9,9 +9,9 @@ write that failed (`end`) change the store; coordinator/offsets/manager.py reads
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from struct import Struct
 from typing import Any
-from collections.abc import Callable, Iterable
 
 from coordinator.records import OffsetCommitRecord, OffsetValue
 

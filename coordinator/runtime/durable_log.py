@@ -24,14 +24,13 @@ from functools import partial
 
 import structlog
 
+from coordinator import record_codec
+from coordinator.records import GroupMetadataRecord
+from coordinator.runtime.writes import PendingWrite
 from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
-
-from coordinator import record_codec
-from coordinator.records import GroupMetadataRecord
-from coordinator.runtime.writes import PendingWrite
 
 log = structlog.get_logger(__name__)
 

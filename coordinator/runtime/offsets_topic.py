@@ -16,8 +16,8 @@ from typing import Any
 import structlog
 
 from coordinator.groups.expiry import expire_all
-from coordinator.runtime.loader import load_all
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings
 from coordinator.runtime.staging import check_all
 

@@ -25,14 +25,11 @@ UNLOADED (NOT_COORDINATOR: another node owns it, or it was never ours).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Iterator
 from enum import Enum
 from typing import Any
-from collections.abc import Iterable, Iterator
 
 import structlog
-
-from storage.placement import partition_for
-
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import NotCoordinator
@@ -41,6 +38,7 @@ from coordinator.offsets.store import OffsetStore
 from coordinator.records import OffsetCommitRecord, Record
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import MemoryLog, PendingWrite, RecordLog
+from storage.placement import partition_for
 
 log = structlog.get_logger(__name__)
 

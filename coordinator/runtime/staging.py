@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from storage.compaction import list_staging, validate_staging
-
 from coordinator.groups.expiry import delete_group_record, expired_records
 from coordinator.runtime.shard import ShardState
+from storage.compaction import list_staging, validate_staging
 
 if TYPE_CHECKING:
     from coordinator.runtime.durable_log import DurableLog

@@ -8,8 +8,8 @@ then runs the callbacks; `runtime.durable_log.DurableLog` is the real `RecordLog
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 

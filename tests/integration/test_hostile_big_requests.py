@@ -15,8 +15,8 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import ApiKey
 from storage.batch import build_batch, iter_batches
 from tests.support.data_plane import req
-from tests.support.hostile_frames import commit_answer_codes, huge_commit_frame, send_frame
 from tests.support.hostile import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.support.hostile_frames import commit_answer_codes, huge_commit_frame, send_frame
 from tests.support.offsets import fetch_request
 from tests.support.wire_client import WireClient
 

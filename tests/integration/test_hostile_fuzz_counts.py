@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
-from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st

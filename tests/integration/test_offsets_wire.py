@@ -43,6 +43,7 @@ def test_dump_log_shows_commits_and_group_metadata(tmp_path):
             join = schema("join_group", 5).JoinGroupRequest
             protocol = schema("join_group", 5).JoinGroupRequestProtocol
             import datetime
+
             from kio.static.primitive import i32Timedelta
             ms = lambda v: i32Timedelta.parse(datetime.timedelta(milliseconds=v))  # noqa: E731
             request = dict(group_id=group, session_timeout=ms(10000), rebalance_timeout=ms(10000),

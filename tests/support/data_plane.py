@@ -11,11 +11,11 @@ from typing import Any
 from kio.serial import entity_reader
 
 from coordinator.app import build_dispatcher
-from coordinator.node import Node
 from coordinator.config import Config
-from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.net.dispatch import Deferred, Dispatcher
+from coordinator.node import Node
+from coordinator.services import Services
 from protocol.apis import ApiKey, request_class
 from protocol.build import build
 from storage.batch import build_batch

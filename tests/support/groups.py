@@ -10,8 +10,8 @@ from kio.schema.errors import ErrorCode
 from coordinator.groups.classic_group import ClassicGroup, JoinResult, SyncResult
 from coordinator.groups.membership import JoinParams, LeavingMember, Membership, SyncParams
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings
-from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import MemoryLog
 
 RANGE = (("range", b"range-meta"),)
 

@@ -15,12 +15,10 @@ from kio.index import load_entity_module
 from kio.schema.index import schema_name_map
 from kio.serial import entity_writer
 from kio.static.constants import EntityType
-
 from kio.static.primitive import Records
 
 from protocol.apis import API_TABLE, ApiKey
 from protocol.encoder import encode, uvarint, writer_for
-
 
 # kio registers strategies for its primitives but not for record-set bytes.
 st.register_type_strategy(Records, st.one_of(st.none(), st.binary(max_size=64)).map(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.net.dispatch import Deferred
 from coordinator.groups.admin import delete_groups
+from coordinator.net.dispatch import Deferred
 from coordinator.offsets.manager import java_length
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import ShardState

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
 from coordinator import record_codec
-from coordinator.groups.expiry import expire_shard
 from coordinator.groups.admin import delete_groups
-from coordinator.runtime.loader import load_all
-from coordinator.runtime.durable_log import DurableLog
+from coordinator.groups.expiry import expire_shard
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings, ShardState
 from coordinator.runtime.timers import FakeScheduler
 from storage.placement import partition_for

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from coordinator import record_codec
-from coordinator.runtime.loader import load_all
-from coordinator.runtime.durable_log import DurableLog
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings
 from coordinator.runtime.timers import FakeScheduler
 from storage.dump import iter_log_records

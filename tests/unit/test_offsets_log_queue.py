@@ -7,12 +7,12 @@ import struct
 
 import pytest
 
+from coordinator.records import OffsetCommitRecord, OffsetValue
 from coordinator.runtime import durable_log as offsets_log
 from coordinator.runtime.durable_log import DurableLog
-from coordinator.records import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings
-from coordinator.runtime.writes import PendingWrite
 from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import PendingWrite
 from storage.batch import decode_records, iter_batches
 from storage.errors import RecordTooLargeError
 

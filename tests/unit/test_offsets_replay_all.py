@@ -7,8 +7,8 @@ import random
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings
-from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import MemoryLog
 
 
 def random_records(seed: int, n: int = 400) -> list:

@@ -15,9 +15,9 @@ from coordinator import record_codec
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import GroupCoordinator, GroupSettings
 from coordinator.runtime.timers import FakeScheduler
+from storage import latest
 from storage.batch import CONTROL_MASK, build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError, InvalidRecordError
-from storage import latest
 from storage.latest import LatestRecords
 from storage.records import GroupMetadataValue, MemberMetadata
 

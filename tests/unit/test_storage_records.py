@@ -8,8 +8,16 @@ from hypothesis import given, strategies as st
 
 from storage.errors import InvalidRecordError
 from storage.records import (
-    GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
-    UnknownRecordType, decode_key, decode_value, encode_key, encode_value,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    UnknownRecordType,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
 )
 
 
