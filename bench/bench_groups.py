@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in MODES]
     rows = [[name, *(cells.get(size, "skipped") for size in sizes)] for name, cells in rebalance.items()]
     body.append("### Rebalance (leader rejoins, all rejoin, leader assigns, all sync), median ms of "
-                f"{args.reps}, no initial delay\n\n" + markdown_table(["server", *[f"{s} members" for s in sizes]], rows))
+                f"{args.reps}, no initial delay\n\n"
+                + markdown_table(["server", *[f"{s} members" for s in sizes]], rows))
     body.append(NOTES + "".join(f"\n- {f}" for f in failures))
     text = "\n\n".join(body)
     print("\n" + text)

@@ -106,7 +106,8 @@ class AsyncMember:
             group_instance_id=None, assignments=assignments), sent)
         code = response if isinstance(response, ErrorCode) else response.error_code
         if code not in (ErrorCode.none, ErrorCode.rebalance_in_progress):
-            raise RuntimeError(f"SyncGroup of member {self.index} ({'leader' if self.member_id == self.leader else 'follower'}): {code.name}")
+            role = "leader" if self.member_id == self.leader else "follower"
+            raise RuntimeError(f"SyncGroup of member {self.index} ({role}): {code.name}")
         return code
 
     def close(self) -> None:

@@ -155,4 +155,5 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
             continue
 
 
-__all__ = ["encode", "encode_tails", "key_head", "plain_commit_tail", "decode", "decode_all", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]
+__all__ = ["encode", "encode_tails", "key_head", "plain_commit_tail", "decode", "decode_all", "offset_key",
+           "offset_value", "UnknownRecordType", "InvalidRecordError"]

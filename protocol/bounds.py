@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Union
 
 from kio.serial._introspect import (
     EntityField,
@@ -81,7 +80,7 @@ class Entity:
     tagged: tuple[tuple[int, Node], ...]  # (tag, field)
 
 
-Node = Union[Fixed, Sized, Array, Entity]
+Node = Fixed | Sized | Array | Entity
 
 
 def _primitive(kafka_type: str, flexible: bool) -> Node:

@@ -95,7 +95,8 @@ def rebalance_history(coordinator: GroupCoordinator, group_id: str) -> list[Reba
     return [] if group is None else list(group.rebalances)
 
 
-async def delete_groups(coordinator: GroupCoordinator, group_ids: list[str | None]) -> list[tuple[str | None, ErrorCode]]:
+async def delete_groups(coordinator: GroupCoordinator,
+                        group_ids: list[str | None]) -> list[tuple[str | None, ErrorCode]]:
     """Delete Empty groups: a tombstone for each of their offsets, then one for the group
     (GroupCoordinatorShard.deleteGroups); answers wait until the tombstones are written."""
     results: dict[str | None, ErrorCode] = {}

@@ -145,7 +145,8 @@ class ClientProcess:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"{self.name}: did not exit within {timeout:.0f}s of SIGTERM\n{self.describe()}")
+            raise AssertionError(
+                f"{self.name}: did not exit within {timeout:.0f}s of SIGTERM\n{self.describe()}") from None
         self._finish()
         return code
 
@@ -163,7 +164,8 @@ class ClientProcess:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"{self.name}: did not exit by itself within {timeout:.0f}s\n{self.describe()}")
+            raise AssertionError(
+                f"{self.name}: did not exit by itself within {timeout:.0f}s\n{self.describe()}") from None
         self._finish()
         return code
 

@@ -125,7 +125,7 @@ class Pipeline:
 def test_kill9_never_loses_an_acknowledged_commit(tmp_path):
     data = str(tmp_path / "data")
     group = "kill-group"
-    start, rng = 0, random.Random(7)
+    start, acked, rng = 0, 0, random.Random(7)  # acked: set by each round, read from the second on
     started = time.monotonic()
     for _round in range(3):
         server = start_server(data)
