@@ -95,7 +95,7 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
-                 flush_policy: FlushPolicy, flush_interval_ms: int, index_interval_bytes: int,
+                 flush_policy: FlushPolicy | str, flush_interval_ms: int, index_interval_bytes: int,
                  fsync, executor, data_sync=None) -> None:
         self.path = path
         self._segments = segments
