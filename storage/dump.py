@@ -18,6 +18,7 @@ from .records import (
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownRecordType,
+    Value,
     decode_key,
     decode_value,
     read_offset_key,
@@ -72,6 +73,7 @@ def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, A
         out["topic"], out["partition"] = parsed.topic, parsed.partition
     else:
         out["type"] = "group_metadata"
+    decoded: tuple[int, Value] | None
     if isinstance(parsed, OffsetCommitKey) and value is not None:
         decoded = (int.from_bytes(value[:2], "big", signed=True), OffsetCommitValue(*read_offset_value(value)))
     else:

@@ -79,6 +79,7 @@ def expire_group(value: GroupMetadataValue | None,
     topics = subscribed(value)
     uses_consumer = protocol_type == CONSUMER_PROTOCOL_TYPE
     if protocol_type is not None:
+        assert value is not None  # protocol_type came from it
         if state == "Empty":
             state_ts = value.current_state_timestamp
             base = (lambda o: state_ts) if state_ts != -1 else (lambda o: o.commit_timestamp)

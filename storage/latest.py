@@ -79,7 +79,7 @@ class LatestRecords:
         self.next_offset = start
         self._latest: dict[bytes, bytes | None] = {}
         self._creators: list[Pair] = []
-        self._sealed: list[Iterable[Pair]] = []
+        self._sealed: list[Iterable[Pair] | dict[bytes, bytes | None]] = []  # dicts: their items
 
     # --- scanning ------------------------------------------------------------------------
 
@@ -130,7 +130,7 @@ class LatestRecords:
         """The records of an uncompressed batch, through aiokafka's C parser."""
         latest = self._latest
         try:
-            for r in self.c_parser(mv[pos:bend]):
+            for r in self.c_parser(mv[pos:bend]):  # type: ignore[misc]  # not None: chosen only with c_parser
                 key = r.key
                 value = r.value
                 if value is not None and key is not None:
@@ -244,6 +244,6 @@ class LatestRecords:
         return len(self._latest)
 
 
-def _pairs(parts: list[Iterable[Pair]]) -> Iterator[Pair]:
+def _pairs(parts: list[Iterable[Pair] | dict[bytes, bytes | None]]) -> Iterator[Pair]:
     for part in parts:
-        yield from (part.items() if type(part) is dict else part)
+        yield from (part.items() if isinstance(part, dict) else part)
