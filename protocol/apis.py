@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Literal
 
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map
 from kio.static.constants import EntityType
+from kio.static.protocol import Payload
 
 from .legacy_messages import LEGACY_CLASSES
 
@@ -46,7 +47,8 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
 
 
-def _entity_class(key: ApiKey, module_name: str, version: int, entity_type: EntityType) -> type:
+def _entity_class(key: ApiKey, module_name: str, version: int,
+                  entity_type: Literal[EntityType.request, EntityType.response]) -> type[Payload]:
     legacy = LEGACY_CLASSES.get((int(key), version, entity_type))
     if legacy is not None:
         return legacy
@@ -64,8 +66,8 @@ class ApiSpec:
     max_version: int
     name: str = field(init=False)
     flexible_from: int | None = field(init=False)  # first flexible version, None if none is
-    requests: dict[int, type] = field(init=False, repr=False)
-    responses: dict[int, type] = field(init=False, repr=False)
+    requests: dict[int, type[Payload]] = field(init=False, repr=False)
+    responses: dict[int, type[Payload]] = field(init=False, repr=False)
     response_header_versions: dict[int, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -81,7 +83,8 @@ class ApiSpec:
         object.__setattr__(
             self,
             "response_header_versions",
-            {v: int(responses[v].__header_schema__.__version__) for v in versions},
+            # kio types __header_schema__ as an instance property; on a class it is the header class itself
+            {v: int(responses[v].__header_schema__.__version__) for v in versions},  # type: ignore[attr-defined]
         )
 
     def supports(self, version: int) -> bool:

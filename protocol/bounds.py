@@ -23,6 +23,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import partial
+from typing import Any
 
 from kio.serial._introspect import (
     EntityField,
@@ -33,6 +35,7 @@ from kio.serial._introspect import (
     get_schema_field_type,
     is_optional,
 )
+from kio.static.protocol import Entity as KioEntity
 
 Checker = Callable[[bytes, int], None]
 
@@ -93,7 +96,7 @@ def _primitive(kafka_type: str, flexible: bool) -> Node:
     raise TypeError(f"no wire size known for kafka_type {kafka_type!r}")
 
 
-def shape(cls: type, nullable: bool = False) -> Entity:
+def shape(cls: type[KioEntity], nullable: bool = False) -> Entity:
     """The wire shape kio reads for `cls` (kio/rust/src/schema.rs: compile_entity_schema)."""
     flexible = bool(cls.__flexible__)
     plain: list[Node] = []
@@ -153,7 +156,7 @@ def fixed_size(node: Node) -> int | None:
 _i32 = struct.Struct(">i").unpack_from
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """An unsigned varint as kio reads it: at most 5 bytes, all 7 bits of the 5th used."""
     value = 0
     for shift in (0, 7, 14, 21, 28):
@@ -231,7 +234,11 @@ class _Source:
                 self.sequence(node, tail)
             else:
                 self.put("if buf[pos] == 255: pos += 1")
-                self.block("else:", lambda: (self.put("pos += 1"), self.sequence(node, tail)))
+
+                def not_null() -> None:
+                    self.put("pos += 1")
+                    self.sequence(node, tail)
+                self.block("else:", not_null)
 
     def sized(self, node: Sized, skip: int) -> None:
         at = f"pos + {skip}" if skip else "pos"
@@ -328,7 +335,7 @@ class _Source:
         self.put("    pos = _uvarint(buf, pos)[1]")
         self.depth = 2
         for tag, node in entity.tagged:
-            self.block(f"if tag == {tag}:", lambda node=node: self.node(node, False))
+            self.block(f"if tag == {tag}:", partial(self.node, node, False))
             self.put("    continue")
         self.put(f"raise CountError(f'unknown tagged field {{tag}} of {entity.name} before byte {{pos}}')")
         self.depth = 1
@@ -363,7 +370,7 @@ def checker(cls: type) -> Checker | None:
     text = source(cls)
     check = None
     if text is not None:
-        namespace = dict(_RUNTIME)
+        namespace: dict[str, Any] = dict(_RUNTIME)
         exec(compile(text, f"<bounds {cls.__module__}.{cls.__name__}>", "exec"), namespace)
         check = namespace["check"]
     _checkers[cls] = check

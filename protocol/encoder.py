@@ -29,6 +29,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 from kio.static.constants import uuid_zero
+from kio.static.protocol import Entity as KioEntity
 
 Writer = Callable[[Any, bytearray], None]
 
@@ -134,7 +135,7 @@ class _Compiler:
 
     # --- code generation -------------------------------------------------
 
-    def _compile_entity(self, entity_type: type, name: str) -> str:
+    def _compile_entity(self, entity_type: type[KioEntity], name: str) -> str:
         flexible = entity_type.__flexible__
         is_request_header = entity_type.__name__ == "RequestHeader"
         body: list[str] = []
@@ -282,7 +283,7 @@ def writer_for(entity_type: type) -> Writer:
         code = compile(source, f"<encoder {entity_type.__module__}.{entity_type.__qualname__}>", "exec")
         exec(code, compiler.namespace)  # noqa: S102 - generated from kio's own field metadata
         writer = compiler.namespace[name]
-        writer.__source__ = source  # type: ignore[attr-defined]
+        writer.__source__ = source
         _writers[entity_type] = writer
     return writer
 

@@ -34,6 +34,7 @@ from kio.serial._introspect import (
     get_field_tag,
     is_optional,
 )
+from kio.static.protocol import Entity as KioEntity
 
 from .bounds import CountError, Node, _null, _too_many, _uvarint, counted, min_size, shape
 from .encoder import uvarint
@@ -88,7 +89,7 @@ class _Struct:
 _Step = _Leaf | _List | _Struct
 
 
-def _field_step(cls: type, field: Any, node: Node, tagged: bool) -> _Step:
+def _field_step(cls: type[KioEntity], field: Any, node: Node, tagged: bool) -> _Step:
     kind = classify_field(field)
     flexible = bool(cls.__flexible__)
     if not counted(node):
@@ -105,7 +106,7 @@ def _field_step(cls: type, field: Any, node: Node, tagged: bool) -> _Step:
 _plans: dict[tuple[type, bool], _Struct] = {}
 
 
-def _plan(cls: type, nullable: bool = False) -> _Struct:
+def _plan(cls: type[KioEntity], nullable: bool = False) -> _Struct:
     key = (cls, nullable)
     plan = _plans.get(key)
     if plan is None:
@@ -130,10 +131,10 @@ _i32 = struct.Struct(">i")
 
 def _read_step(step: _Step, buf: memoryview, pos: int, budget: _Budget) -> Steps:
     if step.__class__ is _Leaf:
-        value, size = step.reader(buf, pos)  # type: ignore[union-attr]
+        value, size = step.reader(buf, pos)
         return value, pos + size
     if step.__class__ is _List:
-        return (yield from _read_list(step, buf, pos, budget))  # type: ignore[arg-type]
+        return (yield from _read_list(step, buf, pos, budget))
     return (yield from _read_struct(step, buf, pos, budget))  # type: ignore[arg-type]
 
 
@@ -156,7 +157,7 @@ def _read_list(step: _List, buf: memoryview, pos: int, budget: _Budget) -> Steps
     if element.__class__ is _Struct:
         items = []
         for _ in range(n):
-            item, pos = yield from _read_struct(element, buf, pos, budget)  # type: ignore[arg-type]
+            item, pos = yield from _read_struct(element, buf, pos, budget)
             items.append(item)
         return tuple(items), pos
     return (yield from _read_chunks(element, step.compact, n, buf, pos, budget))  # type: ignore[arg-type]
