@@ -19,7 +19,6 @@ from typing import Any, Literal
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map
 from kio.static.constants import EntityType
-from kio.static.protocol import Payload
 
 from .legacy_messages import LEGACY_CLASSES
 
@@ -48,7 +47,7 @@ class ApiKey(IntEnum):
 
 
 def _entity_class(key: ApiKey, module_name: str, version: int,
-                  entity_type: Literal[EntityType.request, EntityType.response]) -> type[Payload]:
+                  entity_type: Literal[EntityType.request, EntityType.response]) -> type:
     legacy = LEGACY_CLASSES.get((int(key), version, entity_type))
     if legacy is not None:
         return legacy
@@ -66,15 +65,16 @@ class ApiSpec:
     max_version: int
     name: str = field(init=False)
     flexible_from: int | None = field(init=False)  # first flexible version, None if none is
-    requests: dict[int, type[Payload]] = field(init=False, repr=False)
-    responses: dict[int, type[Payload]] = field(init=False, repr=False)
+    requests: dict[int, type] = field(init=False, repr=False)
+    responses: dict[int, type] = field(init=False, repr=False)
     response_header_versions: dict[int, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         module_name = api_key_map[int(self.key)]
         versions = range(self.min_version, self.max_version + 1)
-        requests = {v: _entity_class(self.key, module_name, v, EntityType.request) for v in versions}
-        responses = {v: _entity_class(self.key, module_name, v, EntityType.response) for v in versions}
+        # kio classes: their ClassVars (__flexible__, __header_schema__) are not on `type`
+        requests: dict[int, Any] = {v: _entity_class(self.key, module_name, v, EntityType.request) for v in versions}
+        responses: dict[int, Any] = {v: _entity_class(self.key, module_name, v, EntityType.response) for v in versions}
         flexible = [v for v in versions if requests[v].__flexible__]
         object.__setattr__(self, "name", module_name)
         object.__setattr__(self, "requests", requests)
@@ -83,8 +83,7 @@ class ApiSpec:
         object.__setattr__(
             self,
             "response_header_versions",
-            # kio types __header_schema__ as an instance property; on a class it is the header class itself
-            {v: int(responses[v].__header_schema__.__version__) for v in versions},  # type: ignore[attr-defined]
+            {v: int(responses[v].__header_schema__.__version__) for v in versions},
         )
 
     def supports(self, version: int) -> bool:
