@@ -232,7 +232,7 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
             meta = fingerprint(os.path.join(staging, TOMBSTONES_FILE), data)
             last_base, _, _ = segs[p][-1]
             active = info[(p, last_base)]
-            stats = {}
+            stats: dict[str, int] = {}
             for c in mine:
                 for k, v in c["stats"].items():
                     stats[k] = stats.get(k, 0) + v

@@ -111,6 +111,7 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
                 target = placed[group] = partition_for(group, target_partitions)
             if target != src:
                 misplaced += 1
+            row: tuple
             if type(key) is OffsetCommitKey:
                 row = (src, base, is_last, KIND_OFFSET, r.offset, r.timestamp, r.key if with_keys else None,
                        group, key.topic, key.partition, r.value, target, txn, None, None, None, None, None)
