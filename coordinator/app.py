@@ -59,6 +59,7 @@ class App:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        assert self.services.data is not None  # Services builds the data plane when given none
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
         self.server = Server(self.config, self.dispatcher, loop)
@@ -74,6 +75,7 @@ class App:
         if self.server is not None:
             await self.server.stop()
         await self.offsets.stop()  # flush and close the offsets logs
+        assert self.services.data is not None
         await self.services.data.stop()  # flush and close the topic logs
 
     async def run_until_signalled(self) -> None:

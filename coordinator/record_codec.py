@@ -91,7 +91,8 @@ def encode_tails(records: list[Record]) -> list[bytes]:
     tails from commit_records; the log calls this for the other writes."""
     out = []
     pack_partition = _I.pack
-    last_group = last_topic = head = None
+    last_group = last_topic = None
+    head = b""  # set by the first record: its group is not None
     for record in records:
         if type(record) is not OffsetCommitRecord:
             out.append(record_tail(*encode(record)))
@@ -148,6 +149,7 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
                         continue
             else:
                 fields = read_offset_key(key)  # checks the whole key: the prefix is valid from now on
+                assert fields is not None  # a v1 key
                 names[key[:cut]] = fields[0], fields[1]
         try:
             yield decode(key, value)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from struct import Struct, error as StructError
-from typing import Any, overload
+from typing import Any, final, overload
 
 from .errors import InvalidRecordError
 from .varint import encode_uvarint, read_uvarint
@@ -28,6 +28,7 @@ class UnknownRecordType(InvalidRecordError):
     """A key version this coordinator does not know (e.g. KIP-848 consumer-group records)."""
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class OffsetCommitKey:
     group: str
@@ -35,6 +36,7 @@ class OffsetCommitKey:
     partition: int
 
 
+@final  # final: `type(key) is GroupMetadataKey` narrows for mypy
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
     group: str

@@ -155,7 +155,7 @@ MAGIC_END = 17  # bytes needed to read the magic byte
 
 
 def _walk_records(data: bytes, codec: int, count: int, budget: WalkBudget) -> None:
-    body = memoryview(data)[HEADER_SIZE:]
+    body: bytes | memoryview = memoryview(data)[HEADER_SIZE:]
     left = budget.left
     if codec != NONE:
         budget.left = 0  # a payload that fails to inflate may have cost all it was allowed

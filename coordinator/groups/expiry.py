@@ -16,7 +16,7 @@ through Shard.write, hence through replay.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
@@ -34,7 +34,7 @@ log = structlog.get_logger("coordinator.groups.expiry")
 S = GroupState
 
 
-def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | bool:
+def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | Literal[False]:
     """The value storage.expiry judges for a live group; None for a simple group (no
     protocol type); False when the group's state lets nothing expire."""
     if not group.protocol_type:

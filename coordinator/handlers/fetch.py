@@ -29,6 +29,7 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -50,7 +51,7 @@ def _error(index: int, code: ErrorCode) -> dict:
             "log_start_offset": -1, "aborted_transactions": None, "records": b""}
 
 
-def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
+def distinct_partitions(version: int, topics) -> list[tuple[Any, list]]:  # Any: a name (str) or id (UUID)
     """The request's partitions as Kafka's FetchRequest.fetchData sees them: a LinkedHashMap keyed
     by topic and partition, so a partition listed twice is read once, at its first place, with
     its last listing's fields. Consecutive partitions of one topic share a topic entry, as
@@ -60,7 +61,7 @@ def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
         topic_key = ft.topic_id if version >= 13 else ft.topic
         for fp in ft.partitions:
             by_key[topic_key, fp.partition] = fp
-    grouped: list[tuple[object, list]] = []
+    grouped: list[tuple[Any, list]] = []
     for (topic_key, _), fp in by_key.items():
         if grouped and grouped[-1][0] == topic_key:
             grouped[-1][1].append(fp)
@@ -91,6 +92,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
                 missing = ErrorCode.unknown_topic_or_partition
             planned = []
             for fp in rows:
+                target: object  # the Partition, or the error code to answer
                 if info is None:
                     target = missing
                 else:

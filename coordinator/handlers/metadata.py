@@ -89,12 +89,13 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
 
     def with_creation(topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int, respond) -> object:
         """Create what may be auto-created, then answer (LEADER_NOT_AVAILABLE for those)."""
-        if not to_create or services.data is None:
+        data = services.data
+        if not to_create or data is None:
             return respond(topics)
         # Kafka 3.9 (AutoTopicCreationManager): the call that creates a topic answers
         # LEADER_NOT_AVAILABLE with no partitions; the client's next Metadata sees it. So does
         # a topic another request is creating now.
-        reserved, busy = services.data.auto_create_names([name for _, name in to_create])
+        reserved, busy = data.auto_create_names([name for _, name in to_create])
         creating = {name: place for place, name in to_create}
         for name in busy:
             topics[creating[name]] = missing(name, ZERO_UUID, ErrorCode.leader_not_available, topic_ops)
@@ -102,7 +103,7 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
             return respond(topics)
 
         async def after_creation() -> object:
-            errors = await services.data.create_topics(reserved)  # all of them with one catalog write
+            errors = await data.create_topics(reserved)  # all of them with one catalog write
             for topic, error in zip(reserved, errors):
                 if error is None:
                     topics[creating[topic.name]] = missing(topic.name, ZERO_UUID, ErrorCode.leader_not_available,

@@ -20,7 +20,7 @@ from protocol.encoder import uvarint, writer_for
 SLICE = 20_000  # entries handled, built or encoded per loop turn
 
 
-async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict], *, flexible: bool,
+async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict] | LazyEntries, *, flexible: bool,
                         after: int = 0) -> Encoded:
     """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
     for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""

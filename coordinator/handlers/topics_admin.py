@@ -58,7 +58,7 @@ def _answer(cls: type, field: str, results: list[dict], flexible: bool) -> objec
 
 
 async def _settled(answer: object) -> object:
-    return (await answer) if hasattr(answer, "__await__") else answer  # type: ignore[misc]
+    return (await answer) if hasattr(answer, "__await__") else answer
 
 
 def _create_handler(data: DataPlane) -> Callable[[RequestContext, Any], object]:

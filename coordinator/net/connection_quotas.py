@@ -50,7 +50,7 @@ def resolve_overrides(overrides: tuple) -> dict[str, int]:
         except OSError as exc:
             raise ConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {exc}") from None
         for info in infos:
-            out[normalize(info[4][0])] = limit
+            out[normalize(str(info[4][0]))] = limit  # the host of an IP sockaddr: a str
     return out
 
 

@@ -26,7 +26,7 @@ import itertools
 import socket
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -98,7 +98,7 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
+        self.transport = transport = cast(asyncio.Transport, transport)  # uvloop's TCPTransport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer_host, self.peer_port = peer[0], peer[1]
         if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
@@ -170,7 +170,7 @@ class Connection(asyncio.Protocol):
             if isinstance(item, Deferred):
                 item.future.remove_done_callback(self._deferred_done)
                 if item.release is not None:  # an answer nobody waits for any more (a parked Fetch)
-                    item.future.cancel()
+                    item.future.cancel()  # type: ignore[union-attr]  # an Abandonable's task: a LateAnswer has no release
                     item.release()
         self.pending.clear()
         self.pending_bytes = 0
