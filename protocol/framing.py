@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from struct import Struct
 
-DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # socket.request.max.bytes
-
 _SIZE = Struct(">i")
 
 

@@ -41,9 +41,6 @@ from .common import (
 )
 from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
 
-FINAL_COLUMNS = ["kind", "group", "topic", "partition", "value", "offset", "leader_epoch", "metadata",
-                 "commit_timestamp", "expire_timestamp", "target"]
-
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m spark_jobs.bulk_load", description=__doc__.split("\n")[0])

@@ -46,8 +46,6 @@ class CommitTimes(Protocol):
     @property
     def expire_timestamp(self) -> int: ...
 
-DEFAULT_OFFSETS_RETENTION_MINUTES = 10080
-
 
 @dataclass(frozen=True, slots=True)
 class ExpiryDecision:

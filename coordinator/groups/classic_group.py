@@ -48,7 +48,6 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
     S.DEAD: frozenset({S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY, S.DEAD}),
 }
-STATE_BY_LOWER_NAME = {state.value.lower(): state for state in GroupState}
 
 
 class IllegalStateTransition(RuntimeError):

@@ -251,10 +251,6 @@ class GroupCoordinator:
     def all_shards(self) -> Iterator[Shard]:
         return iter(list(self.shards.values()))
 
-    def all_groups(self) -> Iterable[ClassicGroup]:
-        for shard in self.all_shards():
-            yield from list(shard.groups.values())
-
     def unload(self, partition: int) -> None:
         """The hook for moving a partition to another node: see Shard.unload."""
         shard = self.shards.get(partition)
