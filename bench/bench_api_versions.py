@@ -18,28 +18,35 @@ median server and load-generator CPU (1.00 = one full core) and the ratio ours/p
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import struct
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsRequestV2
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from bench.loadgen import Result, Workload, encode, run
-from bench.peers import NAMES, PeerError, start_server
-from bench.run_all import machine_facts, markdown_table, median, write_section
-
-SERVER_CPU, LOAD_CPU = 0, 1
+from bench.lib.compare import (
+    ONE_AT_A_TIME,
+    Mode,
+    interleaved,
+    parser_for,
+    seconds_of,
+    server_names,
+    servers,
+    summary_rows,
+)
+from bench.lib.loadgen import Result, Workload
+from bench.lib.report import command_line, machine_facts, markdown_table, write_section
+from bench.lib.wire import request_frame
 
 
 def frame_for(name: str) -> tuple[bytes, str]:
     if name == "rdkafka-mock":
-        return encode(ApiVersionsRequestV2(), correlation_id=7), "v2"
+        return request_frame(ApiVersionsRequestV2(), correlation_id=7), "v2"
     request = ApiVersionsRequest(client_software_name="bench", client_software_version="1.0")
-    return encode(request, correlation_id=7), "v3"
+    return request_frame(request, correlation_id=7), "v3"
 
 
 def check_no_error(body: bytes) -> None:
@@ -49,17 +56,23 @@ def check_no_error(body: bytes) -> None:
         raise ValueError(f"ApiVersions answered error code {code}")
 
 
-def summarize(name: str, runs: list[Result], ours: list[Result] | None, version: str) -> list[Any]:
-    rps = [r.rps for r in runs]
-    row = [name, version, f"{median(rps):,.0f}", f"{min(rps):,.0f}-{max(rps):,.0f}",
-           f"{median([r.p50_us for r in runs]):,.0f}", f"{median([r.p99_us for r in runs]):,.0f}",
-           f"{median([r.server_cpu or 0.0 for r in runs]):.2f}", f"{median([r.client_cpu for r in runs]):.2f}",
-           f"{median([r.other_cpu or 0.0 for r in runs]):.2f}", runs[0].response_bytes]
-    if ours is not None and name != "ours":
-        row.append(f"{median([r.rps for r in ours]) / median(rps):.2f}")
-    else:
-        row.append("-")
-    return row
+def workload_for(args: argparse.Namespace) -> Callable[[str, Mode], Workload]:
+    def workload(name: str, mode: Mode) -> Workload:
+        return Workload([frame_for(name)[0]], connections=mode.connections, in_flight=mode.in_flight,
+                        duration=seconds_of(args, mode), warmup=0.5 if mode.in_flight > 1 else 0.3,
+                        check=check_no_error)
+
+    return workload
+
+
+def table_rows(names: list[str], by_server: dict[str, list[Result]]) -> list[list[Any]]:
+    """compare.summary_rows with the ApiVersions version each server gets and the size of its answer."""
+    rows = summary_rows(by_server)
+    for name, row in zip(names, rows):
+        runs = by_server[name]
+        row[1:1] = [frame_for(name)[1]]
+        row[-1:-1] = [runs[0].response_bytes if runs else ""]
+    return rows
 
 
 HEADER = ["server", "ApiVersions", "median req/s", "min-max req/s", "p50 µs", "p99 µs",
@@ -67,63 +80,27 @@ HEADER = ["server", "ApiVersions", "median req/s", "min-max req/s", "p50 µs", "
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_api_versions", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
-    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1-in-flight run")
+    parser = parser_for("bench.bench_api_versions", __doc__, reps=5, timed=True)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--in-flight", type=int, default=32)
-    parser.add_argument("--servers", default=",".join(NAMES))
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    names = server_names(args)
     facts = machine_facts()
     started = time.monotonic()
-    modes = {
-        f"pipelined ({args.connections} connections x {args.in_flight} in flight)":
-            dict(connections=args.connections, in_flight=args.in_flight, duration=args.seconds, warmup=0.5),
-        "one at a time (1 connection, 1 in flight)":
-            dict(connections=1, in_flight=1, duration=args.single_seconds, warmup=0.3),
-    }
-    results: dict[str, dict[str, list[Result]]] = {m: {n: [] for n in names} for m in modes}
-    try:
-        with contextlib.ExitStack() as stack:
-            endpoints = {}
-            for name in names:
-                endpoints[name] = stack.enter_context(start_server(name, cpu=SERVER_CPU))
-                print(f"started {name} on {endpoints[name].address} (measuring port "
-                      f"{endpoints[name].raw_port})", flush=True)
-            for rep in range(args.reps):
-                for mode, params in modes.items():
-                    for name in names:
-                        ep = endpoints[name]
-                        frame, _ = frame_for(name)
-                        workload = Workload([frame], check=check_no_error, **params)
-                        r = run(ep.host, ep.raw_port, workload, cpu=LOAD_CPU, cpu_probe=ep.cpu_seconds)
-                        results[mode][name].append(r)
-                        print(f"rep {rep + 1} {mode.split(' (')[0]:<13} {name:<13} {r.rps:>10,.0f} req/s  "
-                              f"p50 {r.p50_us:>7,.0f} µs  p99 {r.p99_us:>7,.0f} µs  "
-                              f"server CPU {r.server_cpu or 0:.2f}  loadgen CPU {r.client_cpu:.2f}  "
-                              f"other CPU {r.other_cpu or 0:.2f}", flush=True)
-    except (PeerError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    body = []
-    for mode in modes:
-        ours = results[mode].get("ours")
-        rows = [summarize(n, results[mode][n], ours, frame_for(n)[1]) for n in names]
-        body.append(f"### {mode}, {args.reps} interleaved repetitions\n\n{markdown_table(HEADER, rows)}")
-    body.append(NOTES)
+    modes = (Mode("pipelined", f"pipelined ({args.connections} connections x {args.in_flight} in flight)",
+                  args.connections, args.in_flight), ONE_AT_A_TIME)
+    failures: list[str] = []
+    with servers(names, failures) as endpoints:
+        results = interleaved(endpoints, args.reps, workload_for(args), failures, modes)
+    body = [f"### {mode.label}, {args.reps} interleaved repetitions\n\n"
+            f"{markdown_table(HEADER, table_rows(list(endpoints), results[mode.key]))}" for mode in modes]
+    body.append(NOTES + "".join(f"\n- {f}" for f in failures))
     text = "\n\n".join(body)
     print("\n" + text)
     print(f"\ntotal {time.monotonic() - started:.0f}s")
     if not args.no_docs:
-        command = ".venv/bin/python -m bench.bench_api_versions" + (" " + " ".join(argv) if argv else "")
-        if os.environ.get("BENCH_OURS_ROOT"):
-            command = f"BENCH_OURS_ROOT={os.environ['BENCH_OURS_ROOT']} {command}"
         path = write_section("api_versions", "ApiVersions requests/s (bench/bench_api_versions.py)",
-                             command, facts, text)
+                             command_line("bench.bench_api_versions", argv), facts, text)
         print(f"wrote {path}")
     return 0
 

@@ -27,7 +27,7 @@ from kio.schema.offset_commit.v8 import request as oc_req, response as oc_resp
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32, i64
 
-from bench.run_all import machine_facts, markdown_table, write_section
+from bench.lib.report import machine_facts, markdown_table, write_section
 from protocol.encoder import writer_for
 
 GROUP, MEMBER = "bench-group", "consumer-1-6f0a6c39-5d0f-4b4e-9f55-3c4d1b7c2e11"

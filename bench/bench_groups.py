@@ -23,28 +23,27 @@ core 1. All servers named are started together and measured in the same run, int
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from typing import Any
 
-from bench.compare import (
-    LOAD_CPU,
+from bench.lib.compare import (
     MODES,
     Mode,
-    command_line,
     interleaved,
     medians,
     parser_for,
+    pin_to_load_cpu,
+    seconds_of,
     server_names,
     servers,
     summary_header,
     summary_rows,
     wire_port,
 )
-from bench.loadgen import Workload
-from bench.members import ASSIGNMENT, SUBSCRIPTION, form_group, heartbeat_check, heartbeat_group, sync_all  # noqa: F401 - re-exported
-from bench.run_all import machine_facts, markdown_table, median, write_section
+from bench.lib.loadgen import Workload
+from bench.lib.members import form_group, heartbeat_check, heartbeat_group, sync_all
+from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
 
 REBALANCE_LIMIT_S = 60  # a rebalance taking longer is reported as a timeout, larger sizes skipped
 HEARTBEAT_SESSION_MS = 45000
@@ -69,16 +68,13 @@ async def timed_rebalance(host: str, port: int, group: str, size: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = parser_for("bench.bench_groups", __doc__)
-    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
-    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
+    parser = parser_for("bench.bench_groups", __doc__, timed=True)
     parser.add_argument("--sizes", default="10,100,500")
     args = parser.parse_args(argv)
     names = server_names(args)
     sizes = [int(s) for s in args.sizes.split(",")]
     facts = machine_facts()
-    if LOAD_CPU in os.sched_getaffinity(0):
-        os.sched_setaffinity(0, {LOAD_CPU})  # member clients share the load generator's core
+    pin_to_load_cpu()
 
     failures: list[str] = []
     with servers(names, failures) as endpoints:
@@ -91,9 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(f"{name}: forming the 100-member group failed: {type(exc).__name__}: {exc}")
 
         def workload_for(name: str, mode: Mode) -> Workload:
-            seconds = args.seconds if mode.in_flight > 1 else args.single_seconds
             return Workload(frames[name], connections=mode.connections, in_flight=mode.in_flight,
-                            duration=seconds, check=heartbeat_check)
+                            duration=seconds_of(args, mode), check=heartbeat_check)
 
         heartbeats = interleaved({n: ep for n, ep in endpoints.items() if n in frames}, args.reps, workload_for,
                                  failures)

@@ -5,7 +5,7 @@ one event-loop turn, each append one OffsetCommit-sized record in its own batch)
 appends for a fixed time and awaits every durability future. Prints records/s,
 flushes/s, fsyncs/s and MB/s of log bytes.
 
-    .venv/bin/python bench/bench_log_append.py [--seconds 3] [--dir /tmp/x]
+    .venv/bin/python -m bench.bench_log_append [--seconds 3] [--dir /tmp/x]
 """
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ import argparse
 import asyncio
 import os
 import shutil
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from storage.batch import build_batch  # noqa: E402
-from storage.log import PartitionLog  # noqa: E402
+from storage.batch import build_batch
+from storage.log import PartitionLog
 
 KEY = b"\x00\x01" + b"g" * 20 + b"topic-name-xx" + b"\x00\x00\x00\x07"  # ~40 B, like OffsetCommitKey
 VALUE = b"\x00\x03" + b"\x00" * 8 + b"\xff\xff\xff\xff" + b"\x00\x00" + b"\x00" * 16  # ~32 B

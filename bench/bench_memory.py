@@ -7,43 +7,31 @@ Each rep, for each server in turn (A B C A B C), a fresh server is started (pinn
 10 topics of 100 partitions; one warm-up commit is made (so lazily built structures exist), the
 server's RSS is read, then `--offsets` distinct offsets are committed through the wire: OffsetCommit
 v7 outside group management, one group per request, 10 topics x 100 partitions per request,
-pipelined (bench/fleet.py, 16 connections x 8 in flight). Every partition's answer must be error code
+pipelined (bench/lib/fleet.py, 16 connections x 8 in flight). Every partition's answer must be error code
 0. After one second of rest the RSS is read again: (RSS after - RSS before) / offsets.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from typing import Any
 
-from kio.schema.offset_commit.v7.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.static.primitive import i32, i64
-
-from bench.bench_offsets import commit_check
-from bench.compare import LOAD_CPU, command_line, parser_for, rss_bytes, server_names, wire_port
-from bench.fleet import Pipe
-from bench.loadgen import encode
-from bench.peers import PeerError, start_server
-from bench.run_all import machine_facts, markdown_table, median, write_section
+from bench.lib.commits import commit_check, commit_request
+from bench.lib.compare import parser_for, pin_to_load_cpu, server_names, wire_port
+from bench.lib.fleet import Pipe
+from bench.lib.peers import PeerError, start_server
+from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
+from bench.lib.wire import request_frame
 
 TOPICS, PARTITIONS = 10, 100
 PER_REQUEST = TOPICS * PARTITIONS
+TOPIC_PARTITIONS = {f"bench-mem-{t}": PARTITIONS for t in range(TOPICS)}
 
 
 def commit_frame(group: str, offset: int) -> bytes:
-    return encode(OffsetCommitRequest(
-        group_id=group, generation_id_or_member_epoch=i32(-1), member_id="", group_instance_id=None,
-        topics=tuple(OffsetCommitRequestTopic(name=f"bench-mem-{t}", partitions=tuple(
-            OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(offset),
-                                         committed_leader_epoch=i32(-1), committed_metadata="")
-            for p in range(PARTITIONS))) for t in range(TOPICS))))
+    return request_frame(commit_request(group, TOPIC_PARTITIONS, offset))
 
 
 async def commit_all(host: str, port: int, groups: list[str], connections: int = 16, in_flight: int = 8) -> None:
@@ -63,17 +51,16 @@ async def commit_all(host: str, port: int, groups: list[str], connections: int =
 
 
 def measure(name: str, offsets: int, rep: int) -> dict[str, Any]:
-    topics = {f"bench-mem-{t}": PARTITIONS for t in range(TOPICS)}
-    with start_server(name, cpu=0, topics=topics) as ep:
+    with start_server(name, cpu=0, topics=TOPIC_PARTITIONS) as ep:
         host, port = ep.host, wire_port(ep)
         asyncio.run(commit_all(host, port, [f"warm-up-{rep}"], connections=1))
         time.sleep(0.5)
-        before = rss_bytes(ep)
+        before = ep.rss_bytes()
         started = time.perf_counter()
         asyncio.run(commit_all(host, port, [f"mem-{rep}-{g}" for g in range(offsets // PER_REQUEST)]))
         seconds = time.perf_counter() - started
         time.sleep(1.0)
-        after = rss_bytes(ep)
+        after = ep.rss_bytes()
     return {"before": before, "after": after, "per_offset": (after - before) / offsets, "seconds": seconds}
 
 
@@ -84,8 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     names = server_names(args)
     offsets = args.offsets // PER_REQUEST * PER_REQUEST
     facts = machine_facts()
-    if LOAD_CPU in os.sched_getaffinity(0):
-        os.sched_setaffinity(0, {LOAD_CPU})
+    pin_to_load_cpu()
     failures: list[str] = []
     runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     for rep in range(args.reps):

@@ -22,65 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import struct
 import tempfile
 import time
 
-from kio.schema.offset_commit.v7.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.static.primitive import i32, i64
-
-from bench.compare import (
+from bench.lib.commits import PARTITIONS, TOPIC, commit_check, commit_frames
+from bench.lib.compare import (
     MODES,
     PIPELINED,
     Mode,
     interleaved,
     medians,
     parser_for,
+    seconds_of,
     server_names,
     servers,
     summary_header,
     summary_rows,
 )
-from bench.loadgen import Workload, encode
-from bench.run_all import machine_facts, markdown_table, median, write_section
-
-TOPIC = "bench-offsets"
-PARTITIONS = 10
-
-
-def commit_frames(connection: int) -> list[bytes]:
-    group = f"bench-offsets-{connection}"
-    frames = []
-    for i in range(64):
-        request = OffsetCommitRequest(
-            group_id=group, generation_id_or_member_epoch=i32(-1), member_id="", group_instance_id=None,
-            topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=tuple(
-                OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(1000 + i),
-                                             committed_leader_epoch=i32(-1), committed_metadata="")
-                for p in range(PARTITIONS))),))
-        frames.append(encode(request, correlation_id=i + 1))
-    return frames
-
-
-def commit_check(body: bytes) -> None:
-    """OffsetCommit v7 answer (header v0): correlation, throttle, topics[name, partitions[index, error]]."""
-    pos = 8
-    (topics,) = struct.unpack_from(">i", body, pos)
-    pos += 4
-    for _ in range(topics):
-        (n,) = struct.unpack_from(">h", body, pos)
-        pos += 2 + n
-        (parts,) = struct.unpack_from(">i", body, pos)
-        pos += 4
-        for _ in range(parts):
-            _index, code = struct.unpack_from(">ih", body, pos)
-            pos += 6
-            if code != 0:
-                raise ValueError(f"OffsetCommit answered error code {code}")
+from bench.lib.loadgen import Workload
+from bench.lib.report import machine_facts, markdown_table, median, write_section
 
 
 def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
@@ -141,9 +101,7 @@ def measure_load(root: str) -> tuple[float, int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = parser_for("bench.bench_offsets", __doc__)
-    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
-    parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
+    parser = parser_for("bench.bench_offsets", __doc__, timed=True)
     parser.add_argument("--load-mb", type=int, default=256)
     args = parser.parse_args(argv)
     names = server_names(args)
@@ -151,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
 
     def workload_for(_name: str, mode: Mode) -> Workload:
-        return commit_workload(args.seconds if mode.in_flight > 1 else args.single_seconds, mode)
+        return commit_workload(seconds_of(args, mode), mode)
 
     with servers(names, failures, topics={TOPIC: PARTITIONS}) as endpoints:
         commits = interleaved(endpoints, args.reps, workload_for, failures)

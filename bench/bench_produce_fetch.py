@@ -1,8 +1,8 @@
 """Produce and fetch throughput of the embedded data plane through a real client (not a test).
 
-Starts our server (tests/support/server_process.py) on a fresh log dir, creates a 3-partition
-topic per run, produces N messages of S bytes with confluent-kafka (librdkafka), then
-reads them all back with an assign()-consumer. Prints a table of records/s and MB/s
+Starts our server (bench/lib/peers.py, unpinned) on a fresh log dir per run with a 3-partition
+topic, produces N messages of S bytes with confluent-kafka (librdkafka), then reads them all back
+with an assign()-consumer. Prints a table of records/s and MB/s
 (payload bytes) and, with --write, stores it in docs/BENCHMARKS.md under
 `produce_fetch`.
 
@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from tests.clients.test_data_plane_clients import create_topic  # noqa: E402
-from tests.support.server_process import start_server  # noqa: E402
+from bench.lib.peers import start_server
+from bench.lib.report import machine_facts, markdown_table, write_section
 
 PARTITIONS = 3
 
@@ -92,24 +88,18 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     fetched = False
     for index, (name, overrides, conf) in enumerate(SCENARIOS):
-        server = start_server(tempfile.mkdtemp(prefix="bench-pf-"), overrides=overrides)
-        try:
-            topic = f"bench-{index}"
-            create_topic(server, topic, PARTITIONS)
-            produce_s = produce(server.bootstrap, topic, args.messages, payload, conf)
+        topic = f"bench-{index}"
+        with start_server("ours", cpu=None, topics={topic: PARTITIONS}, overrides=overrides) as server:
+            produce_s = produce(server.address, topic, args.messages, payload, conf)
             rows.append([f"produce: {name}", f"{args.messages / produce_s:,.0f}", f"{mb / produce_s:.1f}",
                          f"{produce_s:.2f}"])
             print(*rows[-1], sep=" | ", flush=True)
             if not fetched:
-                fetch_s = fetch(server.bootstrap, topic, args.messages)
+                fetch_s = fetch(server.address, topic, args.messages)
                 rows.append(["fetch: consumer defaults, assign() 3 partitions", f"{args.messages / fetch_s:,.0f}",
                              f"{mb / fetch_s:.1f}", f"{fetch_s:.2f}"])
                 print(*rows[-1], sep=" | ", flush=True)
                 fetched = True
-        finally:
-            server.stop()
-    from bench.run_all import machine_facts, markdown_table, write_section
-
     header = ["run", "records/s", "MB/s (payload)", "seconds"]
     table = markdown_table(header, rows)
     print(table)

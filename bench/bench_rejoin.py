@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.bench_rejoin [--servers ours,tansu,noida-db,rdkafka-mock] [--reps 3]
         [--size 50] [--interval-ms 200] [--no-docs]
 
-Each rep, for each server in turn (A B C A B C): `--size` members (bench/members.py, one connection
+Each rep, for each server in turn (A B C A B C): `--size` members (bench/lib/members.py, one connection
 each, 10 s sessions) form a group, then heartbeat every `--interval-ms` (a short heartbeat interval,
 so that runs are quick; Kafka's default is 3 s), phases spread evenly over the interval. After two
 intervals one follower sends LeaveGroup. Every other member learns of the rebalance from its next
@@ -16,7 +16,6 @@ heartbeat interval + 20 ms. Members run on core 1, servers on core 0; bounded by
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from typing import Any
@@ -24,9 +23,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.schema.leave_group.v1.request import LeaveGroupRequest
 
-from bench.compare import LOAD_CPU, command_line, parser_for, server_names, servers, wire_port
-from bench.members import AsyncMember, form_group
-from bench.run_all import machine_facts, markdown_table, median, write_section
+from bench.lib.compare import parser_for, pin_to_load_cpu, server_names, servers, wire_port
+from bench.lib.members import AsyncMember, form_group
+from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
 
 LIMIT_S = 60.0
 
@@ -94,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = server_names(args)
     facts = machine_facts()
-    if LOAD_CPU in os.sched_getaffinity(0):
-        os.sched_setaffinity(0, {LOAD_CPU})
+    pin_to_load_cpu()
     failures: list[str] = []
     times: dict[str, list[float]] = {n: [] for n in names}
     with servers(names, failures) as endpoints:

@@ -1,6 +1,6 @@
 """Bulk-load benchmark: generate an offsets log, time the Spark job and a plain load.
 
-    .venv/bin/python bench/bench_spark_jobs.py [--size-mb 1024] [--partitions 4]
+    .venv/bin/python -m bench.bench_spark_jobs [--size-mb 1024] [--partitions 4]
         [--master local[*]] [--dir /tmp/kgc-spark-bench] [--keep]
 
 The log: many groups x topics x partitions with repeated commits (every key
@@ -17,15 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from storage.batch import assign_offsets, build_batch  # noqa: E402
-from storage.dump import iter_log_records  # noqa: E402
-from storage.placement import partition_for  # noqa: E402
-from storage.records import OffsetCommitKey, OffsetCommitValue, decode_key, decode_value, encode_key, encode_value  # noqa: E402
+from storage.batch import assign_offsets, build_batch
+from storage.dump import iter_log_records
+from storage.placement import partition_for
+from storage.records import OffsetCommitKey, OffsetCommitValue, decode_key, decode_value, encode_key, encode_value
 
 SEGMENT_BYTES = 128 << 20
 PER_BATCH = 50

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.bench_steady [--servers ours,tansu,noida-db,rdkafka-mock] [--reps 3]
         [--groups 10000] [--size 10] [--connections 5000] [--interval 3] [--seconds 10] [--no-docs]
 
-For each rep and server in turn (A B C A B C), a fresh fleet (bench/fleet.py, in its own process
+For each rep and server in turn (A B C A B C), a fresh fleet (bench/lib/fleet.py, in its own process
 pinned to core 1, server on core 0) joins groups x size members over `--connections` (5,000) connections with
 pre-encoded, pipelined JoinGroup/SyncGroup (45 s sessions; each group's leader assigns; servers in
 SEATED_IN_WAVES get one wave of connections // size groups at a time); then every member sends a
@@ -27,10 +27,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from bench.compare import LOAD_CPU, command_line, parser_for, rss_bytes, server_names, servers, wire_port
-from bench.fleet import Fleet
-from bench.loadgen import Result, run_job
-from bench.run_all import machine_facts, markdown_table, median, write_section
+from bench.lib.compare import LOAD_CPU, parser_for, server_names, servers, wire_port
+from bench.lib.fleet import Fleet
+from bench.lib.loadgen import Result, run_job
+from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
 
 JOIN_LIMIT_S = 150.0
 # Servers that answer one request per connection at a time (as Kafka does) and stall when a connection
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                         cannot.add(name)
                         failures[-1] += "; not tried again in later repetitions"
                     continue
-                runs[name].append((r, rss_bytes(ep)))
+                runs[name].append((r, ep.rss_bytes()))
                 print(f"rep {rep + 1} {name:<13} answered {r.requests:,}/{r.extra['sent']:,}  errors "
                       f"{r.extra['errors'] or 0}  p50 {r.p50_us / 1000:.2f} ms  p99 {r.p99_us / 1000:.2f} ms  "
                       f"(as read {r.extra['read_p99_us'] / 1000:.2f} ms; generator tick late p99 "

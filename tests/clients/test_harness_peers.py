@@ -25,7 +25,7 @@ SERVERS = [s.strip() for s in os.environ.get("HARNESS_SERVERS", "noida-db").spli
 
 @pytest.fixture(scope="module", params=SERVERS)
 def peer(request):
-    from bench.peers import start_server
+    from bench.lib.peers import start_server
 
     with start_server(request.param, cpu=None) as endpoint:
         yield endpoint

@@ -1,4 +1,4 @@
-"""The steady-state load generator (bench/fleet.py) against the real server, at a small scale.
+"""The steady-state load generator (bench/lib/fleet.py) against the real server, at a small scale.
 
 The benchmark's figures are only as good as its generator: every heartbeat sent in the window must
 be counted once, answered without error, and timed twice (arrival at the socket, then the read),
@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 
-from bench.fleet import Fleet, Member, Pipe, _join, _seat
+from bench.lib.fleet import Fleet, Member, Pipe, _join, _seat
 
 GROUPS, SIZE, CONNECTIONS = 6, 3, 4
 

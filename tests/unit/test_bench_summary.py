@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from bench import run_all
-from bench.summary import rebuild_summary, stored_figures, summary_table
+from bench.lib import report
+from bench.lib.summary import rebuild_summary, stored_figures, summary_table
 
 
 @pytest.fixture
 def doc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "BENCHMARKS.md"
-    monkeypatch.setattr(run_all, "DOC", path)
+    monkeypatch.setattr(report, "DOC", path)
     return path
 
 
@@ -23,9 +23,9 @@ def row(table: str, workload_start: str) -> list[str]:
 
 
 def test_sections_store_figures_and_the_summary_sits_above_them(doc: Path) -> None:
-    run_all.write_section("groups", "Groups", "cmd", "facts", "body",
+    report.write_section("groups", "Groups", "cmd", "facts", "body",
                           {"heartbeats_pipelined": {"ours": 160_000.0, "noida-db": 117_000.0, "tansu": 1_600.0}})
-    run_all.write_section("rejoin", "Rejoin", "cmd", "facts", "body",
+    report.write_section("rejoin", "Rejoin", "cmd", "facts", "body",
                           {"rejoin_ms": {"ours": 230.0, "noida-db": 900.0}, "context": {"interval_ms": 200.0}})
     text = doc.read_text()
     assert (text.index("<!-- BEGIN summary -->") < text.index("<!-- BEGIN groups -->")
@@ -39,7 +39,7 @@ def test_sections_store_figures_and_the_summary_sits_above_them(doc: Path) -> No
 
 def test_rewriting_a_section_replaces_its_figures_and_keeps_one_summary(doc: Path) -> None:
     for ours in (100.0, 140.0):
-        run_all.write_section("memory", "Memory", "cmd", "facts", "body",
+        report.write_section("memory", "Memory", "cmd", "facts", "body",
                               {"bytes_per_offset": {"ours": ours, "tansu": 90.0}})
     text = doc.read_text()
     assert text.count("<!-- BEGIN summary -->") == 1 and text.count("<!-- BEGIN memory -->") == 1

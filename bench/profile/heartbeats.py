@@ -1,6 +1,6 @@
 """Where the CPU goes while 10,000 members heartbeat: timer bookkeeping must not dominate (issue 4).
 
-    .venv/bin/python -m bench.profile_heartbeats [--groups 1000] [--members 10] [--seconds 10]
+    .venv/bin/python -m bench.profile.heartbeats [--groups 1000] [--members 10] [--seconds 10]
                                                  [--pipeline 32] [--no-profile]
 
 In-process, no sockets, so the profile holds only server work: the real App (durable offsets logs in a
@@ -21,76 +21,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import datetime
 import gc
+import os
 import pstats
 import struct
 import sys
 import tempfile
 import time
 from collections import Counter
+from typing import Any
 
 import uvloop
 from kio.schema.errors import ErrorCode
-from kio.schema.heartbeat.v3.request import HeartbeatRequest
-from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.static.primitive import i32, i32Timedelta
 
-from bench.bench_groups import ASSIGNMENT, SUBSCRIPTION
-from bench.loadgen import decode_response, encode
-from coordinator.app import YOUNG_GC_THRESHOLD, App
+from bench.lib.inprocess import FakeTransport, InProcessClient, server_gc_settings
+from bench.lib.members import heartbeat_request, join_request, sync_request
+from bench.lib.peers import rss_bytes
+from bench.lib.wire import request_frame
+from coordinator.app import App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
 from coordinator.net.server import Connection
-
-
-def ms(value: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
-
-
-class FakeTransport:
-    """What a Connection needs of a transport; keeps the count and bytes of the answers since `take`."""
-
-    def __init__(self) -> None:
-        self.written = bytearray()
-
-    def get_extra_info(self, name: str) -> object:
-        return ("127.0.0.1", 1) if name == "peername" else None
-
-    def set_write_buffer_limits(self, high: int, low: int) -> None:
-        pass
-
-    def write(self, data: bytes) -> None:
-        self.written += data
-
-    def take(self) -> bytes:
-        data = bytes(self.written)
-        self.written.clear()
-        return data
-
-    def pause_reading(self) -> None:
-        raise RuntimeError("reading paused: the connection holds too many answers")
-
-    def resume_reading(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
 
 ANSWER_BYTES = 14
 
 
 def feeder(app: App, frames: list[bytes], pipeline: int):
-    """A function that sends every frame once and checks that every answer has error code 0."""
+    """A coroutine function that sends every frame once and checks that every answer has error code 0."""
     if not pipeline:
         dispatch = app.dispatcher.dispatch
 
-        def each_frame() -> None:
+        async def each_frame() -> None:
             for frame in frames:
                 answer = dispatch(frame[4:], "127.0.0.1", 1)
                 if struct.unpack_from(">h", answer, 12)[0]:  # size, correlation, throttle, error
@@ -104,9 +65,11 @@ def feeder(app: App, frames: list[bytes], pipeline: int):
     chunks = [b"".join(frames[i:i + pipeline]) for i in range(0, len(frames), pipeline)]
     data_received = connection.data_received
 
-    def in_chunks() -> None:
+    async def in_chunks() -> None:
         for chunk in chunks:
             data_received(chunk)
+        while connection.resume_scheduled:  # a read outlasted the dispatch budget (a busy machine):
+            await asyncio.sleep(0)  # the connection goes on with the frames left in a later loop turn
         # Heartbeat v3 answers: size, correlation id, throttle time, error code = 14 bytes each. Checked
         # through byte slices: a tuple per answer would be 100,000 objects for the cyclic GC per round
         answers = transport.take()
@@ -120,23 +83,9 @@ def feeder(app: App, frames: list[bytes], pipeline: int):
     return in_chunks, connection
 
 
-class InProcess:
-    def __init__(self, app: App) -> None:
-        self.dispatcher = app.dispatcher
-
-    async def call(self, request) -> object:
-        result = self.dispatcher.dispatch(encode(request, 1)[4:], "127.0.0.1", 1)
-        if not isinstance(result, bytes):
-            await result.future
-            result = self.dispatcher.finish(result)
-        return decode_response(type(request), result[4:])
-
-
-async def form_group(broker: InProcess, group: str, size: int) -> list[tuple[str, int]]:
-    def join(member_id: str) -> JoinGroupRequest:
-        return JoinGroupRequest(group_id=group, session_timeout=ms(SESSION_MS), rebalance_timeout=ms(30000),
-                                member_id=member_id, group_instance_id=None, protocol_type="consumer",
-                                protocols=(JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION),))
+async def form_group(broker: InProcessClient, group: str, size: int) -> list[tuple[str, int]]:
+    def join(member_id: str) -> Any:
+        return join_request(group, member_id, SESSION_MS, rebalance_timeout_ms=30000)
 
     ids = []
     for _ in range(size):
@@ -147,13 +96,8 @@ async def form_group(broker: InProcess, group: str, size: int) -> list[tuple[str
     generation, leader = joined[0].generation_id, joined[0].leader
     assert all(r.error_code is ErrorCode.none and r.generation_id == generation for r in joined)
 
-    def sync(member_id: str) -> SyncGroupRequest:
-        assignments = tuple(SyncGroupRequestAssignment(member_id=m, assignment=ASSIGNMENT) for m in ids) \
-            if member_id == leader else ()
-        return SyncGroupRequest(group_id=group, generation_id=i32(generation), member_id=member_id,
-                                group_instance_id=None, assignments=assignments)
-
-    synced = await asyncio.gather(*(broker.call(sync(m)) for m in ids))
+    synced = await asyncio.gather(*(broker.call(sync_request(group, generation, m, ids if m == leader else ()))
+                                    for m in ids))
     assert all(r.error_code is ErrorCode.none for r in synced)
     return [(member_id, generation) for member_id in ids]
 
@@ -203,13 +147,6 @@ def own_time(stats: pstats.Stats, predicate) -> float:
                if predicate(path, name))
 
 
-def server_gc_settings() -> None:
-    """What coordinator.app.run does before serving, so that collections here cost what they cost there."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(YOUNG_GC_THRESHOLD, 10, 10)
-
-
 async def scenario(args: argparse.Namespace) -> None:
     server_gc_settings()
     with tempfile.TemporaryDirectory(prefix="profile-hb-") as data:
@@ -220,7 +157,7 @@ async def scenario(args: argparse.Namespace) -> None:
         connection: Connection | None = None
         try:
             await app.offsets.loading
-            broker = InProcess(app)
+            broker = InProcessClient(app.dispatcher)
             members: list[tuple[str, str, int]] = []
             frames: list[bytes] = []
             kept_alive = time.monotonic()
@@ -228,8 +165,7 @@ async def scenario(args: argparse.Namespace) -> None:
                 formed = [(f"profile-{g}", m, gen) for m, gen in await form_group(broker, f"profile-{g}",
                                                                                    args.members)]
                 members += formed
-                frames += [encode(HeartbeatRequest(group_id=group, generation_id=i32(gen), member_id=member,
-                                                   group_instance_id=None), len(frames) + i)
+                frames += [request_frame(heartbeat_request(group, gen, member), len(frames) + i)
                            for i, (group, member, gen) in enumerate(formed)]
                 if time.monotonic() - kept_alive > KEEP_ALIVE_SECONDS:  # forming 10,000 groups outlasts a session
                     keep_alive(app, frames)
@@ -250,7 +186,7 @@ async def scenario(args: argparse.Namespace) -> None:
                 profiler.enable()
             with pauses:
                 while time.perf_counter() - started < args.seconds:
-                    send_all()
+                    await send_all()
                     beats += len(frames)
                     yielded = time.perf_counter()
                     await asyncio.sleep(0)  # let due timers run, as the server's loop would between reads
@@ -272,7 +208,7 @@ async def scenario(args: argparse.Namespace) -> None:
           f"{1000 * full_collection:.0f} ms; GC pauses while heartbeating: "
           f"{pauses.summary()}; longest loop turn between rounds: {1000 * longest_yield:.1f} ms, "
           f"{slow_turns} over {1000 * SLOW_TURN_S:.0f} ms; "
-          f"RSS {rss_mib():.0f} MiB")
+          f"RSS {rss_bytes([os.getpid()]) / 2**20:.0f} MiB")
     if not args.profile:
         return
     stats = pstats.Stats(profiler)
@@ -281,14 +217,6 @@ async def scenario(args: argparse.Namespace) -> None:
     print(f"profiled CPU {total:.2f} s; timer code (coordinator/runtime/timers.py + session callbacks) "
           f"{timers:.3f} s = {100 * timers / total:.2f} %")
     stats.sort_stats("tottime").print_stats(16)
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,10 +9,11 @@ with asyncio Protocols, bounded both by a request count and by wall-clock time.
 
 Typical use (see bench/bench_api_versions.py)::
 
-    from bench.loadgen import Workload, encode, run
+    from bench.lib.loadgen import Workload, run
+    from bench.lib.wire import request_frame
     from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
-    frames = [encode(HeartbeatRequest(...), correlation_id=i) for i in range(100)]
+    frames = [request_frame(HeartbeatRequest(...), correlation_id=i) for i in range(100)]
     result = run("127.0.0.1", port, Workload(frames, connections=16, in_flight=32, duration=5.0),
                  cpu=1, cpu_probe=endpoint.cpu_seconds)
     print(result.rps, result.p50_us, result.p99_us, result.client_cpu, result.server_cpu)
@@ -25,7 +26,7 @@ Workload fields:
     duration      timed seconds (after `warmup` seconds whose responses are not counted)
     requests      stop earlier once this many timed responses arrived
     setup         `setup(host, port) -> frames or None`, run in the load process before any timing
-                  (e.g. join a group with BlockingClient and return Heartbeat frames for its members);
+                  (e.g. join a group with bench/lib/wire.py's WireClient and return Heartbeat frames);
                   with the fork start method it may be any callable, closures included
     check         `check(body)` on each connection's first response body (after the size prefix);
                   raise to reject it (e.g. a non-zero error code)
@@ -39,9 +40,6 @@ other_cpu (busy CPU of everything else on the machine meanwhile: noise from othe
 run_job(job, cpu, cpu_probe, time_limit) runs any `job(report) -> Result` the same way (forked, pinned,
 server CPU measured between its report("start") and report("stop")): bench/bench_steady.py drives a
 fleet of 100,000 members with it.
-
-BlockingClient is a small synchronous client for setup steps and probes: `call(kio_request_entity)`
-returns the decoded kio response entity.
 """
 
 from __future__ import annotations
@@ -49,94 +47,16 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-import socket
 import struct
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache, partial
+from functools import partial
 from typing import Any
-
-from kio.index import load_entity_module
-from kio.schema.index import api_key_map
-from kio.serial import entity_reader
-from kio.static.constants import EntityType
-
-from protocol.codec import encode_request
-from protocol.header import skip_tagged_fields
 
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
-
-
-def encode(entity: Any, correlation_id: int = 1, client_id: str | None = "bench") -> bytes:
-    """A complete request frame (size prefix + header + body) for a kio request entity."""
-    cls = type(entity)
-    return encode_request(int(cls.__api_key__), int(cls.__version__), bool(cls.__flexible__),
-                          correlation_id, client_id, entity)
-
-
-@cache  # a module lookup costs ~30 µs: member clients decode ~1,000 answers per 500-member rebalance
-def response_class(request_cls: type) -> type:
-    module = load_entity_module(api_key_map[int(request_cls.__api_key__)], int(request_cls.__version__),
-                                EntityType.response)
-    for value in vars(module).values():
-        if isinstance(value, type) and getattr(value, "__type__", None) is EntityType.response:
-            return value
-    raise LookupError(f"no kio response class for {request_cls.__name__}")
-
-
-def decode_response(request_cls: type, body: bytes) -> Any:
-    """Decode a response body (correlation id first, size prefix already removed)."""
-    cls = response_class(request_cls)
-    pos = 4
-    if int(cls.__header_schema__.__version__) >= 1:
-        pos = skip_tagged_fields(body, pos)
-    entity, _size = entity_reader(cls)(body, pos)
-    return entity
-
-
-class BlockingClient:
-    """One synchronous connection: send a frame, read its response. For setup steps, not for load."""
-
-    def __init__(self, host: str, port: int, timeout: float = 10.0, client_id: str = "bench") -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.client_id = client_id
-        self.correlation_id = 0
-
-    def __enter__(self) -> BlockingClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def _read_exactly(self, n: int) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < n:
-            chunk = self.sock.recv(n - len(chunks))
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            chunks += chunk
-        return bytes(chunks)
-
-    def roundtrip(self, frame: bytes) -> bytes:
-        """Send one request frame; return the response body (correlation id first)."""
-        self.sock.sendall(frame)
-        (size,) = _SIZE.unpack(self._read_exactly(4))
-        return self._read_exactly(size)
-
-    def call(self, entity: Any) -> Any:
-        self.correlation_id += 1
-        body = self.roundtrip(encode(entity, self.correlation_id, self.client_id))
-        (corr,) = _CORR.unpack_from(body, 0)
-        if corr != self.correlation_id:
-            raise ValueError(f"response correlation id {corr} != {self.correlation_id}")
-        return decode_response(type(entity), body)
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """Server CPU per durable OffsetCommit, in-process: the whole server path without sockets.
 
-    .venv/bin/python -m bench.commit_cpu [--rounds 200] [--connections 16] [--in-flight 32]
+    .venv/bin/python -m bench.profile.commit_cpu [--rounds 200] [--connections 16] [--in-flight 32]
 
 The real App (uvloop, its dispatcher, its offsets runtime with fsync group commit on a temp
 log dir) serves Connection objects over fake transports: each round, every connection
 receives `--in-flight` pre-encoded OffsetCommit v7 frames (1 topic x 10 partitions, one
-group per connection, as bench.bench_offsets sends them) in one chunk, and the round ends
+group per connection, as bench/bench_offsets.py sends them) in one chunk, and the round ends
 when every answer is written (each checked for error code 0). Reported: CPU per request,
 the minimum and median over rounds, for the process (all threads: the loop and the flush
 workers) and for the event loop's thread alone (what limits throughput). CPU time, not
@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import statistics
 import struct
 import tempfile
 import time
 
-from bench.bench_offsets import commit_check, commit_frames
-from bench.profile_heartbeats import FakeTransport
-from coordinator.app import YOUNG_GC_THRESHOLD, App
+from bench.lib.commits import commit_check, commit_frames
+from bench.lib.inprocess import FakeTransport, server_gc_settings, split_answers
+from coordinator.app import App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
 from coordinator.net.server import Connection
@@ -38,9 +37,6 @@ class CountingTransport(FakeTransport):
         super().__init__()
         self.expected, self.all_written, self.counter = expected, all_written, counter
 
-    def pause_reading(self) -> None:  # the server stopping; a round never fills the in-flight bound
-        pass
-
     def write(self, data: bytes) -> None:
         super().write(data)
         pos = 0
@@ -49,15 +45,6 @@ class CountingTransport(FakeTransport):
             self.counter[0] += 1
         if self.counter[0] >= self.expected:
             self.all_written.set()
-
-
-def split_answers(data: bytes) -> list[bytes]:
-    out, pos = [], 0
-    while pos < len(data):
-        (size,) = struct.unpack_from(">i", data, pos)
-        out.append(data[pos + 4:pos + 4 + size])
-        pos += 4 + size
-    return out
 
 
 async def measure(rounds: int, connections: int, in_flight: int) -> list[tuple[float, float]]:
@@ -82,9 +69,7 @@ async def measure(rounds: int, connections: int, in_flight: int) -> list[tuple[f
                 chunk = b"".join(commit_frames(c)[:in_flight])
                 feeds.append((connection, transport, chunk))
             samples = []
-            gc.collect()
-            gc.freeze()
-            gc.set_threshold(YOUNG_GC_THRESHOLD, 10, 10)
+            server_gc_settings()
             for round_no in range(rounds + 5):
                 counter[0] = 0
                 all_written.clear()

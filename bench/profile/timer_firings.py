@@ -1,6 +1,6 @@
 """How long session-timer firings hold the event loop when 100,000 members' timers come due together.
 
-    .venv/bin/python -m bench.timer_firings [--members 100000] [--spread-ms 500] [--shards 50] [--reps 3]
+    .venv/bin/python -m bench.profile.timer_firings [--members 100000] [--spread-ms 500] [--shards 50] [--reps 3]
 
 Members that joined together have session deadlines close to each other; every session timeout their
 timers fire and, the members having heartbeated, re-arm at the new deadline (rebalance.Rebalancer: one
@@ -62,7 +62,7 @@ async def one_run(members: int, spread_ms: float, shards: int, limit_s: float) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.timer_firings", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m bench.profile.timer_firings", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--members", type=int, default=100_000)
     parser.add_argument("--spread-ms", type=float, default=500.0)

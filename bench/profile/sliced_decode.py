@@ -1,6 +1,6 @@
 """Decode time of a 1 MiB request frame, kio in one call (with bounds.py's walk) vs sliced.
 
-    .venv/bin/python -m bench.sliced_decode [--rounds 20]
+    .venv/bin/python -m bench.profile.sliced_decode [--rounds 20]
 
 Three 1 MiB bodies: a DescribeGroups v5 of empty names (a million one-byte strings), a
 JoinGroup v9 of empty protocols (array-free entities) and an OffsetCommit v9 of one-partition
@@ -13,16 +13,25 @@ yielded. CPU time, the minimum of `--rounds`; compare in one session.
 from __future__ import annotations
 
 import argparse
+import datetime
 import time
+from typing import Any
 
-from protocol.apis import API_TABLE, ApiKey
+from protocol.apis import API_TABLE, ApiKey, request_class
+from protocol.build import build
 from protocol.codec import decode_request
 from protocol.encoder import encode
 from protocol.sliced_decode import SLICED_FROM, decode
-from tests.support.data_plane import ms, req
+
+
+def req(api: ApiKey, version: int, **values: Any) -> Any:
+    return build(request_class(int(api), version), **values)
 
 
 def bodies() -> dict[str, tuple[ApiKey, int, bytes]]:
+    def ms(value: int) -> datetime.timedelta:
+        return datetime.timedelta(milliseconds=value)
+
     describe = req(ApiKey.DESCRIBE_GROUPS, 5, groups=[""] * (SLICED_FROM - 8), include_authorized_operations=False)
     join = req(ApiKey.JOIN_GROUP, 9, group_id="g", session_timeout=ms(10_000), rebalance_timeout=ms(10_000),
                member_id="", group_instance_id=None, protocol_type="consumer",

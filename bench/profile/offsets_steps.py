@@ -1,7 +1,7 @@
 """Per-request µs of each step of a durable OffsetCommit (1 topic x 10 partitions, v7),
 in-process, for the code in the current directory (or PYTHONPATH=<snapshot>):
 
-    .venv/bin/python -m bench.offsets_steps [--repeat 300]
+    .venv/bin/python -m bench.profile.offsets_steps [--repeat 300]
 
 Each figure is the minimum over `--repeat` short timings (the machine is shared: the
 minimum is the least disturbed), so compare two trees A B A B in one session rather
@@ -22,7 +22,8 @@ import struct
 import timeit
 from collections.abc import Callable
 
-from bench.bench_offsets import commit_frames
+from bench.lib.commits import commit_frames
+from bench.lib.inprocess import DispatcherRig
 from coordinator import record_codec
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records
@@ -33,7 +34,6 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_request
 from protocol.header import parse_request_header
 from storage.batch import build_tail_batch
-from tests.support.offsets import OffsetsHarness
 
 BATCH = 512  # requests per timing of the whole path: 16 connections x 32 in flight
 
@@ -84,7 +84,7 @@ def measure(repeat: int) -> dict[str, float]:
 
 
 async def _whole_path(repeat: int) -> float:
-    harness = OffsetsHarness()
+    harness = DispatcherRig()
     frames = [f[4:] for c in range(16) for f in commit_frames(c)[:BATCH // 16]]
     dispatch, log = harness.dispatcher.dispatch, harness.log
 

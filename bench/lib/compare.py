@@ -13,12 +13,11 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from bench.loadgen import Result, Workload, run
-from bench.peers import NAMES, Endpoint, PeerError, start_server
-from bench.run_all import median
+from bench.lib.loadgen import Result, Workload, run
+from bench.lib.peers import NAMES, Endpoint, PeerError, start_server
+from bench.lib.report import median
 
 SERVER_CPU, LOAD_CPU = 0, 1
 
@@ -110,34 +109,31 @@ def medians(by_server: dict[str, list[Result]], scale: float = 1.0) -> dict[str,
     return {name: median([r.rps for r in runs]) * scale for name, runs in by_server.items() if runs}
 
 
-def rss_bytes(ep: Endpoint) -> int:
-    """Resident memory of the server's processes (VmRSS from /proc)."""
-    total = 0
-    for pid in ep.pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-    return total
-
-
-def parser_for(module: str, doc: str | None, reps: int = 3) -> argparse.ArgumentParser:
-    """The options every comparison shares: --servers, --reps, --no-docs."""
+def parser_for(module: str, doc: str | None, reps: int = 3, timed: bool = False) -> argparse.ArgumentParser:
+    """The options every comparison shares: --servers, --reps, --no-docs; with `timed`, the timed
+    seconds of a run in each batching (--seconds, --single-seconds: see `seconds_of`)."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--servers", default=",".join(NAMES), help="comma-separated, from: " + ", ".join(NAMES))
     parser.add_argument("--reps", type=int, default=reps, help="interleaved repetitions")
     parser.add_argument("--no-docs", "--no-write", dest="no_docs", action="store_true",
                         help="print only; do not touch docs/BENCHMARKS.md")
+    if timed:
+        parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pipelined run")
+        parser.add_argument("--single-seconds", type=float, default=2.0, help="timed seconds per 1x1 run")
     return parser
+
+
+def seconds_of(args: argparse.Namespace, mode: Mode) -> float:
+    """The timed seconds of a run in `mode` (parser_for(..., timed=True))."""
+    return args.seconds if mode.in_flight > 1 else args.single_seconds
 
 
 def server_names(args: argparse.Namespace) -> list[str]:
     return [n.strip() for n in args.servers.split(",") if n.strip()]
 
 
-def command_line(module: str, argv: Sequence[str] | None) -> str:
-    """How to reproduce a section, as written above its table."""
-    command = f".venv/bin/python -m {module}" + (" " + " ".join(argv) if argv else "")
-    ours = os.environ.get("BENCH_OURS_ROOT")
-    return f"BENCH_OURS_ROOT={ours} {command}" if ours else command
+def pin_to_load_cpu() -> None:
+    """Run this process (member clients that share the load generator's core) on LOAD_CPU, if it may."""
+    if LOAD_CPU in os.sched_getaffinity(0):
+        os.sched_setaffinity(0, {LOAD_CPU})

@@ -1,14 +1,14 @@
 """CPU cost of one OffsetCommit through the dispatcher, per request version (in-process, no sockets).
 
-    .venv/bin/python -m bench.bench_commit_versions [--requests 20000] [--reps 5] [--versions 0,1,2,7,8]
+    .venv/bin/python -m bench.profile.commit_versions [--requests 20000] [--reps 5] [--versions 0,1,2,7,8]
 
 The real dispatcher and handlers over a MemoryLog (no disk): each request is a pre-encoded
 OffsetCommit of one topic x 10 partitions, generation -1 and no member id (a commit outside group
 management, as bench/bench_offsets.py sends), cycling over 16 groups. A request's cost is
 dispatch (header, kio decode, validation, records, the write's hand-off) plus completing its write
-and encoding the answer. Versions the tree under test does not serve are skipped, so the same
-script measures an older snapshot: `PYTHONPATH=<snapshot> .venv/bin/python -m bench...` (see
-`python -m bench.peers snapshot`). Prints the median µs per request over `--reps` runs per version.
+and encoding the answer. Versions the tree under test does not serve are skipped; to measure
+another tree, run it from each tree in turn (bench/profile/README.md). Prints the median µs per
+request over `--reps` runs per version.
 """
 
 from __future__ import annotations
@@ -20,13 +20,7 @@ import time
 
 from kio.static.primitive import i32, i64
 
-from coordinator.app import build_dispatcher
-from coordinator.config import Config
-from coordinator.data_plane.topic_catalog import TopicCatalog
-from coordinator.runtime.shard import GroupCoordinator, GroupSettings
-from coordinator.runtime.timers import FakeScheduler
-from coordinator.runtime.writes import MemoryLog
-from coordinator.services import Node, Services
+from bench.lib.inprocess import DispatcherRig
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import encode_request
@@ -47,19 +41,10 @@ def commit_frame(version: int, group: str, offset: int) -> bytes:
     return encode_request(ApiKey.OFFSET_COMMIT, version, spec.request_is_flexible(version), 1, "bench", request)[4:]
 
 
-def services() -> tuple[Services, MemoryLog]:
-    config = Config.load(overrides={"log.dirs": "/nonexistent-unused"}, environ={})
-    node = Node(config.node_id, "bench-cluster-id-000000", host="127.0.0.1", port=9092)
-    out = Services(config, node, TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions))
-    log = MemoryLog(auto=False)
-    out.groups = GroupCoordinator(GroupSettings(initial_rebalance_delay_ms=0), FakeScheduler(), log)
-    return out, log
-
-
 async def run(version: int, requests: int) -> float:
     """µs per request, all of dispatch + write completion + answer encoding."""
-    svc, log = services()
-    dispatcher = build_dispatcher(svc)
+    rig = DispatcherRig()
+    dispatcher, log = rig.dispatcher, rig.log
     frames = [commit_frame(version, f"bench-group-{g}", 7) for g in range(GROUPS)]
     finish = dispatcher.finish
     start = time.perf_counter()

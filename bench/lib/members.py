@@ -1,7 +1,8 @@
-"""Group members for benchmarks: one member per connection (AsyncMember), forming a group, syncing it.
+"""Group members for benchmarks: the requests a classic-group member sends, and AsyncMember (one member
+per connection) forming a group and syncing it.
 
-Used by bench_groups (heartbeats, rebalance time) and bench_rejoin. JoinGroup v5 (two-step) and
-SyncGroup v3 / Heartbeat v3 are what every peer parses.
+Used by bench_groups (heartbeats, rebalance time), bench_rejoin, bench/lib/fleet.py and the in-process
+profiles. JoinGroup v5 (two-step) and SyncGroup v3 / Heartbeat v3 are what every peer parses.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import datetime
 import struct
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -18,7 +20,7 @@ from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestP
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.static.primitive import i32, i32Timedelta
 
-from bench.loadgen import decode_response, encode
+from bench.lib.wire import decode_response, request_frame
 
 SESSION_TIMEOUT_MS = 10000  # librdkafka's and kafka-python's long-standing default
 SUBSCRIPTION = struct.pack(">hi", 0, 1) + struct.pack(">h", 5) + b"bench" + struct.pack(">i", -1)
@@ -27,6 +29,26 @@ ASSIGNMENT = struct.pack(">hii", 0, 0, -1)  # ConsumerProtocolAssignment v0: no 
 
 def ms(value: int) -> i32Timedelta:
     return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
+
+
+def join_request(group: str, member_id: str, session_timeout_ms: int = SESSION_TIMEOUT_MS,
+                 rebalance_timeout_ms: int = 60000) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id=group, session_timeout=ms(session_timeout_ms), rebalance_timeout=ms(rebalance_timeout_ms),
+        member_id=member_id, group_instance_id=None, protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION),))
+
+
+def sync_request(group: str, generation: int, member_id: str, assignees: Iterable[str] = ()) -> SyncGroupRequest:
+    """SyncGroup v3; the leader passes every member's id in `assignees` (each gets ASSIGNMENT)."""
+    return SyncGroupRequest(group_id=group, generation_id=i32(generation), member_id=member_id,
+                            group_instance_id=None, assignments=tuple(
+                                SyncGroupRequestAssignment(member_id=m, assignment=ASSIGNMENT) for m in assignees))
+
+
+def heartbeat_request(group: str, generation: int, member_id: str) -> HeartbeatRequest:
+    return HeartbeatRequest(group_id=group, generation_id=i32(generation), member_id=member_id,
+                            group_instance_id=None)
 
 
 class AsyncMember:
@@ -48,7 +70,7 @@ class AsyncMember:
     async def call(self, request: Any, sent: asyncio.Event | None = None) -> Any:
         assert self.reader is not None and self.writer is not None
         self.correlation += 1
-        self.writer.write(encode(request, self.correlation, client_id=f"bench-{self.index}"))
+        self.writer.write(request_frame(request, self.correlation, client_id=f"bench-{self.index}"))
         if sent is not None:
             await self.writer.drain()
             sent.set()
@@ -67,10 +89,7 @@ class AsyncMember:
         a follower whose JoinGroup reaches a still-Stable group is told the current generation,
         heartbeats until REBALANCE_IN_PROGRESS and rejoins)."""
         while True:
-            response = await self.call(JoinGroupRequest(
-                group_id=self.group, session_timeout=ms(self.session_timeout_ms), rebalance_timeout=ms(60000),
-                member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
-                protocols=(JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION),)))
+            response = await self.call(join_request(self.group, self.member_id, self.session_timeout_ms))
             if response.error_code is ErrorCode.member_id_required:
                 self.member_id = response.member_id
                 continue
@@ -85,8 +104,7 @@ class AsyncMember:
             return
 
     async def heartbeat(self, generation: int) -> ErrorCode:
-        response = await self.call(HeartbeatRequest(group_id=self.group, generation_id=i32(generation),
-                                                    member_id=self.member_id, group_instance_id=None))
+        response = await self.call(heartbeat_request(self.group, generation, self.member_id))
         return response.error_code
 
     async def sync(self, sent: asyncio.Event | None = None) -> None:
@@ -97,13 +115,8 @@ class AsyncMember:
             await self.join(newer_than=self.generation)
 
     async def _sync_once(self, sent: asyncio.Event | None = None) -> ErrorCode:
-        assignments = ()
-        if self.member_id == self.leader:
-            assignments = tuple(SyncGroupRequestAssignment(member_id=m.member_id, assignment=ASSIGNMENT)
-                                for m in self.members)
-        response = await self.call(SyncGroupRequest(
-            group_id=self.group, generation_id=i32(self.generation), member_id=self.member_id,
-            group_instance_id=None, assignments=assignments), sent)
+        assignees = [m.member_id for m in self.members] if self.member_id == self.leader else []
+        response = await self.call(sync_request(self.group, self.generation, self.member_id, assignees), sent)
         code = response if isinstance(response, ErrorCode) else response.error_code
         if code not in (ErrorCode.none, ErrorCode.rebalance_in_progress):
             role = "leader" if self.member_id == self.leader else "follower"
@@ -168,8 +181,7 @@ def heartbeat_check(body: bytes) -> None:
 
 
 def heartbeat_frames(members: list[AsyncMember]) -> list[bytes]:
-    return [encode(HeartbeatRequest(group_id=m.group, generation_id=i32(m.generation), member_id=m.member_id,
-                                    group_instance_id=None), correlation_id=i + 1)
+    return [request_frame(heartbeat_request(m.group, m.generation, m.member_id), correlation_id=i + 1)
             for i, m in enumerate(members)]
 
 

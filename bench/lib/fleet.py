@@ -28,14 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.schema.heartbeat.v3.request import HeartbeatRequest
-from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.join_group.v5.request import JoinGroupRequest
 from kio.schema.leave_group.v1.request import LeaveGroupRequest
-from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.static.primitive import i32
 
-from bench.loadgen import decode_response, encode
-from bench.members import ASSIGNMENT, SUBSCRIPTION, ms
+from bench.lib.members import heartbeat_request, join_request, sync_request
+from bench.lib.wire import decode_response, request_frame
 
 _SIZE = struct.Struct(">i")
 # Kernel receive timestamps (Linux): SO_TIMESTAMPNS puts the time an answer reached the socket in a
@@ -184,19 +181,12 @@ class Member:
 
 
 def _join_frame(m: Member, session_timeout_ms: int) -> bytes:
-    return encode(JoinGroupRequest(
-        group_id=m.group, session_timeout=ms(session_timeout_ms), rebalance_timeout=ms(60000),
-        member_id=m.member_id, group_instance_id=None, protocol_type="consumer",
-        protocols=(JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION),)))
+    return request_frame(join_request(m.group, m.member_id, session_timeout_ms))
 
 
 def _sync_frame(m: Member) -> bytes:
-    assignments = ()
-    if m.member_id == m.leader:
-        assignments = tuple(SyncGroupRequestAssignment(member_id=p.member_id, assignment=ASSIGNMENT)
-                            for p in m.peers)
-    return encode(SyncGroupRequest(group_id=m.group, generation_id=i32(m.generation), member_id=m.member_id,
-                                   group_instance_id=None, assignments=assignments))
+    assignees = [p.member_id for p in m.peers] if m.member_id == m.leader else []
+    return request_frame(sync_request(m.group, m.generation, m.member_id, assignees))
 
 
 async def _exchange(members: Sequence[Member], frame_for: Callable[[Member], bytes]) -> list[bytes]:
@@ -309,6 +299,20 @@ class Fleet:
             await _seat(members[start:start + step], session_timeout_ms)
         return cls(pipes, members)
 
+    def _tap(self, on_timed: Callable[[int, int, int, bytes], None],
+             lose: Callable[[asyncio.Future], None]) -> tuple[Any, dict[int, Pipe]]:
+        """Every pipe reports its timed answers to `on_timed` and its loss to `lose`; on Linux, it is read
+        through a tap (kernel receive timestamps) in one epoll. Returns (the epoll or None, fd -> pipe)."""
+        poller = select.epoll() if sys.platform == "linux" else None
+        tapped: dict[int, Pipe] = {}
+        for pipe in self.pipes:
+            pipe.on_timed = on_timed
+            pipe.lost.add_done_callback(lose)
+            fd = pipe.tap(poller) if poller is not None else None
+            if fd is not None:
+                tapped[fd] = pipe
+        return poller, tapped
+
     async def heartbeat(self, interval: float, seconds: float, warmup: float,
                         report: Callable[[str], None], drain: float = 2.0, tick: float = 0.001) -> dict[str, Any]:
         """Each member sends Heartbeat v3 every `interval` s, members spread evenly over it (open loop:
@@ -325,8 +329,7 @@ class Fleet:
         read every readable socket before the tick could run, and a generator near its core's limit
         (~0.8 here, most of it the kernel's loopback work) sent 20-40 ms of heartbeats at once,
         which then queued at the server. Reading late moves only the "as read" latency."""
-        frames = [encode(HeartbeatRequest(group_id=m.group, generation_id=i32(m.generation), member_id=m.member_id,
-                                          group_instance_id=None)) for m in self.members]
+        frames = [request_frame(heartbeat_request(m.group, m.generation, m.member_id)) for m in self.members]
         latencies: list[int] = []
         arrivals: list[int] = []
         codes: Counter[int] = Counter()
@@ -344,14 +347,7 @@ class Fleet:
             if not broken.done():
                 broken.set_result(lost.result())
 
-        poller = select.epoll() if sys.platform == "linux" else None
-        tapped: dict[int, Pipe] = {}
-        for pipe in self.pipes:
-            pipe.on_timed = on_timed
-            pipe.lost.add_done_callback(lose)
-            fd = pipe.tap(poller) if poller is not None else None
-            if fd is not None:
-                tapped[fd] = pipe
+        poller, tapped = self._tap(on_timed, lose)
         n = len(self.members)
         # No cyclic GC while timing: with 100,000 members' objects a full collection of this process
         # took 130-160 ms, and the heartbeats that fell due meanwhile left in one burst that queued
@@ -416,7 +412,8 @@ class Fleet:
 
     async def leave(self) -> None:
         """LeaveGroup v1 for every member, so a later run does not share the server with expiring ones."""
-        await _exchange(self.members, lambda m: encode(LeaveGroupRequest(group_id=m.group, member_id=m.member_id)))
+        await _exchange(self.members,
+                        lambda m: request_frame(LeaveGroupRequest(group_id=m.group, member_id=m.member_id)))
 
     def close(self) -> None:
         for pipe in self.pipes:

@@ -1,0 +1,112 @@
+"""bench/lib: the requests the benchmarks send are ones our dispatcher answers without error, the one wire
+client encodes and decodes as both its users expect, and the report and peer helpers do what scripts rely on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+
+from bench.lib import wire
+from bench.lib.commits import commit_check, commit_frames
+from bench.lib.inprocess import DispatcherRig, split_answers
+from bench.lib.members import heartbeat_frames, heartbeat_request, join_request, sync_request
+from bench.lib.peers import PeerError, rss_bytes, start_server
+from bench.lib.report import command_line
+from tests.support import wire_client
+
+
+async def seat(rig: DispatcherRig, group: str, size: int) -> list:
+    """Members join (two-step), the group completes at once (no initial delay), all sync."""
+    ids = [(await rig.call(join_request(group, ""))).member_id for _ in range(size)]
+    sent = rig.send([wire.request_frame(join_request(group, m))[4:] for m in ids])
+    rig.clock.advance(0)
+    joined = [wire.decode_response(type(join_request(group, "")), a[4:]) for a in await rig.answers(sent)]
+    assert {j.error_code for j in joined} == {ErrorCode.none}
+    leader, generation = joined[0].leader, joined[0].generation_id
+    sent = rig.send([wire.request_frame(sync_request(group, generation, m, ids if m == leader else ()))[4:]
+                     for m in ids])
+    rig.log.complete()
+    synced = [wire.decode_response(type(sync_request(group, 0, "")), a[4:]) for a in await rig.answers(sent)]
+    assert {s.error_code for s in synced} == {ErrorCode.none}
+    return joined
+
+
+def test_members_requests_seat_a_group_that_then_heartbeats() -> None:
+    async def go() -> None:
+        rig = DispatcherRig()
+        joined = await seat(rig, "g", 3)
+        assert len(next(j for j in joined if j.member_id == j.leader).members) == 3
+        beat = await rig.call(heartbeat_request("g", joined[0].generation_id, joined[0].member_id))
+        assert beat.error_code is ErrorCode.none
+        stale = await rig.call(heartbeat_request("g", joined[0].generation_id + 1, joined[0].member_id))
+        assert stale.error_code is ErrorCode.illegal_generation
+
+    asyncio.run(go())
+
+
+def test_heartbeat_frames_number_their_correlation_ids() -> None:
+    class M:
+        group, generation, member_id = "g", 1, "m"
+
+    frames = heartbeat_frames([M(), M(), M()])
+    assert [struct.unpack_from(">i", f, 8)[0] for f in frames] == [1, 2, 3]
+
+
+def test_commit_frames_are_answered_without_error_and_commit_check_reads_every_partition() -> None:
+    async def go() -> list[bytes]:
+        rig = DispatcherRig()
+        sent = rig.send([f[4:] for f in commit_frames(0)[:3]])
+        rig.log.complete()
+        return await rig.answers(sent)
+
+    answers = asyncio.run(go())
+    assert len(answers) == 3
+    for answer in split_answers(b"".join(answers)):
+        commit_check(answer)
+    body = bytearray(split_answers(answers[0])[0])
+    body[-2:] = struct.pack(">h", ErrorCode.offset_metadata_too_large.value)  # the last partition's code
+    with pytest.raises(ValueError, match="error code 12"):
+        commit_check(bytes(body))
+
+
+def test_the_wire_client_sends_its_users_client_ids() -> None:
+    request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    assert b"\x00\x05bench" in wire.request_frame(request, 1)
+    assert b"\x00\x0btest-client" in wire_client.request_frame(request, 1)
+    assert wire_client.request_frame(request, 1, None)[12:14] == b"\xff\xff"  # a null client id
+    made_without_init = wire_client.WireClient.__new__(wire_client.WireClient)  # as test_connection_quotas does
+    assert (made_without_init.client_id, made_without_init.correlation_id) == ("test-client", 0)
+    assert made_without_init.whole_frames
+
+
+def test_decode_response_checks_the_frame_is_whole_only_when_asked() -> None:
+    body = struct.pack(">iih", 7, 0, 0)  # Heartbeat v3 answer: correlation id, throttle time, error code
+    request_cls = type(heartbeat_request("g", 1, "m"))
+    assert wire.decode_response(request_cls, body).error_code is ErrorCode.none
+    assert wire.decode_response(request_cls, body + b"\x00").error_code is ErrorCode.none
+    with pytest.raises(AssertionError, match="trailing bytes"):
+        wire.decode_response(request_cls, body + b"\x00", whole=True)
+
+
+def test_command_line_names_the_tree_under_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BENCH_OURS_ROOT", raising=False)
+    assert command_line("bench.bench_groups", ["--reps", "1"]) == ".venv/bin/python -m bench.bench_groups --reps 1"
+    monkeypatch.setenv("BENCH_OURS_ROOT", "/tmp/snap")
+    assert command_line("bench.bench_groups", None) == (
+        "BENCH_OURS_ROOT=/tmp/snap .venv/bin/python -m bench.bench_groups")
+
+
+def test_settings_overrides_are_refused_for_peers_before_anything_starts() -> None:
+    with pytest.raises(PeerError, match="for ours only"):
+        with start_server("tansu", overrides={"log.flush.policy": "none"}):
+            pass
+
+
+def test_rss_bytes_reads_this_process() -> None:
+    assert rss_bytes([os.getpid()]) > 1 << 20
+    assert rss_bytes([]) == 0
