@@ -21,13 +21,22 @@ import argparse
 import struct
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsRequestV2
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from bench.lib.compare import (ONE_AT_A_TIME, Mode, interleaved, parser_for, seconds_of, server_names, servers,
-                               summary_rows)
+from bench.lib.compare import (
+    ONE_AT_A_TIME,
+    Mode,
+    interleaved,
+    parser_for,
+    seconds_of,
+    server_names,
+    servers,
+    summary_rows,
+)
 from bench.lib.loadgen import Result, Workload
 from bench.lib.report import command_line, machine_facts, markdown_table, write_section
 from bench.lib.wire import request_frame

@@ -27,8 +27,20 @@ import sys
 import time
 from typing import Any
 
-from bench.lib.compare import (MODES, Mode, interleaved, medians, parser_for, pin_to_load_cpu, seconds_of,
-                               server_names, servers, summary_header, summary_rows, wire_port)
+from bench.lib.compare import (
+    MODES,
+    Mode,
+    interleaved,
+    medians,
+    parser_for,
+    pin_to_load_cpu,
+    seconds_of,
+    server_names,
+    servers,
+    summary_header,
+    summary_rows,
+    wire_port,
+)
 from bench.lib.loadgen import Workload
 from bench.lib.members import form_group, heartbeat_check, heartbeat_group, sync_all
 from bench.lib.report import command_line, machine_facts, markdown_table, median, write_section
@@ -87,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in MODES]
     rows = [[name, *(cells.get(size, "skipped") for size in sizes)] for name, cells in rebalance.items()]
     body.append("### Rebalance (leader rejoins, all rejoin, leader assigns, all sync), median ms of "
-                f"{args.reps}, no initial delay\n\n" + markdown_table(["server", *[f"{s} members" for s in sizes]], rows))
+                f"{args.reps}, no initial delay\n\n"
+                + markdown_table(["server", *[f"{s} members" for s in sizes]], rows))
     body.append(NOTES + "".join(f"\n- {f}" for f in failures))
     text = "\n\n".join(body)
     print("\n" + text)
@@ -117,7 +130,7 @@ def rebalance_times(endpoints: dict[str, Any], sizes: list[int], reps: int,
                         REBALANCE_LIMIT_S)))
                     print(f"rep {rep + 1} rebalance {size:>4} {name:<13} {times[name][size][-1] * 1000:,.0f} ms",
                           flush=True)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     failures.append(f"{name}: rebalance of {size} took over {REBALANCE_LIMIT_S} s")
                     broken[name][size] = "timeout"
                 except Exception as exc:  # noqa: BLE001

@@ -26,8 +26,19 @@ import tempfile
 import time
 
 from bench.lib.commits import PARTITIONS, TOPIC, commit_check, commit_frames
-from bench.lib.compare import (MODES, PIPELINED, Mode, interleaved, medians, parser_for, seconds_of, server_names,
-                               servers, summary_header, summary_rows)
+from bench.lib.compare import (
+    MODES,
+    PIPELINED,
+    Mode,
+    interleaved,
+    medians,
+    parser_for,
+    seconds_of,
+    server_names,
+    servers,
+    summary_header,
+    summary_rows,
+)
 from bench.lib.loadgen import Workload
 from bench.lib.report import machine_facts, markdown_table, median, write_section
 
@@ -42,9 +53,9 @@ def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
 
 def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
     """Write one partition of about `megabytes` MB; returns (records, bytes)."""
-    from coordinator.runtime.durable_log import DurableLog
     from coordinator.record_codec import offset_key, offset_value
     from coordinator.records import OffsetValue
+    from coordinator.runtime.durable_log import DurableLog
     from storage.batch import build_batch
 
     async def go() -> tuple[int, int]:
@@ -70,10 +81,10 @@ def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
 
 
 def measure_load(root: str) -> tuple[float, int, int]:
-    from coordinator.runtime.loader import load_shard
-    from coordinator.runtime.durable_log import DurableLog
     from coordinator.groups.settings import GroupSettings
     from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.loader import load_shard
     from coordinator.runtime.timers import FakeScheduler
 
     async def go() -> tuple[float, int, int]:

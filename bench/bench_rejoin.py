@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     elapsed = asyncio.run(asyncio.wait_for(timed_rejoin(
                         ep.host, wire_port(ep), f"bench-rejoin-{rep}", args.size, args.interval_ms / 1000), LIMIT_S))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     failures.append(f"{name} rep {rep + 1}: no rejoin within {LIMIT_S:.0f} s")
                     continue
                 except Exception as exc:  # noqa: BLE001 - report and go on with the other servers

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from bench.lib.compare import LOAD_CPU, parser_for, server_names, servers, wire_port
 from bench.lib.fleet import Fleet
@@ -47,7 +48,7 @@ def steady_job(host: str, port: int, groups: int, size: int, interval: float, se
         try:
             fleet = await asyncio.wait_for(Fleet.join(host, port, groups, size, connections, prefix=prefix,
                                                         waves=waves), JOIN_LIMIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RuntimeError(f"seating {groups * size:,} members took over {JOIN_LIMIT_S:.0f} s") from None
         joined = time.perf_counter() - started
         try:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from bench import (bench_api_versions, bench_codec, bench_groups, bench_memory, bench_offsets, bench_rejoin,
-                   bench_steady)
+from bench import bench_api_versions, bench_codec, bench_groups, bench_memory, bench_offsets, bench_rejoin, bench_steady
 from bench.lib.report import DOC
 
 

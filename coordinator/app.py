@@ -8,17 +8,32 @@ import signal
 
 import structlog
 
-from coordinator.node import Node, load_or_create_cluster_id
 from coordinator.config import Config
-from coordinator.net.dispatch import Dispatcher
-from coordinator.handlers import api_versions, find_coordinator, metadata
-from coordinator.handlers import group_admin, heartbeat, join_group, leave_group, sync_group
-from coordinator.handlers import offset_commit, offset_delete, offset_fetch
-from coordinator.handlers import delete_records, fetch, init_producer_id, list_offsets, produce, topics_admin
-from coordinator.runtime.offsets_topic import OffsetsRuntime
-from coordinator.net.server import Server
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.handlers import (
+    api_versions,
+    delete_records,
+    fetch,
+    find_coordinator,
+    group_admin,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    produce,
+    sync_group,
+    topics_admin,
+)
+from coordinator.net.dispatch import Dispatcher
+from coordinator.net.server import Server
+from coordinator.node import Node, load_or_create_cluster_id
+from coordinator.runtime.offsets_topic import OffsetsRuntime
+from coordinator.services import Services
 
 log = structlog.get_logger(__name__)
 

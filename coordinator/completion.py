@@ -21,7 +21,8 @@ loop future made only when someone awaits.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Generator
+from collections.abc import Callable, Generator
+from typing import Any
 
 import structlog
 
@@ -124,7 +125,7 @@ class Completion:
 
     # --- deriving --------------------------------------------------------------------
 
-    def then(self, ok: Callable[..., Any], failed: Callable[..., Any] | None = None, *args: Any) -> "Completion":
+    def then(self, ok: Callable[..., Any], failed: Callable[..., Any] | None = None, *args: Any) -> Completion:
         """The answer made from this one: `ok(*args, value)` once it succeeds, `failed(*args, error)` if
         it fails (without `failed`, the same error). An exception from either settles it with that
         exception: a request is never left unanswered. At once if this one is settled already.

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 
@@ -288,7 +289,7 @@ class Config:
         overrides: Mapping[str, str] | None = None,
         environ: Mapping[str, str] | None = None,
         warn: Callable[[str], None] | None = None,
-    ) -> "Config":
+    ) -> Config:
         raw = {name: default for name, (_a, _p, default, _d) in SETTINGS.items()}
         if properties_file:
             for name, value in read_properties(properties_file).items():

@@ -25,12 +25,6 @@ class InvalidRequest(KafkaError):
     code = ErrorCode.invalid_request
 
 
-class InvalidGroupId(KafkaError):
-    code = ErrorCode.invalid_group_id
-
-
-class CoordinatorNotAvailable(KafkaError):
-    code = ErrorCode.coordinator_not_available
 
 
 class InvalidTopic(KafkaError):
@@ -40,9 +34,6 @@ class InvalidTopic(KafkaError):
 class UnknownTopicOrPartition(KafkaError):
     code = ErrorCode.unknown_topic_or_partition
 
-
-class CoordinatorLoadInProgress(KafkaError):
-    code = ErrorCode.coordinator_load_in_progress
 
 
 class NotCoordinator(KafkaError):
@@ -59,32 +50,11 @@ class FencedInstanceId(KafkaError):
     code = ErrorCode.fenced_instance_id
 
 
-class IllegalGeneration(KafkaError):
-    code = ErrorCode.illegal_generation
 
 
-class RebalanceInProgress(KafkaError):
-    code = ErrorCode.rebalance_in_progress
 
 
-class InconsistentGroupProtocol(KafkaError):
-    code = ErrorCode.inconsistent_group_protocol
 
-
-class InvalidSessionTimeout(KafkaError):
-    code = ErrorCode.invalid_session_timeout
-
-
-class GroupMaxSizeReached(KafkaError):
-    code = ErrorCode.group_max_size_reached
-
-
-class GroupIdNotFound(KafkaError):
-    code = ErrorCode.group_id_not_found
-
-
-class NonEmptyGroup(KafkaError):
-    code = ErrorCode.non_empty_group
 
 
 # --- embedded data plane (topics, Produce, Fetch, ListOffsets) -----------------
@@ -156,12 +126,6 @@ class PolicyViolation(KafkaError):
     code = ErrorCode.policy_violation
 
 
-class UnknownLeaderEpoch(KafkaError):
-    code = ErrorCode.unknown_leader_epoch
-
-
-class FencedLeaderEpoch(KafkaError):
-    code = ErrorCode.fenced_leader_epoch
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import structlog
+from structlog.typing import EventDict
 
 LIMITED_LEVELS = frozenset({"warning", "warn", "error", "exception", "critical"})
 
@@ -32,7 +34,7 @@ class RateLimiter:
         self.clock = clock
         self._state: dict[tuple[Any, str], list] = {}  # key -> [window start, lines in it, dropped]
 
-    def __call__(self, logger: Any, method_name: str, event_dict: dict) -> dict:
+    def __call__(self, logger: Any, method_name: str, event_dict: EventDict) -> EventDict:
         if method_name not in LIMITED_LEVELS:
             return event_dict
         key = (event_dict.get("event"), method_name)
@@ -58,7 +60,7 @@ def _shortened(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more chars)"
 
 
-def truncate_values(logger: Any, method_name: str, event_dict: dict) -> dict:
+def truncate_values(logger: Any, method_name: str, event_dict: EventDict) -> EventDict:
     """A structlog processor: every value is written at most MAX_VALUE_CHARS long (its repr, for
     what is not a string or a number), a traceback at most MAX_EXCEPTION_CHARS."""
     for key, value in event_dict.items():

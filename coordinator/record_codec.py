@@ -9,9 +9,10 @@ version: keys v0, values v0/v2/v4).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from struct import Struct
-from typing import Iterable, Iterator
 
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 from storage.batch import record_tail
 from storage.errors import InvalidRecordError
 from storage.records import (
@@ -28,8 +29,6 @@ from storage.records import (
     read_offset_value,
 )
 from storage.varint import encode_varint
-
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 
 _I = Struct(">i")
 _KEY_V1 = b"\x00\x01"
@@ -92,7 +91,8 @@ def encode_tails(records: list[Record]) -> list[bytes]:
     tails from commit_records; the log calls this for the other writes."""
     out = []
     pack_partition = _I.pack
-    last_group = last_topic = head = None
+    last_group = last_topic = None
+    head = b""  # set by the first record: its group is not None
     for record in records:
         if type(record) is not OffsetCommitRecord:
             out.append(record_tail(*encode(record)))
@@ -149,6 +149,7 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
                         continue
             else:
                 fields = read_offset_key(key)  # checks the whole key: the prefix is valid from now on
+                assert fields is not None  # a v1 key
                 names[key[:cut]] = fields[0], fields[1]
         try:
             yield decode(key, value)
@@ -156,4 +157,5 @@ def decode_all(pairs: Iterable[tuple[bytes, bytes | None]]) -> Iterator[Record]:
             continue
 
 
-__all__ = ["encode", "encode_tails", "key_head", "plain_commit_tail", "decode", "decode_all", "offset_key", "offset_value", "UnknownRecordType", "InvalidRecordError"]
+__all__ = ["encode", "encode_tails", "key_head", "plain_commit_tail", "decode", "decode_all", "offset_key",
+           "offset_value", "UnknownRecordType", "InvalidRecordError"]

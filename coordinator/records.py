@@ -18,7 +18,7 @@ storage.records.OffsetCommitValue, so storage.expiry's KIP-211 rules read it as 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, final
 
 from storage.records import GroupMetadataValue, MemberMetadata
 
@@ -38,6 +38,7 @@ class OffsetValue(NamedTuple):
     expire_timestamp: int = NO_EXPIRE
 
 
+@final  # final: `type(record) is OffsetCommitRecord` (the fast test the codecs use) narrows for mypy
 class OffsetCommitRecord(NamedTuple):
     group: str
     topic: str
@@ -49,6 +50,7 @@ class OffsetCommitRecord(NamedTuple):
         return self.value is None
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class GroupMetadataRecord:
     """One GroupMetadata record: key (group id) and value, None for a tombstone."""

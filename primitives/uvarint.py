@@ -9,7 +9,8 @@ is the same for all: at most 5 bytes, as Kafka and kio read them.
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from collections.abc import Callable
+from typing import Union
 
 Buffer = Union[bytes, bytearray, memoryview]
 UvarintReader = Callable[[Buffer, int], "tuple[int, int]"]

@@ -21,8 +21,9 @@ arrays get no checker at all (`checker` returns None).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Callable, Union
+from typing import Union
 
 from primitives.uvarint import uvarint_reader
 
@@ -68,7 +69,7 @@ class Sized:
 
 @dataclass(frozen=True)
 class Array:
-    element: "Node"
+    element: Node
     compact: bool
     nullable: bool = False
 
@@ -78,8 +79,8 @@ class Entity:
     name: str
     flexible: bool
     nullable: bool  # an int8 marker first, -1 = null (KIP-893 nullable structs)
-    fields: tuple["Node", ...]  # the untagged fields, in order
-    tagged: tuple[tuple[int, "Node"], ...]  # (tag, field)
+    fields: tuple[Node, ...]  # the untagged fields, in order
+    tagged: tuple[tuple[int, Node], ...]  # (tag, field)
 
 
 Node = Union[Fixed, Sized, Array, Entity]

@@ -8,10 +8,10 @@ from typing import Any
 from kio.serial import entity_reader
 
 from . import bounds
-from .sliced_decode import SLICED_FROM, decode_sliced
 from .apis import ApiSpec
 from .encoder import writer_for
 from .header import encode_request_header, plain_body_offset
+from .sliced_decode import SLICED_FROM, decode_sliced
 
 _INT32 = Struct(">i")
 _SIZE_AND_CORRELATION = Struct(">ii")
@@ -21,7 +21,7 @@ class Encoded(bytes):
     """A response body encoded ahead of time (for constant answers such as ApiVersions)."""
 
     @classmethod
-    def of(cls, entity: Any) -> "Encoded":
+    def of(cls, entity: Any) -> Encoded:
         out = bytearray()
         writer_for(type(entity))(entity, out)
         return cls(out)

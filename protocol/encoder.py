@@ -13,8 +13,9 @@ tests/unit/test_encoder_identity.py checks byte identity against kio with hypoth
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import MISSING, fields
-from typing import Any, Callable
+from typing import Any
 
 from kio.static.constants import uuid_zero
 

@@ -18,8 +18,9 @@ All are non-flexible: request header v1, response header v0. Per version:
 - OffsetFetch request/response v0: the v1 wire shape (v0 read offsets from ZooKeeper).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader
@@ -39,11 +40,12 @@ def _message(api_key: int, version: int, entity_type: EntityType, header: type) 
     """kio's class variables plus its dataclass flavour (frozen, slotted, keyword-only)."""
 
     def make(cls: T) -> T:
-        cls.__type__ = entity_type
-        cls.__version__ = i16(version)
-        cls.__flexible__ = False
-        cls.__api_key__ = i16(api_key)
-        cls.__header_schema__ = header
+        entity: Any = cls  # a plain class until the dataclass() below; these are kio's ClassVars
+        entity.__type__ = entity_type
+        entity.__version__ = i16(version)
+        entity.__flexible__ = False
+        entity.__api_key__ = i16(api_key)
+        entity.__header_schema__ = header
         return dataclass(frozen=True, slots=True, kw_only=True)(cls)  # type: ignore[return-value]
 
     return make
@@ -65,7 +67,7 @@ def _int64() -> i64:
     return field(metadata={"kafka_type": "int64"})
 
 
-def _string() -> str:
+def _string() -> Any:  # a str, TopicName, GroupId or optional str field: the annotation says which
     return field(metadata={"kafka_type": "string"})
 
 

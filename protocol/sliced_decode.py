@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Generator, Union
+from typing import Any, Union
 
 from primitives.uvarint import encode_uvarint
 
@@ -60,7 +61,7 @@ class _List:
     """An array: `element` is a _Struct (elements holding arrays, read one by one) or kio's
     reader of the whole array field (elements holding none, read CHUNK at a time)."""
 
-    element: Union[Reader, "_Struct"]
+    element: Reader | _Struct
     compact: bool
     nullable: bool
     min_size: int
@@ -73,8 +74,8 @@ class _Struct:
     cls: type
     flexible: bool
     nullable: bool
-    plain: tuple[tuple[str, "_Step"], ...]
-    tagged: dict[int, tuple[str, "_Step"]]
+    plain: tuple[tuple[str, _Step], ...]
+    tagged: dict[int, tuple[str, _Step]]
 
 
 _Step = Union[_Leaf, _List, _Struct]
@@ -88,7 +89,7 @@ def _field_step(cls: type, field: Any, node: Node, tagged: bool) -> _Step:
     if isinstance(kind, EntityField):
         return _plan(kind.type_, is_optional(field))
     if isinstance(kind, EntityTupleField) and counted(node.element):  # type: ignore[union-attr]
-        element: Union[Reader, _Struct] = _plan(kind.type_, False)
+        element: Reader | _Struct = _plan(kind.type_, False)
     else:  # kio's reader for the whole field, given a count of one chunk
         element = get_field_reader(cls, field, False, tagged)
     return _List(element, flexible, is_optional(field), max(min_size(node.element), 1))  # type: ignore[union-attr]

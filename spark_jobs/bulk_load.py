@@ -28,10 +28,18 @@ import shutil
 import sys
 import time
 
-from .common import (JobError, Progress, find_partition_dirs, parse_conf, print_summary,
-                     segment_paths, spark_session, worker_error)
-from .scan import (KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs,
-                   ship_code)
+from .common import (
+    JobError,
+    Progress,
+    find_partition_dirs,
+    parse_conf,
+    print_summary,
+    segment_paths,
+    spark_session,
+    worker_error,
+)
+from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m spark_jobs.bulk_load", description=__doc__.split("\n")[0])
@@ -108,8 +116,8 @@ def run(argv, spark=None, out=None) -> dict:
 
 
 def _run(spark, args, progress, job_ms, output) -> dict:
-    from pyspark.sql import functions as F
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
     n = args.offsets_partitions
     ship_code(spark)

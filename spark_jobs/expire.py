@@ -29,10 +29,17 @@ import sys
 import time
 import uuid
 
-from .common import (JobError, Progress, find_partition_dirs, parse_conf, print_summary,
-                     segment_paths, spark_session, worker_error)
-from .scan import (KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs,
-                   ship_code)
+from .common import (
+    JobError,
+    Progress,
+    find_partition_dirs,
+    parse_conf,
+    print_summary,
+    segment_paths,
+    spark_session,
+    worker_error,
+)
+from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
 
 
 def parse_args(argv):
@@ -135,8 +142,7 @@ def run(argv, spark=None, out=None) -> dict:
 
 def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
     from pyspark import StorageLevel
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    from pyspark.sql import Window, functions as F
 
     retention_ms = args.offsets_retention_minutes * 60_000
     ship_code(spark)
@@ -227,8 +233,15 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
 def _write_staging(staging: str, staging_id: str, partition: int, now_ms: int, settings: dict, cleaned: list,
                    tombs: list, last_base: int, active) -> None:
     """One partition's staging directory: its tombstones file, then its manifest (last, atomically)."""
-    from storage.compaction import FORMAT, FORMAT_VERSION, MANIFEST, TOMBSTONES_FILE, fingerprint
-    from storage.compaction import tombstone_batches, write_json_atomic
+    from storage.compaction import (
+        FORMAT,
+        FORMAT_VERSION,
+        MANIFEST,
+        TOMBSTONES_FILE,
+        fingerprint,
+        tombstone_batches,
+        write_json_atomic,
+    )
 
     os.makedirs(staging, exist_ok=True)
     data = tombstone_batches(tombs, now_ms)

@@ -78,6 +78,7 @@ def read_exports(spark, paths: list[str], fmt: str | None, target_partitions: in
     for path in paths:
         part = read_export(spark, path, fmt)
         df = part if df is None else df.unionByName(part)
+    assert df is not None  # called only with --export paths
     bad = df.filter(F.col("group").isNull() | F.col("topic").isNull() | F.col("partition").isNull()
                     | F.col("offset").isNull() | F.col("commit_timestamp").isNull())
     first_bad = bad.limit(1).collect()

@@ -23,8 +23,8 @@ header count, headers (varint-length UTF-8 key, varint-length value or -1).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
 from crc32c import crc32c
 

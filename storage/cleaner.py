@@ -35,9 +35,23 @@ from dataclasses import dataclass, field
 
 from crc32c import crc32c
 
-from .batch import (ATTRIBUTES_OFFSET, CONTROL_MASK, CRC_OFFSET, DELETE_HORIZON_MASK, HEADER,
-                    HEADER_SIZE, LOG_OVERHEAD, MAGIC, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK,
-                    Record, RecordBatch, decode_records, ensure_valid, iter_batches)
+from .batch import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_MASK,
+    CRC_OFFSET,
+    DELETE_HORIZON_MASK,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    Record,
+    RecordBatch,
+    decode_records,
+    ensure_valid,
+    iter_batches,
+)
 from .errors import CorruptRecordError
 from .index import rewrite
 from .segment import Segment
@@ -62,7 +76,7 @@ class CleanStats:
     bytes_read: int = 0
     bytes_written: int = 0
 
-    def add(self, other: "CleanStats") -> None:
+    def add(self, other: CleanStats) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 

@@ -28,7 +28,7 @@ from crc32c import crc32c
 
 from .batch import build_batch, ensure_valid, iter_batches
 from .errors import RecordError
-from .records import GroupMetadataKey, OffsetCommitKey, encode_key
+from .records import GroupMetadataKey, Key, OffsetCommitKey, encode_key
 
 FORMAT = "kgc-compaction-staging"
 FORMAT_VERSION = 1
@@ -62,6 +62,7 @@ def tombstone_batches(tombstones: list[dict], timestamp_ms: int) -> bytes:
     out = bytearray()
     records = []
     for t in tombstones:
+        key: Key
         if t["type"] == "offset_commit":
             key = OffsetCommitKey(t["group"], t["topic"], t["partition"])
         else:

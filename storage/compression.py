@@ -61,7 +61,7 @@ _FULL = ("failed to write whole buffer", "smaller than required")
 try:  # cramjam is a declared dependency; the guard keeps a broken install typed.
     import cramjam as _cramjam
 except ImportError:  # pragma: no cover - exercised only without the package
-    _cramjam = None
+    _cramjam = None  # type: ignore[assignment]  # None: the callers check before using it
 
 
 def _too_large(cap: int) -> DecompressedTooLargeError:
@@ -140,8 +140,8 @@ def _snappy(data, cap: int) -> tuple[bytes, int]:
         return _into(sn.decompress_into, mv, cap)
     if _raw_len(sn, mv) > cap:
         raise _too_large(cap)
-    out = bytes(sn.decompress_raw(mv))
-    return out, len(out)
+    raw = bytes(sn.decompress_raw(mv))
+    return raw, len(raw)
 
 
 def _raw_len(sn, block) -> int:

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .batch import decode_records, ensure_valid, iter_batches
 from .errors import RecordError
-from .records import (OffsetCommitKey, OffsetCommitValue, UnknownRecordType, decode_key, decode_value,
-                      read_offset_key, read_offset_value, value_fields)
+from .records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    UnknownRecordType,
+    Value,
+    decode_key,
+    decode_value,
+    read_offset_key,
+    read_offset_value,
+    value_fields,
+)
 
 
 class DumpError(Exception):
@@ -63,6 +73,7 @@ def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, A
         out["topic"], out["partition"] = parsed.topic, parsed.partition
     else:
         out["type"] = "group_metadata"
+    decoded: tuple[int, Value] | None
     if isinstance(parsed, OffsetCommitKey) and value is not None:
         decoded = (int.from_bytes(value[:2], "big", signed=True), OffsetCommitValue(*read_offset_value(value)))
     else:

@@ -28,8 +28,8 @@ Not modelled: pending transactional offsets (Kafka keeps those from expiring).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .consumer_protocol import SubscriptionError, subscribed_topics
 from .records import GroupMetadataValue, OffsetCommitValue

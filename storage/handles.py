@@ -23,8 +23,9 @@ import errno
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Protocol
 
 from .errors import StorageError
 
@@ -129,13 +130,17 @@ class ReadHandles:
             raise StorageError(exc.errno, f"cannot open {path} for reading: {exc.strerror}") from exc
 
 
+class _IdleWriter(Protocol):
+    def drop_write_fd(self) -> None: ...
+
+
 class IdleWriters:
     """Logs holding a write fd with nothing to write, least recently written first. Used on
     the event loop thread only (appends and flush completions run there)."""
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = default_capacity() if capacity is None else capacity
-        self._idle: OrderedDict[int, object] = OrderedDict()  # id(log) -> log
+        self._idle: OrderedDict[int, _IdleWriter] = OrderedDict()  # id(log) -> log
 
     def __len__(self) -> int:
         return len(self._idle)

@@ -27,12 +27,20 @@ The CRC is always checked here, per batch, with crc32c.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from crc32c import crc32c
 
-from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC,
-                    RecordBatch, decode_records)
+from .batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    RecordBatch,
+    decode_records,
+)
 from .errors import CorruptRecordError, InvalidRecordError
 from .record_readers import RecordReader, default_reader
 

@@ -37,20 +37,21 @@ import bisect
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import structlog
 
 from . import log_start as log_start_checkpoint
-from .log_compaction import CompactionMixin
-from .log_retention import LogStartMixin
 from .batch import assign_offsets, build_batch, scan_for_append
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
-from .log_files import LogFiles
+from .log_compaction import CompactionMixin
 from .log_dirs import partition_dir_name
+from .log_files import LogFiles
+from .log_retention import LogStartMixin
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
 from .segment import Segment
 
@@ -94,7 +95,7 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
-                 flush_policy: FlushPolicy, flush_interval_ms: int, index_interval_bytes: int,
+                 flush_policy: FlushPolicy | str, flush_interval_ms: int, index_interval_bytes: int,
                  fsync, executor, data_sync=None) -> None:
         self.path = path
         self._segments = segments
@@ -128,7 +129,7 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     def open(cls, path: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
              flush_policy: FlushPolicy | str = FlushPolicy.FSYNC, flush_interval_ms: int = 1000,
              index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, fsync=os.fsync,
-             executor=None) -> "PartitionLog":
+             executor=None) -> PartitionLog:
         """Open (creating if needed) and recover the partition directory ``path``.
 
         ``fsync`` and ``executor`` are injectable for tests and benchmarks. A flush makes

@@ -34,6 +34,7 @@ from .batch import HEADER_SIZE, LOG_OVERHEAD, RecordBatch, decode_records, ensur
 from .cleaner import CleanStats, clean_segment
 from .errors import CorruptRecordError
 from .handles import HANDLES
+from .log_fields import LogFields
 from .recovery import fsync_dir, open_segment
 from .segment import Segment
 
@@ -124,7 +125,7 @@ def _swap_in(directory: str, base: int, old_path: str, cleaned_path: str, interv
     return open_segment(directory, base, interval, last=False, fsync=fsync)[0]
 
 
-class CompactionMixin:
+class CompactionMixin(LogFields):
     """Needs PartitionLog's ``path``, ``_segments``, ``_awaits_flush``, ``_inflight``, ``_hw``, ``_closed``,
     ``_fsync`` and ``_index_interval``."""
 

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import structlog
 
 from .errors import StorageError
 from .handles import IDLE_WRITERS, is_transient
+from .log_fields import LogFields
 from .roll import Roll, open_rolls, plan_rolls
 from .segment import Segment
 
 log = structlog.get_logger("storage.log")
 
 
-class LogFiles:
+class LogFiles(LogFields):
     """Mixed into PartitionLog; uses its _segments, _leo, _pending_futures, ... ."""
 
     def _prepare_files(self, metas: list, total: int) -> dict[int, Roll] | None:
@@ -61,6 +62,7 @@ class LogFiles:
         UnifiedLog.deleteSegments). StorageError if the files cannot be opened: nothing changed."""
         self._check_writable()
         opened = self._open_for(lambda: {0: self._leo})
+        assert opened is not None  # the planner always asks for one roll
         if self._idle_listed:
             self._unlist_idle()
         seg = self._install_roll(opened[0])

@@ -28,13 +28,14 @@ import structlog
 
 from . import log_start as log_start_checkpoint
 from .errors import LogClosedError, OffsetOutOfRangeError
+from .log_fields import LogFields
 from .retention import SegmentInfo
 from .segment import Segment
 
 log = structlog.get_logger(__name__)
 
 
-class LogStartMixin:
+class LogStartMixin(LogFields):
     """Needs PartitionLog's ``path``, ``_segments``, ``_bases``, ``_awaits_flush``, ``roll_at_end``,
     ``_inflight``, ``_hw``, ``_leo``, ``_closed``, ``_failed``, ``_fsync``, ``_executor``,
     ``_log_start``, ``_checkpointed_start`` and ``_checkpoint_lock``."""

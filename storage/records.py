@@ -79,7 +79,7 @@ class Field:
     type: str  # int16/int32/int64/string/nullable_string/bytes/[]Struct
     since: int
     until: int = 32767
-    nested: "Schema | None" = None
+    nested: Schema | None = None
 
 
 @dataclass(frozen=True)

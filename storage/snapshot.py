@@ -32,15 +32,22 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from crc32c import crc32c
 
-from .records import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, decode_value, encode_value
+from .records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_value,
+    encode_value,
+)
 
 FORMAT = "kgc-offsets-snapshot"
 FORMAT_VERSION = 1

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import struct
 
-from kio.schema.offset_commit.v7.request import (OffsetCommitRequest, OffsetCommitRequestPartition,
-                                                 OffsetCommitRequestTopic)
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from kio.static.primitive import i32, i64
 
 from bench.lib.wire import request_frame

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from bench.lib.loadgen import Result, Workload, run
 from bench.lib.peers import NAMES, Endpoint, PeerError, start_server

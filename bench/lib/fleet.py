@@ -23,8 +23,9 @@ import struct
 import sys
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.join_group.v5.request import JoinGroupRequest
@@ -411,7 +412,8 @@ class Fleet:
 
     async def leave(self) -> None:
         """LeaveGroup v1 for every member, so a later run does not share the server with expiring ones."""
-        await _exchange(self.members, lambda m: request_frame(LeaveGroupRequest(group_id=m.group, member_id=m.member_id)))
+        await _exchange(self.members,
+                        lambda m: request_frame(LeaveGroupRequest(group_id=m.group, member_id=m.member_id)))
 
     def close(self) -> None:
         for pipe in self.pipes:

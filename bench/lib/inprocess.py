@@ -7,17 +7,16 @@ import gc
 import struct
 from typing import Any
 
+from bench.lib.wire import decode_response, request_frame
 from coordinator.app import YOUNG_GC_THRESHOLD, build_dispatcher
 from coordinator.config import Config
 from coordinator.data_plane.topic_catalog import TopicCatalog
-from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.groups.settings import GroupSettings
+from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 from coordinator.services import Node, Services
-
-from bench.lib.wire import decode_response, request_frame
 
 PEER = ("127.0.0.1", 1)
 

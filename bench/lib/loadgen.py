@@ -50,9 +50,10 @@ import os
 import struct
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
@@ -219,7 +220,7 @@ async def _drive(host: str, port: int, w: Workload, report: Callable[[str], None
             conn.transport.close()
     try:
         await asyncio.wait_for(asyncio.shield(shared.all_closed), 5.0)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         for conn in conns:
             conn.transport.abort()
     if shared.error is not None:

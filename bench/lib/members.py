@@ -11,7 +11,8 @@ import asyncio
 import datetime
 import struct
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
@@ -118,7 +119,8 @@ class AsyncMember:
         response = await self.call(sync_request(self.group, self.generation, self.member_id, assignees), sent)
         code = response if isinstance(response, ErrorCode) else response.error_code
         if code not in (ErrorCode.none, ErrorCode.rebalance_in_progress):
-            raise RuntimeError(f"SyncGroup of member {self.index} ({'leader' if self.member_id == self.leader else 'follower'}): {code.name}")
+            role = "leader" if self.member_id == self.leader else "follower"
+            raise RuntimeError(f"SyncGroup of member {self.index} ({role}): {code.name}")
         return code
 
     def close(self) -> None:

@@ -41,9 +41,9 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from bench.lib.wire import WireClient
 

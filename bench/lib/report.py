@@ -15,8 +15,8 @@ import os
 import platform
 import statistics
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from bench.lib.summary import FIGURES_MARK, rebuild_summary
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 FIGURES_MARK = "<!-- FIGURES "
 BEGIN, END = "<!-- BEGIN summary -->", "<!-- END summary -->"

@@ -98,9 +98,10 @@ def main() -> None:
     import uvloop
 
     samples = uvloop.run(measure(args.rounds, args.connections, args.in_flight))
-    for label, figures in (("process", [p for p, _l in samples]), ("event-loop thread", [l for _p, l in samples])):
+    for label, figures in (("process", [p for p, _l in samples]), ("event-loop thread", [t for _p, t in samples])):
         print(f"{label} CPU per OffsetCommit (10 partitions): min {min(figures):.1f} µs, median "
-              f"{statistics.median(figures):.1f} µs over {len(figures)} rounds of {args.connections} x {args.in_flight}")
+              f"{statistics.median(figures):.1f} µs over {len(figures)} rounds of "
+              f"{args.connections} x {args.in_flight}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ def commit_frame(version: int, group: str, offset: int) -> bytes:
     request = build(spec.requests[version], group_id=group, generation_id_or_member_epoch=i32(-1),
                     generation_id=i32(-1), member_id="", group_instance_id=None, topics=[{
                         "name": "bench-topic", "partitions": [{
-                            "partition_index": i32(p), "committed_offset": i64(offset), "committed_leader_epoch": i32(-1),
+                            "partition_index": i32(p), "committed_offset": i64(offset),
+                            "committed_leader_epoch": i32(-1),
                             "commit_timestamp": i64(-1), "committed_metadata": ""} for p in range(PARTITIONS)]}])
     return encode_request(ApiKey.OFFSET_COMMIT, version, spec.request_is_flexible(version), 1, "bench", request)[4:]
 

@@ -32,7 +32,6 @@ from collections import Counter
 from typing import Any
 
 import uvloop
-
 from kio.schema.errors import ErrorCode
 
 from bench.lib.inprocess import FakeTransport, InProcessClient, server_gc_settings
@@ -43,7 +42,6 @@ from coordinator.app import App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
 from coordinator.net.server import Connection
-
 
 ANSWER_BYTES = 14
 
@@ -128,7 +126,7 @@ class GcPauses:
         else:
             self.pauses[info["generation"]].append(time.perf_counter() - self._started)
 
-    def __enter__(self) -> "GcPauses":
+    def __enter__(self) -> GcPauses:
         gc.callbacks.append(self)
         return self
 

@@ -20,14 +20,14 @@ import asyncio
 import gc
 import struct
 import timeit
-from typing import Callable
+from collections.abc import Callable
 
 from bench.lib.commits import commit_frames
 from bench.lib.inprocess import DispatcherRig
 from coordinator import record_codec
+from coordinator.groups.settings import GroupSettings
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records
-from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from protocol import bounds

@@ -30,6 +30,7 @@ from coordinator import record_codec
 from coordinator.log_setup import configure_logging
 from coordinator.records import GroupMetadataRecord
 
+
 def join_frame(group: str, member_id: str) -> bytes:
     return request_frame(join_request(group, member_id))[4:]
 

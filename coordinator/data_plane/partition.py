@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from storage.log import PartitionLog
-
 from coordinator.data_plane.producer_state import ProducerStateTable
 from coordinator.data_plane.topic_configs import EffectiveConfig
+from storage.log import PartitionLog
 
 
 class Partition:

@@ -17,18 +17,21 @@ import asyncio
 import os
 import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
 
-from storage.errors import OffsetOutOfRangeError, StorageError
-from storage.compression import MAX_DECOMPRESSED_BYTES
-from storage.log import PartitionLog, partition_dir
-from storage.log_dirs import delete_dir_path, is_delete_dir
-
+from coordinator.data_plane import topic_configs
+from coordinator.data_plane.partition import Partition
+from coordinator.data_plane.producer_ids import ProducerIdAllocator
+from coordinator.data_plane.purgatory import FetchPurgatory
+from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
+from coordinator.data_plane.retention import RetentionManager
+from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
+from coordinator.data_plane.topic_configs import EffectiveConfig
+from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
 from coordinator.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
@@ -39,17 +42,11 @@ from coordinator.errors import (
     PolicyViolation,
     TopicAlreadyExists,
     TopicDeletionDisabled,
-    UnknownTopicOrPartition,
 )
-from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
-from coordinator.data_plane import topic_configs
-from coordinator.data_plane.producer_ids import ProducerIdAllocator
-from coordinator.data_plane.partition import Partition
-from coordinator.data_plane.purgatory import FetchPurgatory
-from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
-from coordinator.data_plane.retention import RetentionManager
-from coordinator.data_plane.topic_configs import EffectiveConfig
-from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
+from storage.compression import MAX_DECOMPRESSED_BYTES
+from storage.errors import OffsetOutOfRangeError, StorageError
+from storage.log import PartitionLog, partition_dir
+from storage.log_dirs import delete_dir_path, is_delete_dir
 
 log = structlog.get_logger(__name__)
 
@@ -76,7 +73,7 @@ class DataPlaneSettings:
     fetch_max_bytes: int = 57671680  # Kafka's fetch.max.bytes default, 55 MiB
 
     @classmethod
-    def from_config(cls, config: Any) -> "DataPlaneSettings":
+    def from_config(cls, config: Any) -> DataPlaneSettings:
         return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,

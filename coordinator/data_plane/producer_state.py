@@ -22,10 +22,9 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from storage.batch import iter_batches
-
-from coordinator.errors import InvalidProducerEpoch, OutOfOrderSequence
 from coordinator.data_plane.validation import increment_sequence
+from coordinator.errors import InvalidProducerEpoch, OutOfOrderSequence
+from storage.batch import iter_batches
 
 BATCHES_TO_RETAIN = 5
 REBUILD_CHUNK = 8 << 20

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Hashable, Iterable
+from collections.abc import Hashable, Iterable
 
 WAKE_SLICE = 10_000  # partitions of woken fetches answered per loop turn (~10 Âµs each: read, build, encode)
 
@@ -30,7 +30,7 @@ WAKE_SLICE = 10_000  # partitions of woken fetches answered per loop turn (~10 Â
 class DelayedFetch:
     __slots__ = ("future", "keys", "needed", "timer", "purgatory", "finished")
 
-    def __init__(self, purgatory: "FetchPurgatory", future: asyncio.Future, keys: tuple, needed: int) -> None:
+    def __init__(self, purgatory: FetchPurgatory, future: asyncio.Future, keys: tuple, needed: int) -> None:
         self.purgatory = purgatory
         self.future = future
         self.keys = keys

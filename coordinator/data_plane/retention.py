@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 import structlog
 
-from storage.retention import plan
-
 from coordinator.data_plane.partition import Partition
-
+from storage.retention import plan
 
 log = structlog.get_logger(__name__)
 YIELD_EVERY = 64

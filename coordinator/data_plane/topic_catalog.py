@@ -17,8 +17,8 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from storage.placement import OFFSETS_TOPIC
 

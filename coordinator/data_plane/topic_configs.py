@@ -11,14 +11,13 @@ or are Kafka's.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
-
-from storage.log_compaction import CompactionPolicy
-from storage.retention import RetentionPolicy
 
 from coordinator.config import parse_cleanup_policy
 from coordinator.errors import InvalidConfig
+from storage.log_compaction import CompactionPolicy
+from storage.retention import RetentionPolicy
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -114,7 +113,7 @@ class EffectiveConfig:
     compaction: CompactionPolicy | None  # None unless cleanup.policy has compact
 
     @classmethod
-    def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> "EffectiveConfig":
+    def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> EffectiveConfig:
         merged = {**base, **overrides}
         policies = merged["cleanup.policy"].split(",")
         retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]), "delete" in policies)

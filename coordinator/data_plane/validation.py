@@ -36,11 +36,6 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from storage.batch import ATTRIBUTES_OFFSET, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC
-from storage.compression import MAX_DECOMPRESSED_BYTES, NONE, ZSTD, decompress_counted
-from storage.errors import DecompressedTooLargeError
-from storage.varint import read_varint
-
 from coordinator.errors import (
     CorruptMessage,
     InvalidRecord,
@@ -48,6 +43,10 @@ from coordinator.errors import (
     RecordListTooLarge,
     UnsupportedCompressionType,
 )
+from storage.batch import ATTRIBUTES_OFFSET, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC
+from storage.compression import MAX_DECOMPRESSED_BYTES, NONE, ZSTD, decompress_counted
+from storage.errors import DecompressedTooLargeError
+from storage.varint import read_varint
 
 _LENGTH_MAGIC = struct.Struct(">8xi4xb")
 _MAX_TS = struct.Struct(">q")
@@ -156,7 +155,7 @@ MAGIC_END = 17  # bytes needed to read the magic byte
 
 
 def _walk_records(data: bytes, codec: int, count: int, budget: WalkBudget) -> None:
-    body = memoryview(data)[HEADER_SIZE:]
+    body: bytes | memoryview = memoryview(data)[HEADER_SIZE:]
     left = budget.left
     if codec != NONE:
         budget.left = 0  # a payload that fails to inflate may have cost all it was allowed

@@ -8,8 +8,9 @@ is the replay of the records `group_tombstones` returns (runtime.shard.Shard.del
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 

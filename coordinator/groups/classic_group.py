@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -173,7 +173,7 @@ class ClassicGroup:
         self.rebalances: deque[RebalanceRecord] = deque(maxlen=history)
 
     @classmethod
-    def from_metadata(cls, group_id: str, value: GroupMetadataValue) -> "ClassicGroup":
+    def from_metadata(cls, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         """The group a GroupMetadata record describes (GroupMetadataManager.replay of a
         GroupMetadataValue): Empty without members, else Stable; an empty protocol type
         means none; members support exactly the group's protocol, with their stored

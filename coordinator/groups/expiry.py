@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from storage.expiry import expire_group
-
 from coordinator.groups.admin import group_tombstones
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore
 from coordinator.records import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
+from storage.expiry import expire_group
 
 S = GroupState
 

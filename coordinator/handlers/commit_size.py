@@ -20,10 +20,9 @@ import asyncio
 import struct
 from dataclasses import dataclass
 
+from coordinator.handlers.sliced_encoding import SLICE, array_count, string_bytes  # SLICE: partitions per loop turn
 from protocol.codec import Encoded
 from protocol.header import HeaderError, read_uvarint
-
-from coordinator.handlers.sliced_encoding import SLICE, array_count, string_bytes  # SLICE: partitions per loop turn
 
 SCAN_FROM = 256 << 10  # bytes: smaller commits decode in ~30 ms
 MAX_WALK = 200_000  # entries walked before the walk gives up (e.g. a frame of empty topics)

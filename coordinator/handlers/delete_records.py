@@ -21,15 +21,14 @@ import asyncio
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.data_plane import DataPlane
+from coordinator.errors import KafkaError, error_code_for
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.errors import OffsetOutOfRangeError, StorageError
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import KafkaError, error_code_for
-from coordinator.data_plane import DataPlane
-from coordinator.services import Services
-from coordinator.handlers.wire_values import NO_THROTTLE
 
 SLICE = 1024
 

@@ -32,17 +32,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-from protocol.codec import Encoded
-from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
-
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.plane import LEADER_EPOCH
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+from protocol.codec import Encoded
+from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
 
 def _error(index: int, code: ErrorCode) -> dict:

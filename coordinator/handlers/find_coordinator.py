@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.errors import error_message
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.node import Node
 from coordinator.services import Services
-from coordinator.handlers.wire_values import NO_THROTTLE
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4

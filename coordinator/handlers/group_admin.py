@@ -7,15 +7,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-
 from coordinator.groups.admin import describe_groups, list_groups
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 # AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)

@@ -14,14 +14,13 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-from protocol.codec import FixedResponse, decode_common
-
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+from protocol.codec import FixedResponse, decode_common
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.data_plane import DataPlane
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.data_plane import DataPlane
-from coordinator.services import Services
-from coordinator.handlers.wire_values import NO_THROTTLE
 
 
 class InitProducerIdHandler:

@@ -16,9 +16,6 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import field_shapes
-
 from coordinator.completion import Completion
 from coordinator.groups.classic_group import JoinResult, dedupe_protocols
 from coordinator.groups.params import JoinParams
@@ -27,6 +24,8 @@ from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import field_shapes
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -21,16 +21,15 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.data_plane import DataPlane
+from coordinator.data_plane.plane import LEADER_EPOCH
+from coordinator.errors import error_code_for
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.errors import RecordError, StorageError
-
-from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.errors import error_code_for
-from coordinator.data_plane import DataPlane
-from coordinator.data_plane.plane import LEADER_EPOCH
-from coordinator.services import Services
-from coordinator.handlers.wire_values import NO_THROTTLE
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 

@@ -15,12 +15,9 @@ operation is allowed.
 from __future__ import annotations
 
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
-
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
 
 from coordinator.completion import settled
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
@@ -28,6 +25,8 @@ from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.

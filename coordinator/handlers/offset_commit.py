@@ -24,20 +24,19 @@ from typing import Any, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.completion import Completion
+from coordinator.errors import commit_error_code
+from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
+from coordinator.handlers.wire_values import NO_THROTTLE, ms
+from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
+from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
+from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
 from protocol.codec import Encoded, decode_common, encode_response
 from protocol.header import HeaderError, parse_request_header
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
-
-from coordinator.completion import Completion
-from coordinator.errors import commit_error_code
-from coordinator.handlers.wire_values import NO_THROTTLE, ms
-from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
-from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
-from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
-from coordinator.runtime.coordinator import GroupCoordinator
-from coordinator.services import Services
 
 log = structlog.get_logger("coordinator.offsets.manager")
 

@@ -14,15 +14,14 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import nested_class
-
 from coordinator.handlers import offset_fetch_slices as fetch_slices
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.manager import fetch
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import nested_class
 
 log = structlog.get_logger("coordinator.offsets.manager")
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
 
-from protocol.codec import Encoded
-
 from coordinator.handlers.sliced_encoding import SLICE, array_count, string_bytes  # SLICE: partitions per loop turn
+from protocol.codec import Encoded
 
 log = structlog.get_logger("coordinator.offsets.manager")
 

@@ -35,19 +35,18 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.completion import Completion, settled
+from coordinator.data_plane import DataPlane
+from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.errors import RecordError, StorageError
 
-from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
-from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
-from coordinator.completion import Completion, settled
-from coordinator.data_plane import DataPlane
-from coordinator.services import Services
-from coordinator.handlers.wire_values import NO_THROTTLE
-
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 
 
 def _is_transactional(records: bytes | None) -> bool:

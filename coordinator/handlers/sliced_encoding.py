@@ -35,7 +35,7 @@ def string_bytes(raw: bytes | None, flexible: bool) -> bytes:
     return (uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
 
 
-async def encode_sliced(cls: type, head: dict, field: str, entries: "list[dict] | LazyEntries", *, flexible: bool,
+async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict] | LazyEntries, *, flexible: bool,
                         after: int = 0) -> Encoded:
     """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
     for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""

@@ -8,9 +8,6 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import field_shapes
-
 from coordinator.completion import Completion
 from coordinator.groups.classic_group import SyncResult
 from coordinator.groups.params import SyncParams
@@ -18,6 +15,8 @@ from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import field_shapes
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -26,9 +26,6 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
-
 from coordinator.completion import settled
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
@@ -38,6 +35,8 @@ from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, ZERO_UUID
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
 
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
 

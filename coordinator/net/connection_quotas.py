@@ -70,7 +70,7 @@ class ConnectionQuotas:
         self.counts: dict[str, int] = {}
 
     @classmethod
-    def from_config(cls, config: Config) -> "ConnectionQuotas":
+    def from_config(cls, config: Config) -> ConnectionQuotas:
         cap = connection_cap(config.max_connections)
         if cap < config.max_connections:
             log.info("max.connections capped by the fd limit", configured=config.max_connections,

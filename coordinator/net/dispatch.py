@@ -24,18 +24,18 @@ logged once with its traceback, then the connection closes, so the client learns
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from struct import error as StructError
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 
+from coordinator.completion import Completion
 from protocol.apis import API_TABLE, ApiKey, ApiSpec
 from protocol.codec import DecodeError, decode_request, decode_request_sliced, encode_response
 from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
 from protocol.sliced_decode import SLICED_FROM
-
-from coordinator.completion import Completion
 
 log = structlog.get_logger(__name__)
 

@@ -30,13 +30,11 @@ from typing import Any, cast
 
 import structlog
 
-from protocol.framing import FrameError, cut_frames, single_frame
-from protocol.framing import frame as size_prefixed
-
+from coordinator.completion import Completion
 from coordinator.config import Config, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
-from coordinator.completion import Completion
+from protocol.framing import FrameError, cut_frames, frame as size_prefixed, single_frame
 
 log = structlog.get_logger(__name__)
 
@@ -69,7 +67,7 @@ class Connection(asyncio.Protocol):
         "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier",
     )
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
         self.loop = server.loop
@@ -433,7 +431,7 @@ class Server:
                 connection.begin_close()
             try:
                 await asyncio.wait_for(self._all_closed.wait(), grace_seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 for connection in list(self.connections):
                     if connection.transport is not None:
                         connection.transport.abort()

@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
-
-from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator import record_codec
+from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import OffsetCommitRecord, OffsetValue
+from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 if TYPE_CHECKING:
     from coordinator.groups.membership import Membership
@@ -48,7 +47,7 @@ class Shard(Protocol):
 
     groups: dict[str, ClassicGroup]
     offsets: OffsetStore
-    membership: "Membership"
+    membership: Membership
 
 
 
@@ -89,7 +88,7 @@ def is_subscribed(group: ClassicGroup, topic: str, topics: set[str] | None = Non
 
 # --- OffsetCommit ------------------------------------------------------------------------
 
-def validate_commit(shard: "Shard", group_id: str, member_id: str, instance_id: str | None,
+def validate_commit(shard: Shard, group_id: str, member_id: str, instance_id: str | None,
                     generation: int, api_version: int) -> ErrorCode | None:
     """OffsetMetadataManager.validateOffsetCommit + ClassicGroup.validateOffsetCommit.
 
@@ -207,7 +206,7 @@ def error_answer(topics: Any, code: ErrorCode) -> list:
 FetchPartition = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch, metadata, code
 
 
-def fetch(shard: "Shard", group_id: str, topics: Any, require_stable: bool) -> list:
+def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> list:
     """[(topic, [FetchPartition, ...])] for the requested partitions (`topics` as in the
     request: name + partition_indexes), or for every committed one when `topics` is None.
 
@@ -267,7 +266,7 @@ def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
 
 # --- OffsetDelete / DeleteGroups -----------------------------------------------------------
 
-def delete_offsets(shard: "Shard", group_id: str, topics: Any) -> tuple[ErrorCode, list, list]:
+def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode, list, list]:
     """(group error, records, [(topic, [(partition, code)])]): deleteOffsets."""
     group = shard.groups.get(group_id)
     if group is None or group.state is S.DEAD:

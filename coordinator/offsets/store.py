@@ -9,8 +9,9 @@ write that failed (`end`) change the store; coordinator/offsets/manager.py reads
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from struct import Struct
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from coordinator.records import OffsetCommitRecord, OffsetValue
 

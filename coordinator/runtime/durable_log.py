@@ -25,15 +25,14 @@ from functools import partial
 
 import structlog
 
-from storage.batch import HEADER_SIZE, build_tail_batch
-from storage.errors import RecordTooLargeError
-from storage.log import FlushPolicy, PartitionLog, partition_dir
-from storage.placement import OFFSETS_TOPIC
-
 from coordinator import record_codec
 from coordinator.errors import NotCoordinator
 from coordinator.records import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
+from storage.batch import HEADER_SIZE, build_tail_batch
+from storage.errors import RecordTooLargeError
+from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger(__name__)
 

@@ -29,14 +29,13 @@ from itertools import islice
 
 import structlog
 
+from coordinator.record_codec import decode_all
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots
 from storage.errors import CorruptRecordError
 from storage.latest import LatestRecords
-
-from coordinator.runtime.durable_log import DurableLog
-from coordinator.record_codec import decode_all
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.shard import Shard, ShardState
 
 log = structlog.get_logger("coordinator.runtime.loader")
 

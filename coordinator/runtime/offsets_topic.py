@@ -15,10 +15,10 @@ from typing import Any
 
 import structlog
 
-from coordinator.runtime.loader import load_all
-from coordinator.runtime.durable_log import DurableLog
 from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.staging import check_all
 
 log = structlog.get_logger("coordinator.offsets.manager")

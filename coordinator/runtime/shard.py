@@ -55,8 +55,9 @@ UNLOADED (NOT_COORDINATOR: another node owns it, or it was never ours).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any, Callable, Iterable, cast
+from typing import Any, cast
 
 import structlog
 from kio.schema.errors import ErrorCode

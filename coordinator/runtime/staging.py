@@ -27,15 +27,14 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from storage.compaction import list_staging, validate_staging
-
 from coordinator.groups.admin import group_tombstones
 from coordinator.groups.expiry import expired_records
 from coordinator.runtime.shard import ShardState
+from storage.compaction import list_staging, validate_staging
 
 if TYPE_CHECKING:
-    from coordinator.runtime.durable_log import DurableLog
     from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.durable_log import DurableLog
     from coordinator.runtime.shard import Shard
 
 log = structlog.get_logger("coordinator.runtime.staging")
@@ -43,7 +42,7 @@ log = structlog.get_logger("coordinator.runtime.staging")
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 
 
-async def check_partition(coordinator: "GroupCoordinator", durable: "DurableLog", partition: int) -> list[str]:
+async def check_partition(coordinator: GroupCoordinator, durable: DurableLog, partition: int) -> list[str]:
     """Apply or refuse every staging area of one partition; returns their outcomes."""
     shard = coordinator.shards.get(partition)
     if shard is None or shard.state is not ShardState.ACTIVE or partition not in durable.logs:
@@ -69,7 +68,7 @@ async def check_partition(coordinator: "GroupCoordinator", durable: "DurableLog"
     return outcomes
 
 
-async def _swap(shard: "Shard", durable: "DurableLog", partition: int, staging: str, manifest: dict) -> list[str]:
+async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str, manifest: dict) -> list[str]:
     plog = durable.logs[partition]
     await durable.flush()  # the writes still queued in DurableLog too
     if shard.state is not ShardState.ACTIVE or durable.logs.get(partition) is not plog:
@@ -109,7 +108,7 @@ def _tombstones(manifest: dict) -> list[dict]:
     return list(tomb.get("records") or [])
 
 
-def _append_tombstones(shard: "Shard", manifest: dict) -> int:
+def _append_tombstones(shard: Shard, manifest: dict) -> int:
     """Re-decide the job's expiry tombstones on live state; write those that still hold."""
     offered = _tombstones(manifest)
     if not offered:
@@ -140,7 +139,7 @@ def _append_tombstones(shard: "Shard", manifest: dict) -> int:
     return len(records)
 
 
-async def check_all(coordinator: "GroupCoordinator", durable: "DurableLog") -> None:
+async def check_all(coordinator: GroupCoordinator, durable: DurableLog) -> None:
     for partition in sorted(durable.logs):
         try:
             await check_partition(coordinator, durable, partition)

@@ -21,7 +21,8 @@ import asyncio
 import heapq
 import itertools
 import time
-from typing import Any, Callable, Hashable, Protocol
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
 
 
 class Cancellable(Protocol):

@@ -8,7 +8,8 @@ then runs the callbacks; `runtime.durable_log.DurableLog` is the real `RecordLog
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 

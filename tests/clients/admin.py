@@ -53,7 +53,8 @@ class JavaAdmin:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         if done.returncode != 0 or not lines:
-            raise AssertionError(f"AdminOps {args} exited {done.returncode}: {done.stdout[-500:]} {done.stderr[-1500:]}")
+            raise AssertionError(f"AdminOps {args} exited {done.returncode}: "
+                                 f"{done.stdout[-500:]} {done.stderr[-1500:]}")
         out = json.loads(lines[-1])
         if set(out) == {"error"}:
             raise AssertionError(f"Java Admin {args[0]}: {out['error']}")
@@ -98,7 +99,8 @@ class ConfluentAdmin:
 
     def describe(self, group: str) -> Described:
         d = self.admin.describe_consumer_groups([group], request_timeout=20)[group].result(30)
-        members = {m.member_id: {(tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else [])}
+        members = {m.member_id: {(tp.topic, tp.partition)
+                                 for tp in (m.assignment.topic_partitions if m.assignment else [])}
                    for m in d.members}
         return Described(_norm_state(d.state), d.partition_assignor, members,
                          {m.member_id: m.group_instance_id for m in d.members})

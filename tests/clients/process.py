@@ -18,9 +18,9 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
-_LIVE: set["ClientProcess"] = set()
+_LIVE: set[ClientProcess] = set()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -102,7 +102,7 @@ class ClientProcess:
                 f"events: {recent}\nstderr tail:\n  " + "\n  ".join(tail))
 
     # ------------------------------------------------------------- waiting
-    def wait_until(self, check: Callable[["ClientProcess"], bool], timeout: float, what: str) -> None:
+    def wait_until(self, check: Callable[[ClientProcess], bool], timeout: float, what: str) -> None:
         """Block until check(self) holds; fail after `timeout` s (or if the client exits first)."""
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -145,7 +145,8 @@ class ClientProcess:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"{self.name}: did not exit within {timeout:.0f}s of SIGTERM\n{self.describe()}")
+            raise AssertionError(
+                f"{self.name}: did not exit within {timeout:.0f}s of SIGTERM\n{self.describe()}") from None
         self._finish()
         return code
 
@@ -163,7 +164,8 @@ class ClientProcess:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"{self.name}: did not exit by itself within {timeout:.0f}s\n{self.describe()}")
+            raise AssertionError(
+                f"{self.name}: did not exit by itself within {timeout:.0f}s\n{self.describe()}") from None
         self._finish()
         return code
 
@@ -176,7 +178,7 @@ class ClientProcess:
         with _LIVE_LOCK:
             _LIVE.discard(self)
 
-    def __enter__(self) -> "ClientProcess":
+    def __enter__(self) -> ClientProcess:
         return self
 
     def __exit__(self, *_exc) -> None:

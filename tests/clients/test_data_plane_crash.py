@@ -13,11 +13,10 @@ import threading
 import time
 
 import pytest
-
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 
-from tests.support.data_plane_clients import consume_confluent
 from tests.clients.test_data_plane_clients import create_topic
+from tests.support.data_plane_clients import consume_confluent
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration

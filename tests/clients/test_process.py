@@ -6,7 +6,6 @@ line protocol, ignore SIGTERM, or leave a grandchild behind.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -71,7 +70,8 @@ def test_wait_fails_fast_when_the_client_exits():
 
 
 def test_stop_kills_a_client_that_ignores_sigterm():
-    client = fake("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('{\"event\": \"started\"}', "
+    client = fake("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                  "print('{\"event\": \"started\"}', "
                   "flush=True)\nwhile True: time.sleep(0.05)")
     client.wait_for("started", timeout=10)
     with pytest.raises(AssertionError, match="did not exit within 1s of SIGTERM"):

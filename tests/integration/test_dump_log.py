@@ -8,8 +8,13 @@ import sys
 
 from storage.batch import Record, build_batch
 from storage.records import (
-    GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
-    encode_key, encode_value,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_key,
+    encode_value,
 )
 from tests.support.server_process import ROOT
 

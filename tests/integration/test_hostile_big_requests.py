@@ -1,8 +1,9 @@
 """Single requests that used to freeze the event loop (issue 13, defect 4), sent to the real
 server under a container-like memory limit: a Metadata request auto-creating 2,000 topics, an
-Metadata request naming 400,000 topics, an OffsetCommit of a million partitions, an OffsetFetch of a million, a Fetch listing one partition 500 times and a Fetch asking
-for 2 GiB. Each time a well-behaved client on another connection keeps its answers within
-RESPONSIVE_SECONDS, the answer is bounded as Kafka's would be, and acknowledged commits survive."""
+Metadata request naming 400,000 topics, an OffsetCommit of a million partitions, an OffsetFetch
+of a million, a Fetch listing one partition 500 times and a Fetch asking for 2 GiB. Each time a
+well-behaved client on another connection keeps its answers within RESPONSIVE_SECONDS, the answer
+is bounded as Kafka's would be, and acknowledged commits survive."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import ApiKey
 from storage.batch import build_batch, iter_batches
 from tests.support.data_plane import req
-from tests.support.hostile_frames import commit_answer_codes, huge_commit_frame, send_frame
 from tests.support.hostile import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.support.hostile_frames import commit_answer_codes, huge_commit_frame, send_frame
 from tests.support.offsets import fetch_request
 from tests.support.wire_client import WireClient
 

@@ -17,7 +17,7 @@ from kio.static.primitive import i32, i32Timedelta
 
 from tests.support.hostile import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
 from tests.support.offsets import commit_request
-from tests.support.wire_client import WireClient, request_frame, response_class_for
+from tests.support.wire_client import WireClient, request_frame
 
 pytestmark = pytest.mark.integration
 

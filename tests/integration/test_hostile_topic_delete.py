@@ -49,7 +49,8 @@ def test_pipelined_delete_and_recreate_of_a_long_topic_keeps_acknowledged_record
         with Watchdog(server) as watchdog, WireClient(server.host, server.port, timeout=20) as client:
             assert client.call(create()).topics[0].error_code == ErrorCode.none
             assert client.call(produce(b"old")).responses[0].partition_responses[0].error_code == ErrorCode.none
-            delete = req(ApiKey.DELETE_TOPICS, 6, timeout=ms(10_000), topics=[{"name": NAME, "topic_id": uuid.UUID(int=0)}])
+            delete = req(ApiKey.DELETE_TOPICS, 6, timeout=ms(10_000),
+                         topics=[{"name": NAME, "topic_id": uuid.UUID(int=0)}])
             sent = [(delete, client.send(delete)), (create(), client.send(create()))]  # before reading any answer
             deleted, created = [client.receive(request, cid) for request, cid in sent]
             assert deleted.responses[0].error_code == ErrorCode.none

@@ -14,7 +14,6 @@ import threading
 import time
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32
 
 from storage.placement import partition_for
 from tests.support.offsets import commit_request, fetch_request, fetched, schema
@@ -44,6 +43,7 @@ def test_dump_log_shows_commits_and_group_metadata(tmp_path):
             join = schema("join_group", 5).JoinGroupRequest
             protocol = schema("join_group", 5).JoinGroupRequestProtocol
             import datetime
+
             from kio.static.primitive import i32Timedelta
             ms = lambda v: i32Timedelta.parse(datetime.timedelta(milliseconds=v))  # noqa: E731
             request = dict(group_id=group, session_timeout=ms(10000), rebalance_timeout=ms(10000),
@@ -125,7 +125,7 @@ class Pipeline:
 def test_kill9_never_loses_an_acknowledged_commit(tmp_path):
     data = str(tmp_path / "data")
     group = "kill-group"
-    start, rng = 0, random.Random(7)
+    start, acked, rng = 0, 0, random.Random(7)  # acked: set by each round, read from the second on
     started = time.monotonic()
     for _round in range(3):
         server = start_server(data)

@@ -186,7 +186,7 @@ class Heartbeats:
                 if code is not E.none:
                     self.errors.append((m.group, m.member_id, code))
 
-    def __enter__(self) -> "Heartbeats":
+    def __enter__(self) -> Heartbeats:
         self.thread.start()
         return self
 
@@ -446,7 +446,7 @@ class Committer:
         except Exception as exc:  # noqa: BLE001 -- reported by the test
             self.errors.append(repr(exc))
 
-    def __enter__(self) -> "Committer":
+    def __enter__(self) -> Committer:
         self.thread.start()
         return self
 

@@ -48,7 +48,7 @@ asyncio.run(main())
 
 
 def run_round(path: str, round_no: int, rng: random.Random) -> dict[int, str]:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, "20000", "r%d" % round_no],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, "20000", f"r{round_no}"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         first = proc.stdout.readline()

@@ -11,11 +11,11 @@ from typing import Any
 from kio.serial import entity_reader
 
 from coordinator.app import build_dispatcher
-from coordinator.node import Node
 from coordinator.config import Config
-from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.net.dispatch import Deferred, Dispatcher
+from coordinator.node import Node
+from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from storage.batch import build_batch
@@ -44,7 +44,7 @@ class Plane:
         self.dispatcher = build_dispatcher(self.services)
         self.cid = 0
 
-    async def __aenter__(self) -> "Plane":
+    async def __aenter__(self) -> Plane:
         await self.data.start()
         return self
 

@@ -8,10 +8,10 @@ from typing import Any
 from kio.serial import entity_reader
 
 from coordinator.app import build_dispatcher
-from coordinator.node import Node
 from coordinator.config import Config
-from coordinator.services import Services
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.node import Node
+from coordinator.services import Services
 from tests.support.wire_client import request_frame, response_class_for
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import struct
 from typing import Any
 
 from kio.serial import entity_reader
@@ -113,7 +112,3 @@ def fetched(topics: Any) -> dict[tuple[str, int], tuple]:
             out[(t.name, p.partition_index)] = (p.committed_offset, getattr(p, "committed_leader_epoch", None),
                                                 p.metadata, p.error_code)
     return out
-
-
-def frame_size(out: bytes) -> int:
-    return struct.unpack_from(">i", out, 0)[0]

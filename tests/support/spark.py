@@ -8,8 +8,15 @@ import struct
 
 from storage.dump import iter_log_records
 from storage.log import PartitionLog
-from storage.records import (GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, decode_key,
-                             decode_value, encode_key, encode_value)
+from storage.records import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
 
 
 def offsets_dir(root: str, partition: int) -> str:

@@ -1,4 +1,5 @@
-"""The server freezes what startup made before it serves (full collections skip it) and\ncollects young objects less often than Python's default."""
+"""The server freezes what startup made before it serves (full collections skip it) and
+collects young objects less often than Python's default."""
 
 from __future__ import annotations
 

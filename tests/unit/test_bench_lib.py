@@ -97,7 +97,8 @@ def test_command_line_names_the_tree_under_test(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("BENCH_OURS_ROOT", raising=False)
     assert command_line("bench.bench_groups", ["--reps", "1"]) == ".venv/bin/python -m bench.bench_groups --reps 1"
     monkeypatch.setenv("BENCH_OURS_ROOT", "/tmp/snap")
-    assert command_line("bench.bench_groups", None) == "BENCH_OURS_ROOT=/tmp/snap .venv/bin/python -m bench.bench_groups"
+    assert command_line("bench.bench_groups", None) == (
+        "BENCH_OURS_ROOT=/tmp/snap .venv/bin/python -m bench.bench_groups")
 
 
 def test_settings_overrides_are_refused_for_peers_before_anything_starts() -> None:

@@ -28,7 +28,8 @@ def test_sections_store_figures_and_the_summary_sits_above_them(doc: Path) -> No
     report.write_section("rejoin", "Rejoin", "cmd", "facts", "body",
                           {"rejoin_ms": {"ours": 230.0, "noida-db": 900.0}, "context": {"interval_ms": 200.0}})
     text = doc.read_text()
-    assert text.index("<!-- BEGIN summary -->") < text.index("<!-- BEGIN groups -->") < text.index("<!-- BEGIN rejoin -->")
+    assert (text.index("<!-- BEGIN summary -->") < text.index("<!-- BEGIN groups -->")
+            < text.index("<!-- BEGIN rejoin -->"))
     assert row(text, "Heartbeats/s, 100-member group, pipelined") == [
         "Heartbeats/s, 100-member group, pipelined 16x32", ">= best peer (aim 150k)", "160,000/s",
         "117,000/s (noida-db)", "met"]

@@ -25,7 +25,8 @@ def req(api: str, version: int, **fields):
                      "include_topic_authorized_operations"):
             fields.setdefault(flag, False)
     module = load_entity_module(api, version, EntityType.request)
-    cls = next(v for v in vars(module).values() if isinstance(v, type) and getattr(v, "__type__", None) is EntityType.request)
+    cls = next(v for v in vars(module).values()
+               if isinstance(v, type) and getattr(v, "__type__", None) is EntityType.request)
     return build(cls, **fields)
 
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from coordinator.net.dispatch import Deferred
 from coordinator.completion import Completion
+from coordinator.net.dispatch import Deferred
 from protocol.framing import frame
 from tests.unit.test_connection import answer, make_connection
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import struct
 
-import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse
 

@@ -10,10 +10,10 @@ import resource
 import pytest
 from kio.schema.errors import ErrorCode
 
+from coordinator.config import Config
 from coordinator.data_plane.validation import check_batch
 from coordinator.errors import InvalidRecord
 from storage.batch import build_batch, decode_records
-from coordinator.config import Config
 from storage.compression import MAX_DECOMPRESSED_BYTES, STORED_MAX_DECOMPRESSED_BYTES, ZSTD, decompress
 from storage.errors import CorruptRecordError, DecompressedTooLargeError
 from tests.support.bombs import FRAMINGS, batch_with_payload, zstd_rle

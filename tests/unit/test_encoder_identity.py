@@ -15,13 +15,11 @@ from kio.index import load_entity_module
 from kio.schema.index import schema_name_map
 from kio.serial import entity_writer
 from kio.static.constants import EntityType
-
 from kio.static.primitive import Records
 
 from primitives.uvarint import encode_uvarint as uvarint
 from protocol.apis import API_TABLE, ApiKey
 from protocol.encoder import encode, writer_for
-
 
 # kio registers strategies for its primitives but not for record-set bytes.
 st.register_type_strategy(Records, st.one_of(st.none(), st.binary(max_size=64)).map(
@@ -62,7 +60,7 @@ def kio_bytes(entity) -> bytes:
 def assert_same_bytes(entity) -> None:
     try:
         expected = kio_bytes(entity)
-    except Exception as kio_error:  # kio refuses the value: so must we
+    except Exception:  # kio refuses the value: so must we
         with pytest.raises(Exception):
             encode(entity)
         return

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import GroupState
 from coordinator.groups.admin import describe_groups, list_groups
+from coordinator.groups.classic_group import GroupState
 from coordinator.records import GroupMetadataRecord
 from storage.errors import StorageError
 from tests.support.groups import Harness, finish, rebalance_history

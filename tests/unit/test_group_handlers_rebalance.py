@@ -13,11 +13,11 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
-from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.completion import Completion
+from coordinator.net.dispatch import Deferred, Dispatcher
 from tests.support.dispatch import InProcess, make_services
-from tests.unit.test_group_handlers import call, join_request, schema
 from tests.support.wire_client import request_frame
+from tests.unit.test_group_handlers import call, join_request, schema
 
 E = ErrorCode
 

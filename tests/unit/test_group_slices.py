@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.handlers import sliced_encoding
+from coordinator.net.dispatch import Deferred, Dispatcher
 from protocol.apis import ApiKey
 from tests.support.data_plane import ms, req
 from tests.support.dispatch import InProcess, make_services

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.offsets.store import OffsetStore
 from coordinator.offsets.manager import commit_records
+from coordinator.offsets.store import OffsetStore
 from coordinator.records import OffsetValue
 from tests.support.offsets import commit_request
 

@@ -7,8 +7,15 @@ from hypothesis import given, strategies as st
 
 from coordinator import record_codec
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from storage.records import (GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey,
-                             OffsetCommitValue, encode_key, encode_value)
+from storage.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_key,
+    encode_value,
+)
 
 text = st.text(max_size=40)
 

@@ -6,8 +6,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
-from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Deferred, Dispatcher
 from protocol.codec import encode_response
 from tests.support.offsets import OffsetsHarness, codes, commit_request, decode, schema
 

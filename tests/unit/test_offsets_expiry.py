@@ -5,23 +5,30 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.runtime.loader import load_all
-from coordinator.runtime.durable_log import DurableLog
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.groups.settings import GroupSettings
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.staging import check_partition
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import decode_records, iter_batches
 from storage.cleaner import clean_segment, write_segment_files
-from storage.compaction import (FORMAT, FORMAT_VERSION, MANIFEST, TOMBSTONES_FILE, fingerprint,
-                                live_segments, tombstone_batches, write_json_atomic)
+from storage.compaction import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    TOMBSTONES_FILE,
+    fingerprint,
+    live_segments,
+    tombstone_batches,
+    write_json_atomic,
+)
 from storage.placement import partition_for
 from tests.support.groups import subscription
-from tests.support.offsets import OffsetsHarness, commit_request, fetch_request, fetched
+from tests.support.offsets import OffsetsHarness, commit_request
 
 E = ErrorCode
 HOUR = 3_600_000

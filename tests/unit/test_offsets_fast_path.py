@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
-from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
 from coordinator.completion import Completion
+from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
 from coordinator.runtime.shard import ShardState
 from protocol.apis import ApiKey
 from protocol.header import encode_request_header

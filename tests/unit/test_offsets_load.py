@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
 from coordinator import record_codec
-from coordinator.runtime.loader import load_all
-from coordinator.runtime.durable_log import DurableLog
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.groups.settings import GroupSettings
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.timers import FakeScheduler
 from storage.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
 from storage.snapshot import write_snapshot
-from tests.support.groups import Harness, subscription
+from tests.support.groups import subscription
 from tests.support.offsets import OffsetsHarness, commit_request, delete_request
 
 E = ErrorCode

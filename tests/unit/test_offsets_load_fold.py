@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 
 from coordinator import record_codec
-from coordinator.runtime.loader import load_all
-from coordinator.runtime.durable_log import DurableLog
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.groups.settings import GroupSettings
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from storage.dump import iter_log_records
 from storage.placement import partition_for

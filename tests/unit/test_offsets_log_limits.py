@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.runtime import durable_log as offsets_log
-
 from coordinator import record_codec
-from coordinator.runtime.durable_log import DurableLog
 from coordinator.records import GroupMetadataRecord
+from coordinator.runtime import durable_log as offsets_log
+from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.writes import PendingWrite
 from storage.errors import RecordTooLargeError
 from storage.records import GroupMetadataValue, MemberMetadata

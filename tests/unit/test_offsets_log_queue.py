@@ -7,13 +7,13 @@ import struct
 
 import pytest
 
-from coordinator.runtime import durable_log as offsets_log
-from coordinator.runtime.durable_log import DurableLog
-from coordinator.records import OffsetCommitRecord, OffsetValue
 from coordinator.groups.settings import GroupSettings
+from coordinator.records import OffsetCommitRecord, OffsetValue
+from coordinator.runtime import durable_log as offsets_log
 from coordinator.runtime.coordinator import GroupCoordinator
-from coordinator.runtime.writes import PendingWrite
+from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import PendingWrite
 from storage.batch import decode_records, iter_batches
 from storage.errors import RecordTooLargeError
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import random
 
+from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.coordinator import GroupCoordinator
-from coordinator.runtime.writes import MemoryLog
 from coordinator.runtime.timers import FakeScheduler
+from coordinator.runtime.writes import MemoryLog
 
 
 def random_records(seed: int, n: int = 400) -> list:

@@ -22,8 +22,8 @@ from kio.schema.fetch.v16.response import FetchResponse
 from kio.schema.produce.v10.response import ProduceResponse
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader
-from kio.static.constants import EntityType
 from kio.static import primitive
+from kio.static.constants import EntityType
 from kio.static.primitive import Records
 
 from primitives.uvarint import encode_uvarint as uvarint

@@ -13,7 +13,16 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import DecodeError, decode_request
 from protocol.encoder import encode
 from tests.unit.test_protocol_bounds import (
-    BOMBS, HOSTILE, _commit_v7, _commit_v7_partition, _fetch_groups_v8, compact, i32, i64, legacy, well_formed,
+    BOMBS,
+    HOSTILE,
+    _commit_v7,
+    _commit_v7_partition,
+    _fetch_groups_v8,
+    compact,
+    i32,
+    i64,
+    legacy,
+    well_formed,
 )
 
 ALL_REQUESTS = sorted({cls for spec in API_TABLE.values() for cls in spec.requests.values()},

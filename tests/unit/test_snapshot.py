@@ -9,9 +9,19 @@ import time
 import pytest
 
 from storage.records import GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
-from storage.snapshot import (MANIFEST, SnapshotError, SnapshotNotFound, latest_snapshot, list_snapshots,
-                              prepare_snapshot, read_snapshot, read_tables, write_snapshot, offsets_table,
-                              groups_table)
+from storage.snapshot import (
+    MANIFEST,
+    SnapshotError,
+    SnapshotNotFound,
+    groups_table,
+    latest_snapshot,
+    list_snapshots,
+    offsets_table,
+    prepare_snapshot,
+    read_snapshot,
+    read_tables,
+    write_snapshot,
+)
 
 STABLE = GroupMetadataValue("consumer", 7, "range", "m-1", (
     MemberMetadata("m-1", "client", "/10.0.0.1", 10000, b"\x00\x01sub", b"\x00\x01asg", "inst-1", 30000),), 1234)

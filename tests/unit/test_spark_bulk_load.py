@@ -16,8 +16,7 @@ from storage.dump import iter_log_records
 from storage.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
 from storage.snapshot import latest_snapshot, read_snapshot
-from tests.support.spark import (commit, delete_group, delete_offset, group_meta, offsets_dir, replay,
-                                 write_log)
+from tests.support.spark import commit, delete_group, delete_offset, group_meta, offsets_dir, replay, write_log
 
 SOURCE_PARTITIONS = 3
 

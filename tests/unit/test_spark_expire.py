@@ -9,14 +9,22 @@ import pytest
 
 from spark_jobs.common import spark_session
 from spark_jobs.expire import run
-from storage.batch import iter_batches, decode_records
+from storage.batch import decode_records, iter_batches
 from storage.cleaner import clean_segment
 from storage.compaction import list_staging, validate_staging
 from storage.consumer_protocol import decode_subscription, subscribed_topics
 from storage.dump import iter_log_records
 from storage.records import GroupMetadataValue, MemberMetadata
-from tests.support.spark import (commit, delete_group, delete_offset, encode_subscription, group_meta, offsets_dir,
-                                 replay, write_log)
+from tests.support.spark import (
+    commit,
+    delete_group,
+    delete_offset,
+    encode_subscription,
+    group_meta,
+    offsets_dir,
+    replay,
+    write_log,
+)
 
 NOW = 10_000_000_000
 RETENTION_MIN = 60

@@ -5,11 +5,19 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from storage.batch import (HEADER, Record, RecordBatch, assign_offsets, build_batch, decode_records,
-                           ensure_valid, iter_batches, validate)
+from storage.batch import (
+    HEADER,
+    Record,
+    RecordBatch,
+    assign_offsets,
+    build_batch,
+    decode_records,
+    ensure_valid,
+    iter_batches,
+    validate,
+)
 from storage.errors import CorruptRecordError, InvalidRecordError, RecordError
 from storage.varint import encode_varint, read_varint
 

@@ -12,8 +12,8 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from coordinator import record_codec
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.groups.settings import GroupSettings
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import CONTROL_MASK, build_batch, decode_records, iter_batches

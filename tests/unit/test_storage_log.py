@@ -247,7 +247,7 @@ async def test_empty_rolled_segment_past_the_end_is_dropped(path):
     lg = PartitionLog.open(path, segment_bytes=3000)
     await fill(lg, 30)
     await lg.close()
-    phantom = os.path.join(path, "%020d.log" % 35)
+    phantom = os.path.join(path, f"{35:020d}.log")
     open(phantom, "wb").close()
     lg = PartitionLog.open(path, segment_bytes=3000)
     assert not os.path.exists(phantom)

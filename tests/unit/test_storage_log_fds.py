@@ -16,7 +16,7 @@ from storage.batch import build_batch
 from storage.errors import StorageError
 from storage.handles import IdleWriters, ReadHandles
 from storage.log import PartitionLog
-from tests.unit.test_storage_log import fill, files, read_all, rec
+from tests.unit.test_storage_log import files, fill, read_all, rec
 
 SEGMENT_BYTES = 1000  # a 300-byte record's batch is ~370 bytes: two per segment
 

@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from storage import record_readers
-from storage.record_readers import (TESTED_AIOKAFKA, AcceleratedRecordReader, PythonRecordReader,
-                                    accelerated_reader, default_reader, installed_aiokafka)
+from storage.record_readers import (
+    TESTED_AIOKAFKA,
+    AcceleratedRecordReader,
+    PythonRecordReader,
+    accelerated_reader,
+    default_reader,
+    installed_aiokafka,
+)
 
 C_MODULE = "aiokafka.record._crecords.default_records"
 

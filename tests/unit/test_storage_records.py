@@ -8,8 +8,16 @@ from hypothesis import given, strategies as st
 
 from storage.errors import InvalidRecordError
 from storage.records import (
-    GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
-    UnknownRecordType, decode_key, decode_value, encode_key, encode_value,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    UnknownRecordType,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
 )
 
 
@@ -111,7 +119,8 @@ def test_tombstone():
     assert decode_value(GroupMetadataKey("g"), None) is None
 
 
-@pytest.mark.parametrize("raw", [b"", b"\x00", b"\x00\x01\x00\x05ab", b"\x00\x02\x00\x01", b"\x00\x01\x00\x01a\x00\x01b\x00"])
+@pytest.mark.parametrize("raw", [b"", b"\x00", b"\x00\x01\x00\x05ab", b"\x00\x02\x00\x01",
+                                 b"\x00\x01\x00\x01a\x00\x01b\x00"])
 def test_malformed_keys_are_refused(raw):
     with pytest.raises(InvalidRecordError):
         decode_key(raw)
@@ -122,7 +131,8 @@ def test_unknown_record_types_are_distinguished():
         decode_key(bytes.fromhex("0005" "0001" "67"))
 
 
-@pytest.mark.parametrize("raw", [b"\x00\x09", b"\x00\x03\x00", bytes.fromhex("0003" "000000000000002a" "00000007" "0009" "6d")])
+@pytest.mark.parametrize("raw", [b"\x00\x09", b"\x00\x03\x00",
+                                 bytes.fromhex("0003" "000000000000002a" "00000007" "0009" "6d")])
 def test_malformed_values_are_refused(raw):
     with pytest.raises(InvalidRecordError):
         decode_value(OffsetCommitKey("g", "t", 0), raw)

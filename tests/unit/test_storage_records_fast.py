@@ -7,9 +7,19 @@ import pytest
 from hypothesis import given, strategies as st
 
 from storage.errors import InvalidRecordError
-from storage.records import (GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, decode_key, decode_value,
-                             encode_key, encode_value, offset_key_bytes, offset_value_bytes, read_offset_key,
-                             read_offset_value)
+from storage.records import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    offset_key_bytes,
+    offset_value_bytes,
+    read_offset_key,
+    read_offset_value,
+)
 
 text = st.text(max_size=40)
 
