@@ -54,7 +54,7 @@ def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
 def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
     """Write one partition of about `megabytes` MB; returns (records, bytes)."""
     from coordinator.record_codec import offset_key, offset_value
-    from coordinator.records import OffsetValue
+    from coordinator.record_types import OffsetValue
     from coordinator.runtime.durable_log import DurableLog
     from storage.batch import build_batch
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from struct import Struct
 
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 from storage.batch import record_tail
 from storage.errors import InvalidRecordError
 from storage.records import (

@@ -96,7 +96,7 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval):
 
 def _expire_task(row, now_ms, retention_ms):
     """Task: KIP-211 decisions for one group's latest state."""
-    from storage.expiry import expire_group
+    from storage.expiry_rules import expire_group
     from storage.records import GroupMetadataKey, OffsetCommitValue, decode_value, read_offset_value
 
     group, value, value_offset, offsets = row.group, None, None, []

@@ -7,7 +7,7 @@ flushes and reads). Kafka's UnifiedLog rules:
   past the high watermark; reads below it answer OFFSET_OUT_OF_RANGE at once.
   ``checkpoint_log_start`` then makes it durable (``storage/log_start.py``) before the
   caller acknowledges it.
-* ``delete_oldest`` (retention, ``storage/retention.py`` decides how many): the segments
+* ``delete_oldest`` (retention, ``storage/retention_rules.py`` decides how many): the segments
   leave the in-memory list on the event loop, so no read sees them any more; the log start
   offset becomes the new first segment's base offset; their files are closed and removed
   in a worker thread once no flush job can still hold their descriptors. A crash before
@@ -29,7 +29,7 @@ import structlog
 from . import log_start as log_start_checkpoint
 from .errors import LogClosedError, OffsetOutOfRangeError
 from .log_fields import LogFields
-from .retention import SegmentInfo
+from .retention_rules import SegmentInfo
 from .segment import Segment
 
 log = structlog.get_logger(__name__)

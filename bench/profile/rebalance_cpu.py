@@ -28,7 +28,7 @@ from bench.lib.members import join_request, sync_request
 from bench.lib.wire import request_frame
 from coordinator import record_codec
 from coordinator.log_setup import configure_logging
-from coordinator.records import GroupMetadataRecord
+from coordinator.record_types import GroupMetadataRecord
 
 
 def join_frame(group: str, member_id: str) -> bytes:

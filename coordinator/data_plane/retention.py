@@ -1,7 +1,7 @@
 """The periodic retention check of topic logs (Kafka's LogManager cleanupLogs task).
 
 Every ``log.retention.check.interval.ms`` each topic partition is checked once: the
-rules of ``storage/retention.py`` (time, size, log start offset) pick a prefix of
+rules of ``storage/retention_rules.py`` (time, size, log start offset) pick a prefix of
 segments, ``PartitionLog.delete_oldest`` drops them from the log on the event loop (rolling
 first to an empty segment at the log end offset when they are all of them, so an idle
 partition keeps no expired data) and closes and unlinks their files on this manager's own
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import structlog
 
 from coordinator.data_plane.partition import Partition
-from storage.retention import plan
+from storage.retention_rules import plan
 
 log = structlog.get_logger(__name__)
 YIELD_EVERY = 64

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from coordinator.config import parse_cleanup_policy
 from coordinator.errors import InvalidConfig
 from storage.log_compaction import CompactionPolicy
-from storage.retention import RetentionPolicy
+from storage.retention_rules import RetentionPolicy
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.records import GroupMetadataRecord, Record
+from coordinator.record_types import GroupMetadataRecord, Record
 
 S = GroupState
 GROUP_TYPE_CLASSIC = "classic"

@@ -20,8 +20,8 @@ from typing import Literal
 from coordinator.groups.admin import group_tombstones
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore
-from coordinator.records import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
-from storage.expiry import expire_group
+from coordinator.record_types import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
+from storage.expiry_rules import expire_group
 
 S = GroupState
 

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from coordinator import record_codec
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore, durable_value
-from coordinator.records import OffsetCommitRecord, OffsetValue
+from coordinator.record_types import OffsetCommitRecord, OffsetValue
 from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from struct import Struct
 from typing import Any
 
-from coordinator.records import OffsetCommitRecord, OffsetValue
+from coordinator.record_types import OffsetCommitRecord, OffsetValue
 
 Key = tuple[str, str, int]
 

@@ -27,7 +27,7 @@ import structlog
 
 from coordinator import record_codec
 from coordinator.errors import NotCoordinator
-from coordinator.records import GroupMetadataRecord
+from coordinator.record_types import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
 from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.errors import RecordTooLargeError

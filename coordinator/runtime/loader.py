@@ -30,7 +30,7 @@ from itertools import islice
 import structlog
 
 from coordinator.record_codec import decode_all
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots

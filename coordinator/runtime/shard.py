@@ -73,7 +73,7 @@ from coordinator.groups.rebalance import RemovedGroup
 from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.store import OffsetStore
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import PendingWrite, RecordLog
 

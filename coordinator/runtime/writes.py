@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from coordinator.completion import Completion
-from coordinator.records import Record
+from coordinator.record_types import Record
 
 if TYPE_CHECKING:
     from coordinator.offsets.store import OffsetStore

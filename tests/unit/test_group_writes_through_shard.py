@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 from coordinator.groups.context import GroupContext
 from coordinator.groups.params import JoinParams, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult, combined
-from coordinator.records import GroupMetadataRecord, GroupMetadataValue
+from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue
 from storage.errors import StorageError
 from tests.support.groups import RANGE, Harness
 from tests.unit.test_import_graph import import_graph

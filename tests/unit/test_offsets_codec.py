@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from coordinator import record_codec
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from storage.records import (
     GroupMetadataKey,
     GroupMetadataValue,

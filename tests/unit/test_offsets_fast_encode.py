@@ -8,7 +8,7 @@ from kio.static.primitive import i32, i64
 
 from coordinator import record_codec
 from coordinator.offsets.manager import commit_records
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from storage.batch import build_batch, build_tail_batch, decode_records, record_tail, validate
 from storage.errors import InvalidRecordError
 

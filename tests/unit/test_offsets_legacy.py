@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
 from coordinator.handlers.offset_commit import with_commit_timestamps
-from coordinator.records import OffsetCommitRecord, OffsetValue
+from coordinator.record_types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import ShardState
 from protocol import legacy_messages as m
 from tests.support.offsets import OffsetsHarness, codes, commit_request, fetch_request, fetched

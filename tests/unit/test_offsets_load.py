@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.loader import load_all

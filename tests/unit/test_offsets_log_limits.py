@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator import record_codec
-from coordinator.records import GroupMetadataRecord
+from coordinator.record_types import GroupMetadataRecord
 from coordinator.runtime import durable_log as offsets_log
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.writes import PendingWrite

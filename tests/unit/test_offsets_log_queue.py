@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.records import OffsetCommitRecord, OffsetValue
+from coordinator.record_types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime import durable_log as offsets_log
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog

@@ -1,4 +1,4 @@
-"""Retention decisions (storage/retention.py) with a fake clock, and the settings that feed them."""
+"""Retention decisions (storage/retention_rules.py) with a fake clock, and the settings that feed them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from coordinator.config import Config, ConfigError
 from coordinator.data_plane.topic_configs import EffectiveConfig, defaults
-from storage.retention import RetentionPolicy, SegmentInfo, plan
+from storage.retention_rules import RetentionPolicy, SegmentInfo, plan
 
 DAY = 86_400_000
 NOW = 100 * DAY

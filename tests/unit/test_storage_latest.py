@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
-from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import CONTROL_MASK, build_batch, decode_records, iter_batches
