@@ -167,6 +167,11 @@ class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
     def segments(self) -> tuple[Segment, ...]:
         return tuple(self._segments)
 
+    @property
+    def flushing(self) -> bool:
+        """Appends wait for a flush, or one is running: the files are not at rest."""
+        return bool(self._pending_futures) or self._inflight is not None
+
     # ------------------------------------------------------------------ appends
     def append(self, data: bytes | bytearray | memoryview, *,
                partition_leader_epoch: int | None = None) -> AppendResult:

@@ -56,7 +56,7 @@ def open_segment(directory: str, base_offset: int, index_interval_bytes: int, *,
             seg.offset_of_max_timestamp = seg.time_index.offsets[-1] if seg.time_index.offsets else -1
             seg.next_offset = base_offset  # lower bound for the scan's order check
             seg.size = start
-            seg._bytes_since_index = 0  # the entry at `start` is already there
+            seg.bytes_since_index = 0  # the entry at `start` is already there
         else:
             seg.offset_index.truncate_entries(0)
             seg.time_index.truncate_after(base_offset)

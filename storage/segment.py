@@ -59,7 +59,7 @@ class Segment:
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
-        self._bytes_since_index = 0
+        self.bytes_since_index = 0  # bytes appended since the last index entry (recovery resets it)
 
     # ---------------------------------------------------------------- bookkeeping
     def track(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
@@ -67,11 +67,11 @@ class Segment:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = last_offset
-        if self._bytes_since_index > self.index_interval_bytes:
+        if self.bytes_since_index > self.index_interval_bytes:
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            self._bytes_since_index = 0
-        self._bytes_since_index += size
+            self.bytes_since_index = 0
+        self.bytes_since_index += size
         self.next_offset = last_offset + 1
         self.size = position + size
 

@@ -74,7 +74,7 @@ async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str,
     if shard.state is not ShardState.ACTIVE or durable.logs.get(partition) is not plog:
         return ["partition was unloaded or reopened during the check"]
     # -- from here to the reopen nothing awaits: no append can interleave --
-    if plog._pending_futures or plog._inflight is not None or durable.has_queued(partition):
+    if plog.flushing or durable.has_queued(partition):
         # appended after the flush returned
         return ["appends in flight at the swap point; will retry"]
     problems = validate_staging(durable.path(partition), manifest, deep=False)
