@@ -7,7 +7,7 @@ one out (the Task of a coroutine handler, an executor's future).
 
 Why not an asyncio future: a durable OffsetCommit is answered when its fsync completes. With a
 future per request, every completion costs the future, a closure, a `call_soon` per
-done-callback and a loop callback per answer before the connection sees it (bench.commit_cpu:
+done-callback and a loop callback per answer before the connection sees it (bench.profile.commit_cpu:
 the event loop's CPU per pipelined 10-partition commit fell ~7-10% with this class and the
 commit fast path together). A Completion calls its waiters at once, from whatever settles it
 (a write's flush); the connection coalesces them into one loop callback however many of its
