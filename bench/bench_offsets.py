@@ -133,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                  f"generated in {generated:.1f} s; load (median of {len(loads)}): {elapsed:.2f} s = "
                  f"**{records / elapsed:,.0f} records/s**, {size / 2**20 / elapsed:,.1f} MB/s")
     print(load_line)
+    load_size = '1 GB' if args.load_mb >= 1024 else \
+        f'{args.load_mb} MB, not 1 GB: a 1 GB file takes too long to generate on this VM'
     body = (f"Durable OffsetCommit, 1 topic x 10 partitions per request, {args.reps} interleaved reps "
             f"(rep, batching, server; ours: fsync group commit on):\n\n{commit_table}\n\n"
-            f"Offsets-log load rate ({'1 GB' if args.load_mb >= 1024 else f'{args.load_mb} MB, not 1 GB: a 1 GB file takes too long to generate on this VM'}): "
+            f"Offsets-log load rate ({load_size}): "
             f"{load_line}\n")
     if failures:
         body += "\nFailures: " + "; ".join(failures) + "\n"

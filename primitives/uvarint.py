@@ -10,9 +10,8 @@ is the same for all: at most 5 bytes, as Kafka and kio read them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Union
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 UvarintReader = Callable[[Buffer, int], "tuple[int, int]"]
 
 _SMALL = [bytes([n]) for n in range(128)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cache
+from typing import Any, Literal
 
 from kio.index import load_entity_module
 from kio.schema.index import api_key_map
@@ -47,7 +48,7 @@ class ApiKey(IntEnum):
 
 
 @cache  # a module lookup costs ~30 µs; clients of the benchmarks and tests look up per answer
-def kio_class(api_key: int, version: int, entity_type: EntityType) -> type:
+def kio_class(api_key: int, version: int, entity_type: Literal[EntityType.request, EntityType.response]) -> type:
     """The kio request or response class of an API version (protocol/legacy_messages.py's for the
     versions Kafka 4 dropped); LookupError if kio has none."""
     legacy = LEGACY_CLASSES.get((int(api_key), version, entity_type))
@@ -75,8 +76,9 @@ class ApiSpec:
     def __post_init__(self) -> None:
         module_name = api_key_map[int(self.key)]
         versions = range(self.min_version, self.max_version + 1)
-        requests = {v: kio_class(self.key, v, EntityType.request) for v in versions}
-        responses = {v: kio_class(self.key, v, EntityType.response) for v in versions}
+        # kio classes: their ClassVars (__flexible__, __header_schema__) are not on `type`
+        requests: dict[int, Any] = {v: kio_class(self.key, v, EntityType.request) for v in versions}
+        responses: dict[int, Any] = {v: kio_class(self.key, v, EntityType.response) for v in versions}
         flexible = [v for v in versions if requests[v].__flexible__]
         object.__setattr__(self, "name", module_name)
         object.__setattr__(self, "requests", requests)

@@ -23,7 +23,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Union
+from functools import partial
+from typing import Any
+
+from kio.static.protocol import Entity as KioEntity
 
 from primitives.uvarint import uvarint_reader
 
@@ -83,7 +86,7 @@ class Entity:
     tagged: tuple[tuple[int, Node], ...]  # (tag, field)
 
 
-Node = Union[Fixed, Sized, Array, Entity]
+Node = Fixed | Sized | Array | Entity
 
 
 def _primitive(kafka_type: str, flexible: bool) -> Node:
@@ -96,7 +99,7 @@ def _primitive(kafka_type: str, flexible: bool) -> Node:
     raise TypeError(f"no wire size known for kafka_type {kafka_type!r}")
 
 
-def shape(cls: type, nullable: bool = False) -> Entity:
+def shape(cls: type[KioEntity], nullable: bool = False) -> Entity:
     """The wire shape kio reads for `cls` (kio/rust/src/schema.rs: compile_entity_schema)."""
     flexible = bool(cls.__flexible__)
     plain: list[Node] = []
@@ -227,7 +230,11 @@ class _Source:
                 self.sequence(node, tail)
             else:
                 self.put("if buf[pos] == 255: pos += 1")
-                self.block("else:", lambda: (self.put("pos += 1"), self.sequence(node, tail)))
+
+                def not_null() -> None:
+                    self.put("pos += 1")
+                    self.sequence(node, tail)
+                self.block("else:", not_null)
 
     def sized(self, node: Sized, skip: int) -> None:
         at = f"pos + {skip}" if skip else "pos"
@@ -324,7 +331,7 @@ class _Source:
         self.put("    pos = read_uvarint(buf, pos)[1]")
         self.depth = 2
         for tag, node in entity.tagged:
-            self.block(f"if tag == {tag}:", lambda node=node: self.node(node, False))
+            self.block(f"if tag == {tag}:", partial(self.node, node, False))
             self.put("    continue")
         self.put(f"raise CountError(f'unknown tagged field {{tag}} of {entity.name} before byte {{pos}}')")
         self.depth = 1
@@ -359,7 +366,7 @@ def checker(cls: type) -> Checker | None:
     text = source(cls)
     check = None
     if text is not None:
-        namespace = dict(_RUNTIME)
+        namespace: dict[str, Any] = dict(_RUNTIME)
         exec(compile(text, f"<bounds {cls.__module__}.{cls.__name__}>", "exec"), namespace)
         check = namespace["check"]
     _checkers[cls] = check

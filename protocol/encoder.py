@@ -18,6 +18,7 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from kio.static.constants import uuid_zero
+from kio.static.protocol import Entity as KioEntity
 
 from primitives.uvarint import encode_uvarint
 
@@ -122,7 +123,7 @@ class _Compiler:
 
     # --- code generation -------------------------------------------------
 
-    def _compile_entity(self, entity_type: type, name: str) -> str:
+    def _compile_entity(self, entity_type: type[KioEntity], name: str) -> str:
         flexible = entity_type.__flexible__
         is_request_header = entity_type.__name__ == "RequestHeader"
         body: list[str] = []
@@ -270,7 +271,7 @@ def writer_for(entity_type: type) -> Writer:
         code = compile(source, f"<encoder {entity_type.__module__}.{entity_type.__qualname__}>", "exec")
         exec(code, compiler.namespace)  # noqa: S102 - generated from kio's own field metadata
         writer = compiler.namespace[name]
-        writer.__source__ = source  # type: ignore[attr-defined]
+        writer.__source__ = source
         _writers[entity_type] = writer
     return writer
 

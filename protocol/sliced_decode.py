@@ -24,7 +24,9 @@ import asyncio
 import struct
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, fields
-from typing import Any, Union
+from typing import Any
+
+from kio.static.protocol import Entity as KioEntity
 
 from primitives.uvarint import encode_uvarint
 
@@ -78,10 +80,10 @@ class _Struct:
     tagged: dict[int, tuple[str, _Step]]
 
 
-_Step = Union[_Leaf, _List, _Struct]
+_Step = _Leaf | _List | _Struct
 
 
-def _field_step(cls: type, field: Any, node: Node, tagged: bool) -> _Step:
+def _field_step(cls: type[KioEntity], field: Any, node: Node, tagged: bool) -> _Step:
     kind = classify_field(field)
     flexible = bool(cls.__flexible__)
     if not counted(node):
@@ -98,7 +100,7 @@ def _field_step(cls: type, field: Any, node: Node, tagged: bool) -> _Step:
 _plans: dict[tuple[type, bool], _Struct] = {}
 
 
-def _plan(cls: type, nullable: bool = False) -> _Struct:
+def _plan(cls: type[KioEntity], nullable: bool = False) -> _Struct:
     key = (cls, nullable)
     plan = _plans.get(key)
     if plan is None:
@@ -123,10 +125,10 @@ _i32 = struct.Struct(">i")
 
 def _read_step(step: _Step, buf: memoryview, pos: int, budget: _Budget) -> Steps:
     if step.__class__ is _Leaf:
-        value, size = step.reader(buf, pos)  # type: ignore[union-attr]
+        value, size = step.reader(buf, pos)
         return value, pos + size
     if step.__class__ is _List:
-        return (yield from _read_list(step, buf, pos, budget))  # type: ignore[arg-type]
+        return (yield from _read_list(step, buf, pos, budget))
     return (yield from _read_struct(step, buf, pos, budget))  # type: ignore[arg-type]
 
 
@@ -149,7 +151,7 @@ def _read_list(step: _List, buf: memoryview, pos: int, budget: _Budget) -> Steps
     if element.__class__ is _Struct:
         items = []
         for _ in range(n):
-            item, pos = yield from _read_struct(element, buf, pos, budget)  # type: ignore[arg-type]
+            item, pos = yield from _read_struct(element, buf, pos, budget)
             items.append(item)
         return tuple(items), pos
     return (yield from _read_chunks(element, step.compact, n, buf, pos, budget))  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ import os
 import shutil
 import sys
 import time
+from typing import Any
 
 from .common import (
     JobError,
@@ -71,7 +72,7 @@ def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources
     from storage.snapshot import MANIFEST, OFFSETS_SCHEMA, groups_table, prepare_snapshot
 
     groups = []
-    cols = {name: [] for name in OFFSETS_SCHEMA.names}
+    cols: dict[str, list] = {name: [] for name in OFFSETS_SCHEMA.names}
     for _, r in rows:
         if r.kind == KIND_GROUP:
             groups.append((r.group, decode_value(GroupMetadataKey(r.group), r.value)[1]))
@@ -126,7 +127,7 @@ def _run(spark, args, progress, job_ms, output) -> dict:
     bytes_in = sum(os.path.getsize(s[2]) for s in specs)
     progress.log(f"{len(parts)} partition dir(s), {len(specs)} segment file(s), {bytes_in} bytes; "
                  f"{len(args.export)} export(s); target offsets partitions: {n}")
-    summary = {"partition_dirs": len(parts), "segments": len(specs), "bytes_before": bytes_in}
+    summary: dict[str, Any] = {"partition_dirs": len(parts), "segments": len(specs), "bytes_before": bytes_in}
 
     with progress.stage(1, 5, f"scan {len(specs)} segment(s)"):
         skip = args.skip_corrupt

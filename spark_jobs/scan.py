@@ -4,9 +4,9 @@ Segment files are packed into tasks by size (``scan_tasks``: 2 x the cores, or ~
 MiB of segments per task, whichever is more): a task opens each file by path,
 checks every batch (length, magic, CRC-32C via storage.batch), decodes records
 (storage.batch.decode_records) and keys (storage.records.read_offset_key, the
-hand-packed v1 reader, else decode_key), and yields, in ``ROW_SCHEMA`` order, each segment's *last* record of each key (a map-side
-combine: within a segment file order is offset order, so an earlier record of a key
-can never be the latest; this cuts the rows crossing into the JVM by the number of
+hand-packed v1 reader, else decode_key), and yields, in ``ROW_SCHEMA`` order, each
+segment's *last* record of each key (a map-side combine: within a segment file order is offset
+order, so an earlier record of a key can never be the latest; this cuts the rows crossing into the JVM by the number of
 repeated commits), then one summary row for the segment. The key is the raw key
 bytes when ``with_keys`` (compaction, like Kafka, works on raw keys), else the
 decoded key. Values stay encoded: the jobs keep only the latest record per key and
@@ -111,6 +111,7 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
                 target = placed[group] = partition_for(group, target_partitions)
             if target != src:
                 misplaced += 1
+            row: tuple
             if type(key) is OffsetCommitKey:
                 row = (src, base, is_last, KIND_OFFSET, r.offset, r.timestamp, r.key if with_keys else None,
                        group, key.topic, key.partition, r.value, target, txn, None, None, None, None, None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import final
 
 from crc32c import crc32c
 
@@ -61,6 +62,7 @@ _NULL_NO_HEADERS = _NULL + _ZERO  # a null value, then no headers
 
 
 @dataclass(frozen=True, slots=True)
+@final  # build_batch tells a Record from a tuple with `type(r) is Record`
 class Record:
     """One record. ``headers`` is a tuple of (str key, bytes-or-None value)."""
 
@@ -225,7 +227,7 @@ def decode_records(batch: RecordBatch | bytes | bytearray | memoryview,
 
 def _decode(data: bytes, count: int, base_offset: int, base_ts: int,
             append_time: int | None) -> list[Record]:
-    out = []
+    out: list[Record] = []
     pos, end = 0, len(data)
     rv = read_varint
     for _ in range(count):
@@ -252,11 +254,11 @@ def _decode(data: bytes, count: int, base_offset: int, base_ts: int,
             pos += vlen
         nh, pos = rv(data, pos)
         if nh == 0:
-            headers = ()
+            headers: tuple[tuple[str, bytes | None], ...] = ()
         else:
             if nh < 0 or nh > body_end - pos:
                 raise InvalidRecordError(f"invalid header count {nh}")
-            hs = []
+            hs: list[tuple[str, bytes | None]] = []
             for _h in range(nh):
                 hk, pos = rv(data, pos)
                 if hk < 0:
@@ -282,7 +284,7 @@ def _decode(data: bytes, count: int, base_offset: int, base_ts: int,
     return out
 
 
-def build_batch(records: Sequence[Record] | Iterable[tuple], base_offset: int = 0, *,
+def build_batch(records: Iterable[Record | tuple], base_offset: int = 0, *,
                 partition_leader_epoch: int = -1, producer_id: int = -1,
                 producer_epoch: int = -1, base_sequence: int = -1,
                 is_transactional: bool = False, is_control: bool = False,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Literal, overload
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -59,6 +60,11 @@ class _Reader:
             raise SubscriptionError(f"length {length} at byte {self.pos} runs past the end")
         out, self.pos = bytes(self.buf[self.pos:end]), end
         return out
+
+    @overload
+    def string(self, nullable: Literal[False] = False) -> str: ...
+    @overload
+    def string(self, nullable: bool) -> str | None: ...
 
     def string(self, nullable: bool = False) -> str | None:
         length = self.fixed(_I16)

@@ -30,11 +30,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from .consumer_protocol import SubscriptionError, subscribed_topics
-from .records import GroupMetadataValue, OffsetCommitValue
+from .records import GroupMetadataValue
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class CommitTimes(Protocol):
+    """What expiry reads of an offset value: an OffsetCommitValue, or the coordinator's OffsetValue."""
+
+    @property
+    def commit_timestamp(self) -> int: ...
+    @property
+    def expire_timestamp(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +76,7 @@ def subscribed(value: GroupMetadataValue | None) -> set[str] | None:
 
 
 def expire_group(value: GroupMetadataValue | None,
-                 offsets: Iterable[tuple[str, int, OffsetCommitValue]],
+                 offsets: Iterable[tuple[str, int, CommitTimes]],
                  now_ms: int, retention_ms: int) -> ExpiryDecision:
     """Which of a group's live offsets expire at ``now_ms``, and whether the group goes.
 
@@ -79,6 +89,7 @@ def expire_group(value: GroupMetadataValue | None,
     uses_consumer = protocol_type == CONSUMER_PROTOCOL_TYPE
     if protocol_type is not None:
         if state == "Empty":
+            assert value is not None  # protocol_type came from it
             state_ts = value.current_state_timestamp
             base = (lambda o: state_ts) if state_ts != -1 else (lambda o: o.commit_timestamp)
             reason = "empty_group"

@@ -74,7 +74,7 @@ class LatestRecords:
         self.next_offset = start
         self.latest: dict[bytes, bytes | None] = {}
         self._creators: list[Pair] = []
-        self._sealed: list[Iterable[Pair]] = []
+        self._sealed: list[Iterable[Pair] | dict[bytes, bytes | None]] = []  # dicts: their items
 
     # --- scanning ------------------------------------------------------------------------
 
@@ -170,6 +170,6 @@ class LatestRecords:
         return len(self.latest)
 
 
-def _pairs(parts: list[Iterable[Pair]]) -> Iterator[Pair]:
+def _pairs(parts: list[Iterable[Pair] | dict[bytes, bytes | None]]) -> Iterator[Pair]:
     for part in parts:
-        yield from (part.items() if type(part) is dict else part)
+        yield from (part.items() if isinstance(part, dict) else part)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from struct import Struct, error as StructError
-from typing import Any
+from typing import Any, final, overload
 
 from primitives.uvarint import encode_uvarint, uvarint_reader
 
@@ -30,6 +30,7 @@ class UnknownRecordType(InvalidRecordError):
     """A key version this coordinator does not know (e.g. KIP-848 consumer-group records)."""
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class OffsetCommitKey:
     group: str
@@ -37,6 +38,7 @@ class OffsetCommitKey:
     partition: int
 
 
+@final  # final: `type(key) is GroupMetadataKey` narrows for mypy
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
     group: str
@@ -155,6 +157,7 @@ def _write_struct(out: bytearray, schema: Schema, value: Any, version: int) -> N
     for spec in schema.present(version):
         item = getattr(value, spec.name)
         if spec.type == "[]":
+            assert spec.nested is not None  # an array field has its element schema
             out += encode_uvarint(len(item) + 1) if flexible else _I32.pack(len(item))
             for element in item:
                 _write_struct(out, spec.nested, element, version)
@@ -185,6 +188,7 @@ def _read_struct(buf: bytes, pos: int, schema: Schema, version: int) -> tuple[An
                 if count < 0:
                     raise InvalidRecordError(f"{spec.name}: null array")
                 items = []
+                assert spec.nested is not None  # an array field has its element schema
                 for _ in range(count):
                     item, pos = _read_struct(buf, pos, spec.nested, version)
                     items.append(item)
@@ -287,6 +291,18 @@ def decode_key(data: bytes) -> tuple[int, Key]:
     return version, key
 
 
+@overload
+def decode_value(key: OffsetCommitKey, data: bytes) -> tuple[int, OffsetCommitValue]: ...
+@overload
+def decode_value(key: GroupMetadataKey, data: bytes) -> tuple[int, GroupMetadataValue]: ...
+@overload
+def decode_value(key: OffsetCommitKey, data: bytes | None) -> tuple[int, OffsetCommitValue] | None: ...
+@overload
+def decode_value(key: GroupMetadataKey, data: bytes | None) -> tuple[int, GroupMetadataValue] | None: ...
+@overload
+def decode_value(key: Key, data: bytes | None) -> tuple[int, Value] | None: ...
+
+
 def decode_value(key: Key, data: bytes | None) -> tuple[int, Value] | None:
     """(value version, value) for `key`, or None for a tombstone. Unknown fields in
     newer flexible versions are skipped as tagged fields; unknown versions are refused."""
@@ -312,6 +328,7 @@ def _fields(schema: Schema, obj: Any, version: int) -> dict[str, Any]:
     for spec in schema.present(version):
         item = getattr(obj, spec.name)
         if spec.type == "[]":
+            assert spec.nested is not None  # an array field has its element schema
             item = [_fields(spec.nested, element, version) for element in item]
         elif isinstance(item, bytes):
             item = item.hex()

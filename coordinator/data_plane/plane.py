@@ -255,7 +255,7 @@ class DataPlane:
         finally:
             self.catalog.release([t.name for t in topics])
         for topic, parts in made:
-            for part in parts:  # type: ignore[union-attr]
+            for part in parts:
                 self.partitions[part.key] = part
             log.info("data_plane.topic.created", topic=topic.name, topic_id=str(topic.topic_id),
                      partitions=topic.partitions, configs=topic.config_map())
@@ -415,11 +415,13 @@ class DataPlane:
                     asyncio.ensure_future(log_.flush())
                 return Appended(duplicate.first_offset, -1, log_.log_start_offset, durable)
         append_time = -1
+        assert data is not None  # check_batch refuses a null batch
+        payload: bytes | bytearray = data
         if config.log_append_time:
             append_time = int(time.time() * 1000)
-            data = bytearray(data)  # type: ignore[arg-type]
-            stamp_log_append_time(data, append_time)
-        result = log_.append(data, partition_leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]
+            payload = bytearray(data)
+            stamp_log_append_time(payload, append_time)
+        result = log_.append(payload, partition_leader_epoch=LEADER_EPOCH)
         if pid >= 0:
             part.producers.record(pid, info.producer_epoch, info.base_sequence, last_seq, result.base_offset,
                                   result.last_offset, append_time if append_time >= 0 else info.max_timestamp)

@@ -157,7 +157,7 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
         name = topic.name
         indexes: list = []
         codes: list | None = None
-        head = None
+        head = b""  # the key head, read only while tails is not None
         if tails is not None:
             try:
                 head = record_codec.key_head(group_id, name)
@@ -245,6 +245,7 @@ def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> lis
 def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
     view = store.durable_view(group_id) if store.inflight else {}
     by_topic: dict[str, list] = {}
+    value: OffsetValue | None
     for topic, partition, value in store.items(group_id):
         if view and (topic, partition) in view:
             if require_stable:

@@ -43,13 +43,13 @@ _DENSE_SLACK = 16  # a list grows to 2 * its length + this, no further
 def _packed(partitions: Partitions, partition: int) -> bytes | None:
     if type(partitions) is list:
         return partitions[partition] if 0 <= partition < len(partitions) else None
-    return partitions.get(partition)
+    return partitions.get(partition)  # type: ignore[union-attr]  # a dict: mypy narrows no `type(x) is list` else
 
 
 def _packed_items(partitions: Partitions) -> Iterable[tuple[int, bytes]]:
     if type(partitions) is list:
         return ((p, raw) for p, raw in enumerate(partitions) if raw is not None)
-    return partitions.items()
+    return partitions.items()  # type: ignore[union-attr]  # a dict: mypy narrows no `type(x) is list` else
 
 
 class OffsetStore:
@@ -132,7 +132,7 @@ class OffsetStore:
                     continue
                 partitions = by_group[group][topic] = dict(_packed_items(partitions))
             if undo is not None:
-                undo.append(partitions.get(partition))
+                undo.append(partitions.get(partition))  # type: ignore[union-attr]  # a dict, as above
             partitions[partition] = raw
 
     def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:

@@ -55,7 +55,7 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     started = time.monotonic()
     partition = shard.partition
     plog = durable.logs[partition]
-    stats = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
+    stats: dict[str, object] = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
     start = plog.log_start_offset
     min_timestamp = None
     info = choose_snapshot(snapshot_root, partition, plog.log_end_offset) if snapshot_root else None

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -73,7 +73,7 @@ from coordinator.groups.rebalance import RemovedGroup
 from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.record_types import OffsetCommitRecord, Record
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import PendingWrite, RecordLog
 
@@ -167,8 +167,7 @@ class Shard:
             if run:
                 self._replay_offsets(run, undo)
                 run = []
-            group_record = cast(GroupMetadataRecord, record)
-            group_id, value = group_record.group_id, group_record.value
+            group_id, value = record.group_id, record.value
             if value is not None:
                 if not live:  # live, classic groups change in memory first; the record describes them
                     self.groups[group_id] = ClassicGroup.from_metadata(group_id, value)

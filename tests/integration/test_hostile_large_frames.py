@@ -65,6 +65,7 @@ def test_a_join_group_of_8_million_empty_protocols(server):
         attacker.send_raw(framed(ApiKey.JOIN_GROUP, 9, body))
         answer = attacker.read_frame()
     dog.check()
-    assert struct.unpack_from(">h", answer, 4 + 1 + 4)[0] == ErrorCode.member_id_required  # correlation id, tags, throttle
+    # after the correlation id, tags and throttle
+    assert struct.unpack_from(">h", answer, 4 + 1 + 4)[0] == ErrorCode.member_id_required
     assert server.process.poll() is None
     assert_commits_survive(server, GROUP, KEPT)

@@ -254,7 +254,7 @@ def test_sync_empty_group_is_unknown_member():
 
 def test_assignment_is_delivered_only_after_the_group_record_is_written():
     h = Harness()
-    (a, ra), (b, rb) = h.new_member(), h.new_member()
+    (a, _ra), (b, _rb) = h.new_member(), h.new_member()
     h.clock.advance(0)
     h.log.records.clear()
     follower = h.sync(b, 1)
@@ -336,7 +336,7 @@ def test_heartbeat_errors_per_state():
     assert h.heartbeat(a, 1) is E.none
     assert h.heartbeat(a, 0) is E.illegal_generation
     assert h.heartbeat("nobody", 1) is E.unknown_member_id
-    ra = h.join(a)
+    h.join(a)
     assert h.heartbeat(b, 1) is E.rebalance_in_progress  # PreparingRebalance
     h.join(b)
     assert h.group().state is S.COMPLETING_REBALANCE

@@ -83,11 +83,12 @@ def test_commit_records_tails_are_encode_tails_of_its_records(partitions, retent
     from tests.support.offsets import schema
 
     m = schema("offset_commit", 8)
+    topic_partitions = tuple(m.OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(o),
+                                                            committed_leader_epoch=i32(e), committed_metadata=md)
+                             for p, o, e, md in partitions)
     request = m.OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=i32(-1), member_id="",
-                                    group_instance_id=None, topics=(m.OffsetCommitRequestTopic(name=topic, partitions=tuple(
-                                        m.OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(o),
-                                                                       committed_leader_epoch=i32(e), committed_metadata=md)
-                                        for p, o, e, md in partitions)),))
+                                    group_instance_id=None,
+                                    topics=(m.OffsetCommitRequestTopic(name=topic, partitions=topic_partitions),))
     records, _answer, made = commit_records(group, request.topics, 1_700_000_000_000, retention, 4096, with_epoch)
     assert made == record_codec.encode_tails(records)
 

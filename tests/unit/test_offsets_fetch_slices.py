@@ -46,7 +46,8 @@ async def answer_bytes(proc: OffsetsHarness, request) -> tuple[bytes, bool]:
 
 
 # v8+ requests carry every group at once (request_for), so only "g" names them
-@pytest.mark.parametrize("version, group", [(v, g) for v in range(10) for g in (["g", "", "nobody"] if v < 8 else ["g"])])
+@pytest.mark.parametrize("version, group",
+                         [(v, g) for v in range(10) for g in (["g", "", "nobody"] if v < 8 else ["g"])])
 async def test_sliced_answers_are_the_generic_bytes(monkeypatch, version, group):
     proc = harness()
     request = request_for(version, group)

@@ -110,7 +110,8 @@ async def test_coordinator_errors_go_on_every_partition_of_v0_and_v1():
     assert codes(h.commit(commit_v0("g", {("t", 0): 1, ("u", 2): 1}))) == every
     assert codes(h.commit(commit_v1("g", {("t", 0): 1, ("u", 2): 1}))) == every
     assert fetched(h.send(fetch_v0("g", {"t": [0], "u": [2]})).topics) == {
-        ("t", 0): (-1, None, "", E.coordinator_load_in_progress), ("u", 2): (-1, None, "", E.coordinator_load_in_progress)}
+        ("t", 0): (-1, None, "", E.coordinator_load_in_progress),
+        ("u", 2): (-1, None, "", E.coordinator_load_in_progress)}
     shard.set_state(ShardState.ACTIVE)
     invalid = {("t", 0): E.invalid_group_id}
     assert codes(h.commit(commit_v0("", {("t", 0): 1}))) == codes(h.commit(commit_v1("", {("t", 0): 1}))) == invalid

@@ -174,8 +174,9 @@ async def test_snapshot_then_log(tmp_path):
     await durable.close()
     from storage.records import OffsetCommitKey, OffsetCommitValue
     # covers offset 3: log records 0-2 are in it; record 3 (t-1) is replayed on top
-    write_snapshot(str(tmp_path), p, [(group, None)], [(OffsetCommitKey(group, "t", 0), OffsetCommitValue(2, "", 1)),
-                                                       (OffsetCommitKey(group, "u", 0), OffsetCommitValue(9, "s", 1))], 3)
+    write_snapshot(str(tmp_path), p, [(group, None)],
+                   [(OffsetCommitKey(group, "t", 0), OffsetCommitValue(2, "", 1)),
+                    (OffsetCommitKey(group, "u", 0), OffsetCommitValue(9, "s", 1))], 3)
     # a snapshot that claims more than the log holds is ignored
     write_snapshot(str(tmp_path), p, [], [(OffsetCommitKey(group, "bogus", 0), OffsetCommitValue(1, "", 1))], 99,
                    created_at_ms=10**13)

@@ -84,7 +84,9 @@ EXPECTED = {
 
 
 def tomb_key(t):
-    return (t["type"], t["group"], t["topic"], t["partition"]) if t["type"] == "offset_commit" else (t["type"], t["group"])
+    if t["type"] == "offset_commit":
+        return (t["type"], t["group"], t["topic"], t["partition"])
+    return (t["type"], t["group"])
 
 
 @pytest.fixture(scope="module")
