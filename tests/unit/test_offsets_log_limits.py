@@ -9,7 +9,7 @@ import pytest
 
 from coordinator import record_codec
 from coordinator.record_types import GroupMetadataRecord
-from coordinator.runtime import durable_log as offsets_log
+from coordinator.runtime import durable_log
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.writes import PendingWrite
 from storage.errors import RecordTooLargeError
@@ -66,9 +66,9 @@ async def test_a_group_record_past_the_limit_is_refused_before_encoding(tmp_path
 
 
 async def test_a_failure_building_a_batch_fails_its_writes_and_the_log_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(offsets_log, "BATCH_RECORDS", 3)
+    monkeypatch.setattr(durable_log, "BATCH_RECORDS", 3)
     durable = await open_log(tmp_path)
-    real = offsets_log.build_tail_batch
+    real = durable_log.build_tail_batch
     calls = []
 
     def second_fails(tails, now):
@@ -76,7 +76,7 @@ async def test_a_failure_building_a_batch_fails_its_writes_and_the_log_goes_on(t
         if len(calls) == 2:
             raise MemoryError()
         return real(tails, now)
-    monkeypatch.setattr(offsets_log, "build_tail_batch", second_fails)
+    monkeypatch.setattr(durable_log, "build_tail_batch", second_fails)
     first, second, third = (PendingWrite(commits("g", 0, 3)) for _ in range(3))
     for write in (first, second, third):
         durable.append(0, write)

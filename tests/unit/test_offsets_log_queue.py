@@ -9,7 +9,7 @@ import pytest
 
 from coordinator.groups.settings import GroupSettings
 from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime import durable_log as offsets_log
+from coordinator.runtime import durable_log
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.timers import FakeScheduler
@@ -37,7 +37,7 @@ async def open_log(tmp_path) -> DurableLog:
 
 
 async def test_writes_of_one_turn_share_one_append_and_never_span_batches(tmp_path, monkeypatch):
-    monkeypatch.setattr(offsets_log, "BATCH_RECORDS", 10)
+    monkeypatch.setattr(durable_log, "BATCH_RECORDS", 10)
     durable = await open_log(tmp_path)
     appends = []
     plog = durable.logs[0]
