@@ -14,9 +14,9 @@ from coordinator.net.dispatch import Deferred
 from coordinator.net.server import Connection, Server
 from protocol.apis import ApiKey
 from protocol.framing import frame
+from tests.support.connection import FakeTransport, answer, make_connection
 from tests.support.data_plane import Plane, batch, ms, req
 from tests.support.wire_client import request_frame
-from tests.unit.test_connection import FakeTransport, answer, make_connection
 
 
 @pytest.fixture
