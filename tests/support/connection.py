@@ -12,6 +12,7 @@ from coordinator.config import Config
 from coordinator.net.dispatch import CloseConnection, Deferred
 from coordinator.net.server import Connection, Server
 from protocol.codec import encode_response
+from tests.support.data_plane import Plane
 
 
 def answer(tag: str) -> FindCoordinatorResponse:
@@ -84,3 +85,19 @@ def make_connection(**overrides: str):
     transport = FakeTransport()
     connection.connection_made(transport)
     return connection, transport, dispatcher
+
+
+def connect(plane: Plane) -> tuple[Connection, FakeTransport]:
+    """A Connection to the plane's real dispatcher over a fake transport."""
+    connection = Connection(Server(plane.config, plane.dispatcher, asyncio.get_running_loop()))
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    return connection, transport
+
+
+async def settle(condition, rounds: int = 200) -> None:
+    for _ in range(rounds):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
