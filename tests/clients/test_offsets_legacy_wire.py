@@ -17,10 +17,10 @@ from protocol.apis import ApiKey
 from storage.placement import partition_for
 from tests.clients.test_groups_wire import Member, join_and_sync_all
 from tests.integration.test_offsets_wire import wait_loaded
+from tests.support.legacy_offsets import commit_v0, commit_v1, fetch_v0
 from tests.support.offsets import codes, commit_request, fetch_request, fetched
 from tests.support.server_process import ROOT, start_server
 from tests.support.wire_client import WireClient
-from tests.unit.test_offsets_legacy import commit_v0, commit_v1, fetch_v0
 
 E = ErrorCode
 STAMP = 1_600_000_000_000

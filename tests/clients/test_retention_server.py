@@ -13,6 +13,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tests.support.server_process import start_server
+from tests.support.storage_log import log_bytes
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -69,17 +70,6 @@ def raw_fetch(server, topic: str, offset: int):
 def segment_bases(log_dir: str, topic: str) -> list[int]:
     path = os.path.join(log_dir, f"{topic}-0")
     return sorted(int(n[:20]) for n in os.listdir(path) if n.endswith(".log"))
-
-
-def log_bytes(log_dir: str, topic: str) -> int:
-    total = 0
-    for entry in os.scandir(os.path.join(log_dir, f"{topic}-0")):
-        if entry.name.endswith(".log"):
-            try:
-                total += entry.stat().st_size
-            except FileNotFoundError:  # deleted by retention while we looked
-                pass
-    return total
 
 
 def wait_until(predicate, timeout: float = 15.0):

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.clients.test_retention_server import log_bytes
 from tests.support.hostile import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.support.storage_log import log_bytes
 
 pytestmark = pytest.mark.integration
 

@@ -9,10 +9,10 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import MAX_SHORT_STRING_BYTES, MEMBER_ID_PREFIX_MAX_BYTES, ClassicGroup
 from tests.support.dispatch import InProcess, make_services
+from tests.support.group_requests import call, join_request, schema
 from tests.support.groups import Harness
 from tests.support.server_process import start_server
 from tests.support.wire_client import WireClient
-from tests.unit.test_group_handlers import call, join_request, schema
 
 E = ErrorCode
 

@@ -10,7 +10,7 @@ from crc32c import crc32c
 
 from storage.batch import build_batch
 from storage.compression import GZIP, LZ4, SNAPPY, ZSTD
-from tests.unit.test_storage_compression import xerial_snappy
+from tests.support.compression import xerial_snappy
 
 ZSTD_BLOCK = 128 * 1024  # a zstd block's largest inflated size
 

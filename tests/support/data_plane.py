@@ -106,3 +106,15 @@ class Plane:
     async def fetch(self, topic: str, partition: int, offset: int, **kwargs: Any) -> Any:
         response = await self.call(self.fetch_request(topic, partition, offset, **kwargs))
         return response.responses[0].partitions[0]
+
+
+def creatable(name, partitions=1, rf=1, configs=None, assignments=()):
+    return {"name": name, "num_partitions": partitions, "replication_factor": rf,
+            "assignments": [{"partition_index": i, "broker_ids": b} for i, b in assignments],
+            "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}
+
+
+async def create_many(plane, topics, version=7, validate_only=False):
+    response = await plane.call(req(ApiKey.CREATE_TOPICS, version, timeout=ms(1000), validate_only=validate_only,
+                                    topics=topics))
+    return {t.name: t for t in response.topics}

@@ -112,3 +112,13 @@ def fetched(topics: Any) -> dict[tuple[str, int], tuple]:
             out[(t.name, p.partition_index)] = (p.committed_offset, getattr(p, "committed_leader_epoch", None),
                                                 p.metadata, p.error_code)
     return out
+
+
+def mixed_commit(version: int, metadata: dict[int, str]):
+    m = schema("offset_commit", version)
+    parts = tuple(m.OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(1),
+                                                 committed_leader_epoch=i32(-1), committed_metadata=meta)
+                  for p, meta in metadata.items())
+    return m.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=i32(-1), member_id="",
+                                 group_instance_id=None,
+                                 topics=(m.OffsetCommitRequestTopic(name="t", partitions=parts),))

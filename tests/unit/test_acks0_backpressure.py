@@ -11,12 +11,11 @@ import pytest
 
 import storage.log
 from coordinator.net.dispatch import Deferred
-from coordinator.net.server import Connection, Server
 from protocol.apis import ApiKey
 from protocol.framing import frame
+from tests.support.connection import answer, connect, make_connection, settle
 from tests.support.data_plane import Plane, batch, ms, req
 from tests.support.wire_client import request_frame
-from tests.unit.test_connection import FakeTransport, answer, make_connection
 
 
 @pytest.fixture
@@ -33,25 +32,9 @@ def slow_disk(monkeypatch):
     gate.set()
 
 
-def connect(plane: Plane) -> tuple[Connection, FakeTransport]:
-    """A Connection to the plane's real dispatcher over a fake transport."""
-    connection = Connection(Server(plane.config, plane.dispatcher, asyncio.get_running_loop()))
-    transport = FakeTransport()
-    connection.connection_made(transport)
-    return connection, transport
-
-
 def produce0(n: int):
     return req(ApiKey.PRODUCE, 9, acks=0, timeout=ms(5000), transactional_id=None,
                topic_data=[{"name": "t", "partition_data": [{"index": 0, "records": batch(b"v%d" % n)}]}])
-
-
-async def settle(condition, rounds: int = 200) -> None:
-    for _ in range(rounds):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition never held")
 
 
 async def test_an_unwritten_acks0_produce_is_outstanding_and_silent(tmp_path, slow_disk):

@@ -12,9 +12,9 @@ from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
 from protocol.apis import ApiKey
 from protocol.framing import frame
+from tests.support.connection import answer, make_connection
 from tests.support.data_plane import req
 from tests.support.wire_client import request_frame
-from tests.unit.test_connection import answer, make_connection
 
 TOO_LONG = "x" * 40_000  # past a legacy (int16-length) string
 

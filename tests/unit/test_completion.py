@@ -9,7 +9,7 @@ import pytest
 from coordinator.completion import Completion
 from coordinator.net.dispatch import Deferred
 from protocol.framing import frame
-from tests.unit.test_connection import answer, make_connection
+from tests.support.connection import answer, make_connection
 
 
 def test_waiters_run_at_once_when_settled_and_the_first_settle_wins():

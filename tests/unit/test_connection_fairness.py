@@ -9,7 +9,7 @@ import asyncio
 
 from coordinator.net.server import DISPATCH_BUDGET_SECONDS, Connection
 from protocol.framing import frame
-from tests.unit.test_connection import FakeDispatcher, FakeTransport, answer, make_connection
+from tests.support.connection import FakeDispatcher, FakeTransport, answer, make_connection
 
 COST = 0.010  # what each frame "burns" on the fake clock: two of them pass the 15 ms budget
 

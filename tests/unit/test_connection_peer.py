@@ -8,10 +8,9 @@ import socket
 
 import coordinator.net.server as server_module
 from coordinator.net.server import peer_gone
+from tests.support.connection import FakeTransport, connect, settle
 from tests.support.data_plane import Plane
 from tests.support.wire_client import request_frame
-from tests.unit.test_acks0_backpressure import connect, settle
-from tests.unit.test_connection import FakeTransport
 
 FOREVER_MS = 2**31 - 1
 

@@ -11,21 +11,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.topic_catalog import CATALOG_FILE, TopicCatalog
 from protocol.apis import ApiKey
-from tests.support.data_plane import Plane, batch, ms, req
+from tests.support.data_plane import Plane, batch, creatable, create_many, ms, req
 
 ZERO = uuid.UUID(int=0)
-
-
-def creatable(name, partitions=1, rf=1, configs=None, assignments=()):
-    return {"name": name, "num_partitions": partitions, "replication_factor": rf,
-            "assignments": [{"partition_index": i, "broker_ids": b} for i, b in assignments],
-            "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}
-
-
-async def create_many(plane, topics, version=7, validate_only=False):
-    response = await plane.call(req(ApiKey.CREATE_TOPICS, version, timeout=ms(1000), validate_only=validate_only,
-                                    topics=topics))
-    return {t.name: t for t in response.topics}
 
 
 async def test_catalog_persists_atomically_and_survives_restart(tmp_path):

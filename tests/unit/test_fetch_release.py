@@ -9,9 +9,9 @@ import time
 
 from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.net.dispatch import Deferred
+from tests.support.connection import connect, settle
 from tests.support.data_plane import Plane, batch
 from tests.support.wire_client import request_frame
-from tests.unit.test_acks0_backpressure import connect, settle
 
 FOREVER_MS = 2**31 - 1  # the largest max_wait the wire carries: 24.8 days
 

@@ -16,8 +16,8 @@ from kio.serial import entity_reader
 from coordinator.completion import Completion
 from coordinator.net.dispatch import Deferred, Dispatcher
 from tests.support.dispatch import InProcess, make_services
+from tests.support.group_requests import call, join_request, schema
 from tests.support.wire_client import request_frame
-from tests.unit.test_group_handlers import call, join_request, schema
 
 E = ErrorCode
 

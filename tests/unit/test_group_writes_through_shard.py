@@ -16,7 +16,7 @@ from coordinator.groups.result import GroupResult, combined
 from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue
 from storage.errors import StorageError
 from tests.support.groups import RANGE, Harness
-from tests.unit.test_import_graph import import_graph
+from tests.support.import_graph import import_graph
 
 E = ErrorCode
 

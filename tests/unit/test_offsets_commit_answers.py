@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32
 
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Deferred, Dispatcher
 from protocol.codec import encode_response
-from tests.support.offsets import OffsetsHarness, codes, commit_request, decode, schema
+from tests.support.offsets import OffsetsHarness, codes, commit_request, decode, mixed_commit, schema
 
 E = ErrorCode
 pytestmark = pytest.mark.asyncio
@@ -43,16 +43,6 @@ async def test_cached_ok_answers_are_the_encoded_kio_answers(version):
     # another shape (different partitions, topics or version) is another body
     other = committed_frame(h, commit_request(version, "g", {("t", 2): 5, ("t", 1): 6, ("u", 1): 7}))
     assert codes(decode(request, other)) == {("t", 2): E.none, ("t", 1): E.none, ("u", 1): E.none}
-
-
-def mixed_commit(version: int, metadata: dict[int, str]):
-    m = schema("offset_commit", version)
-    parts = tuple(m.OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(1),
-                                                 committed_leader_epoch=i32(-1), committed_metadata=meta)
-                  for p, meta in metadata.items())
-    return m.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=i32(-1), member_id="",
-                                 group_instance_id=None,
-                                 topics=(m.OffsetCommitRequestTopic(name="t", partitions=parts),))
 
 
 async def test_answers_with_an_error_are_built_not_cached():

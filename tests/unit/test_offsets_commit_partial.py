@@ -7,8 +7,7 @@ from kio.schema.errors import ErrorCode as E
 from coordinator.offsets.manager import commit_records
 from coordinator.record_codec import encode_tails
 from storage.errors import StorageError
-from tests.support.offsets import OffsetsHarness, codes
-from tests.unit.test_offsets_commit_answers import mixed_commit
+from tests.support.offsets import OffsetsHarness, codes, mixed_commit
 
 
 def test_answer_lists_codes_only_when_a_partition_fails():

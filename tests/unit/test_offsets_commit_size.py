@@ -11,9 +11,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.handlers.commit_size import SCAN_FROM
 from coordinator.net.dispatch import Deferred, Dispatcher
+from tests.support.legacy_offsets import commit_v0, commit_v1
 from tests.support.offsets import OffsetsHarness, codes, commit_request, decode
 from tests.support.wire_client import request_frame
-from tests.unit.test_offsets_legacy import commit_v0, commit_v1
 
 E = ErrorCode
 PARTITIONS = 20_000  # a frame of ~300-400 KB, past SCAN_FROM; records of ~0.9 MB

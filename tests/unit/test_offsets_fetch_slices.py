@@ -11,9 +11,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.handlers import offset_fetch, offset_fetch_slices
 from coordinator.net.dispatch import Deferred, Dispatcher
+from tests.support.legacy_offsets import fetch_v0
 from tests.support.offsets import OffsetsHarness, commit_request, decode, fetch_request
 from tests.support.wire_client import request_frame
-from tests.unit.test_offsets_legacy import fetch_v0
 
 TOPICS = {"t": list(range(12)), "u": [3, 0, 9]}  # 15 partitions, some never committed
 

@@ -21,27 +21,10 @@ from storage.records import GroupMetadataValue, MemberMetadata
 from storage.snapshot import write_snapshot
 from tests.support.groups import subscription
 from tests.support.offsets import OffsetsHarness, commit_request, delete_request
+from tests.support.offsets_log import snapshot_of
 
 E = ErrorCode
 GROUPS = ["g1", "g2", "g3"]
-
-
-def snapshot_of(coordinator: GroupCoordinator) -> tuple[dict, dict]:
-    """The durable view of every group and offset (what a reload must reproduce)."""
-    groups, offsets = {}, {}
-    for shard in coordinator.all_shards():
-        for gid, g in shard.groups.items():
-            simple = g.protocol_type is None and not g.members
-            groups[gid] = (g.state.value, g.generation_id, g.protocol_type, g.protocol_name,
-                           g.leader_id if g.members else None,
-                           tuple(sorted((m.member_id, m.group_instance_id, m.assignment,
-                                         m.metadata(g.protocol_name) if g.protocol_name else b"")
-                                        for m in g.members.values())),
-                           None if simple or g.members else g.state_timestamp)
-        for gid in shard.offsets.by_group:
-            for topic, p, v in shard.offsets.items(gid):
-                offsets[(gid, topic, p)] = tuple(v)
-    return groups, offsets
 
 
 def reload(records: list, settings: GroupSettings) -> GroupCoordinator:

@@ -16,7 +16,7 @@ from coordinator.runtime.timers import FakeScheduler
 from storage.dump import iter_log_records
 from storage.placement import partition_for
 from storage.records import GroupMetadataValue
-from tests.unit.test_offsets_load import snapshot_of
+from tests.support.offsets_log import snapshot_of
 
 GROUPS = [g for g in (f"fold-{i}" for i in range(200)) if partition_for(g, 50) == 7][:3]
 

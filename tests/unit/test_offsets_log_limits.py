@@ -14,7 +14,7 @@ from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.writes import PendingWrite
 from storage.errors import RecordTooLargeError
 from storage.records import GroupMetadataValue, MemberMetadata
-from tests.unit.test_offsets_log_queue import batches_of, commits
+from tests.support.offsets_log import batches_of, commits
 
 pytestmark = pytest.mark.asyncio
 

@@ -14,20 +14,10 @@ from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import PendingWrite
-from storage.batch import decode_records, iter_batches
 from storage.errors import RecordTooLargeError
+from tests.support.offsets_log import batches_of, commits
 
 pytestmark = pytest.mark.asyncio
-
-
-def commits(group: str, first: int, count: int) -> list:
-    return [OffsetCommitRecord(group, "t", p, OffsetValue(first + p, "", 1)) for p in range(count)]
-
-
-def batches_of(durable: DurableLog, partition: int) -> list[list[int]]:
-    """Each batch's offsets in the partition's log."""
-    data = durable.logs[partition].read(0, 1 << 24)
-    return [[r.offset for r in decode_records(b)] for b in iter_batches(data)]
 
 
 async def open_log(tmp_path) -> DurableLog:

@@ -14,7 +14,7 @@ from storage.batch import build_batch
 from storage.compression import GZIP, MIN_PIECE_COST, NONE, SNAPPY, ZSTD, decompress_counted
 from storage.errors import DecompressedTooLargeError
 from tests.support.bombs import FRAMINGS, batch_with_payload
-from tests.unit.test_storage_compression import xerial_snappy
+from tests.support.compression import xerial_snappy
 
 CAP = 64 * 1024
 

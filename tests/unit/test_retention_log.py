@@ -16,19 +16,7 @@ from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import OffsetOutOfRangeError
 from storage.log import PartitionLog
 from tests.support.data_plane import Plane, batch, ms, req
-
-SMALL = "200"  # segment.bytes: two one-record batches per segment
-
-
-def log_files(path: str) -> list[str]:
-    return sorted(n for n in os.listdir(path) if n.endswith(".log"))
-
-
-async def filled_log(path: str, batches: int = 6) -> PartitionLog:
-    lg = PartitionLog.open(path, segment_bytes=int(SMALL))
-    for i in range(batches):
-        await lg.append(batch(b"v%d" % i, ts=1000 + i))
-    return lg
+from tests.support.retention import SMALL, filled_log, list_offsets, list_offsets_for, log_files, produce_n
 
 
 async def test_advance_log_start_moves_forward_only_and_never_past_the_high_watermark(tmp_path):
@@ -124,25 +112,10 @@ async def answers(plane: Plane, version: int, *entries: tuple[int, int], topic: 
     return [(p.partition_index, p.error_code, p.low_watermark) for t in response.topics for p in t.partitions]
 
 
-async def produce_n(plane: Plane, n: int, topic: str = "t", ts: int | None = None) -> None:
-    ts = int(time.time() * 1000) if ts is None else ts  # now: the default 7-day retention.ms keeps them
-    for i in range(n):
-        await plane.produce(topic, 0, batch(b"r%d" % i, ts=ts + i))
-
-
 async def settle(plane: Plane) -> None:
     """Wait for the early retention checks DeleteRecords started."""
     while plane.data.retention._early:
         await asyncio.gather(*plane.data.retention._early)
-
-
-def list_offsets_for(topic: str, timestamp: int):
-    return req(ApiKey.LIST_OFFSETS, 9, replica_id=-1, isolation_level=0, topics=[
-        {"name": topic, "partitions": [{"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}])
-
-
-def list_offsets(timestamp: int):
-    return list_offsets_for("t", timestamp)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

@@ -15,8 +15,8 @@ from storage import log_retention, log_start
 from storage.errors import OffsetOutOfRangeError, StorageError
 from storage.log import PartitionLog
 from tests.support.data_plane import Plane, batch
-from tests.unit.test_retention_log import SMALL, filled_log, list_offsets, log_files, produce_n
-from tests.unit.test_storage_log_fds import Emfile, fds_under
+from tests.support.retention import SMALL, filled_log, list_offsets, log_files, produce_n
+from tests.support.storage_log import Emfile, fds_under
 
 SIX = "00000000000000000006"  # the segment retention rolls to after offsets 0-5
 

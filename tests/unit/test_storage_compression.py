@@ -11,6 +11,7 @@ from crc32c import crc32c
 
 from storage.batch import Record, build_batch, decode_records, validate
 from storage.errors import CorruptRecordError, UnsupportedCompressionError
+from tests.support.compression import xerial_snappy
 
 RECORDS = [(b"key-%d" % i, (b"value-%d-" % i) * 50, 1_700_000_000_000 + i,
             (("trace", b"t%d" % i),)) for i in range(40)]
@@ -29,16 +30,6 @@ def compressed_batch(codec: int, compress) -> bytes:
 
 def expected():
     return [Record(100 + i, ts, k, v, h) for i, (k, v, ts, h) in enumerate(RECORDS)]
-
-
-# ----------------------------------------------------------------- xerial snappy
-def xerial_snappy(data: bytes, chunk: int = 32 * 1024) -> bytes:
-    """snappy-java SnappyOutputStream: magic, version 1, compatible 1, (len, block)*."""
-    out = bytearray(b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1))
-    for i in range(0, len(data), chunk):
-        block = bytes(cramjam.snappy.compress_raw(data[i:i + chunk]))
-        out += struct.pack(">i", len(block)) + block
-    return bytes(out)
 
 
 # ------------------------------------------------------------------ LZ4 frame

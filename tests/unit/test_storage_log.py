@@ -9,41 +9,16 @@ import threading
 
 import pytest
 
-from storage.batch import build_batch, decode_records, ensure_valid, iter_batches
+from storage.batch import build_batch, iter_batches
 from storage.errors import CorruptRecordError, InvalidRecordError, OffsetOutOfRangeError, StorageError
 from storage.index import OFFSET_ENTRY, TIME_ENTRY
 from storage.log import PartitionLog, RecordTooLargeError, TimestampOffset
-
-
-def rec(i: int, size: int = 100):
-    return (b"k%06d" % i, b"v" * size, 1_000 + i)
-
-
-def read_all(lg: PartitionLog, start: int = 0) -> list:
-    out, off = [], start
-    while off < lg.high_watermark:
-        data = lg.read(off, 64 * 1024)
-        assert data, f"no data at {off}"
-        for b in iter_batches(data):
-            ensure_valid(b)
-            out.extend(r for r in decode_records(b) if r.offset >= off)
-        off = out[-1].offset + 1
-    return out
-
-
-async def fill(lg: PartitionLog, n: int, per_batch: int = 1, size: int = 100) -> None:
-    results = [lg.append_records([rec(i + j, size) for j in range(per_batch)])
-               for i in range(lg.log_end_offset, lg.log_end_offset + n * per_batch, per_batch)]
-    await asyncio.gather(*results)
+from tests.support.storage_log import files, fill, read_all, rec
 
 
 @pytest.fixture
 def path(tmp_path):
     return str(tmp_path / "topic-0")
-
-
-def files(path, ext):
-    return sorted(f for f in os.listdir(path) if f.endswith(ext))
 
 
 # ----------------------------------------------------------------- basics

@@ -16,7 +16,7 @@ from storage.batch import build_batch
 from storage.errors import StorageError
 from storage.handles import IdleWriters, ReadHandles
 from storage.log import PartitionLog
-from tests.unit.test_storage_log import files, fill, read_all, rec
+from tests.support.storage_log import Emfile, fds_under, files, fill, read_all, rec
 
 SEGMENT_BYTES = 1000  # a 300-byte record's batch is ~370 bytes: two per segment
 
@@ -24,36 +24,6 @@ SEGMENT_BYTES = 1000  # a 300-byte record's batch is ~370 bytes: two per segment
 @pytest.fixture
 def path(tmp_path):
     return str(tmp_path / "topic-0")
-
-
-class Emfile:
-    """os.open fails with EMFILE for paths under `root` whose name passes `match`, while armed."""
-
-    def __init__(self, monkeypatch, root: str, match=lambda name: True) -> None:
-        self.root, self.match, self.armed, self.hits = root, match, False, 0
-        real = os.open
-
-        def fake_open(file, flags, mode=0o777, *, dir_fd=None):
-            name = os.fspath(file)
-            if self.armed and name.startswith(self.root) and self.match(name):
-                self.hits += 1
-                raise OSError(errno.EMFILE, "Too many open files", name)
-            return real(file, flags, mode, dir_fd=dir_fd)
-
-        monkeypatch.setattr(os, "open", fake_open)
-
-
-def fds_under(root: str) -> list[str]:
-    """The files under `root` this process holds open."""
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(root):
-            out.append(target)
-    return sorted(out)
 
 
 def snapshot(lg: PartitionLog, path: str):

@@ -9,8 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, RecordBudget, topic_records
 from protocol.apis import ApiKey
-from tests.support.data_plane import Plane, req
-from tests.unit.test_data_plane_topics import creatable, create_many
+from tests.support.data_plane import Plane, creatable, create_many, req
 
 
 def metadata(names):

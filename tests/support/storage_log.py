@@ -1,0 +1,78 @@
+"""Helpers for tests of PartitionLog and its files: records to append, reading a log back, the
+files of a log directory, and the file descriptors the process holds on them."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+
+from storage.batch import decode_records, ensure_valid, iter_batches
+from storage.log import PartitionLog
+
+
+def rec(i: int, size: int = 100):
+    return (b"k%06d" % i, b"v" * size, 1_000 + i)
+
+
+def read_all(lg: PartitionLog, start: int = 0) -> list:
+    out, off = [], start
+    while off < lg.high_watermark:
+        data = lg.read(off, 64 * 1024)
+        assert data, f"no data at {off}"
+        for b in iter_batches(data):
+            ensure_valid(b)
+            out.extend(r for r in decode_records(b) if r.offset >= off)
+        off = out[-1].offset + 1
+    return out
+
+
+async def fill(lg: PartitionLog, n: int, per_batch: int = 1, size: int = 100) -> None:
+    results = [lg.append_records([rec(i + j, size) for j in range(per_batch)])
+               for i in range(lg.log_end_offset, lg.log_end_offset + n * per_batch, per_batch)]
+    await asyncio.gather(*results)
+
+
+def files(path, ext):
+    return sorted(f for f in os.listdir(path) if f.endswith(ext))
+
+
+class Emfile:
+    """os.open fails with EMFILE for paths under `root` whose name passes `match`, while armed."""
+
+    def __init__(self, monkeypatch, root: str, match=lambda name: True) -> None:
+        self.root, self.match, self.armed, self.hits = root, match, False, 0
+        real = os.open
+
+        def fake_open(file, flags, mode=0o777, *, dir_fd=None):
+            name = os.fspath(file)
+            if self.armed and name.startswith(self.root) and self.match(name):
+                self.hits += 1
+                raise OSError(errno.EMFILE, "Too many open files", name)
+            return real(file, flags, mode, dir_fd=dir_fd)
+
+        monkeypatch.setattr(os, "open", fake_open)
+
+
+def fds_under(root: str) -> list[str]:
+    """The files under `root` this process holds open."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(root):
+            out.append(target)
+    return sorted(out)
+
+
+def log_bytes(log_dir: str, topic: str) -> int:
+    total = 0
+    for entry in os.scandir(os.path.join(log_dir, f"{topic}-0")):
+        if entry.name.endswith(".log"):
+            try:
+                total += entry.stat().st_size
+            except FileNotFoundError:  # deleted by retention while we looked
+                pass
+    return total
