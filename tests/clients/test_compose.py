@@ -8,7 +8,7 @@ own topic and group, so a rerun against the same data volume is fine:
 - a group of 3 of each Python client and kcat consumes a 6-partition topic exactly once, commits, stops, and a
   second group of 3 resumes from the commits (scenarios.group_of_three_commits_survive_restart);
 - the admin views through confluent-kafka's AdminClient and kafka-python's KafkaAdminClient
-  (test_server_admin.admin_scenario: list, describe, offsets, delete offsets, delete group).
+  (admin_scenario.admin_scenario: list, describe, offsets, delete offsets, delete group).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients.admin_scenario import admin_scenario
 from tests.clients.produce import create_topic
 from tests.clients.scenarios import group_of_three_commits_survive_restart
-from tests.clients.test_server_admin import admin_scenario
 
 BOOTSTRAP = os.environ.get("COORDINATOR_BOOTSTRAP", "")
 pytestmark = pytest.mark.skipif(not BOOTSTRAP, reason="COORDINATOR_BOOTSTRAP not set (run by ./dev compose-test)")

@@ -5,25 +5,15 @@ restart on the same log.dirs (topic id kept)."""
 from __future__ import annotations
 
 import pytest
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from tests.support.data_plane_clients import CONSUMERS, MESSAGES, PRODUCERS, expected
+from tests.support.data_plane_clients import CONSUMERS, MESSAGES, PRODUCERS, create_topic, expected
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
 PARTITIONS = 3
 
 
-def create_topic(server, name: str, partitions: int) -> None:
-    import datetime
-
-    with WireClient(server.host, server.port) as client:
-        response = client.call(CreateTopicsRequest(
-            topics=(CreatableTopic(name=name, num_partitions=partitions, replication_factor=1, assignments=(),
-                                   configs=()),),
-            timeout=datetime.timedelta(seconds=5), validate_only=False))
-        assert response.topics[0].error_code == 0, response
 
 
 def topic_id(server, name: str):

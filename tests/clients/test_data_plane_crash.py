@@ -15,8 +15,7 @@ import time
 import pytest
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 
-from tests.clients.test_data_plane_clients import create_topic
-from tests.support.data_plane_clients import consume_confluent
+from tests.support.data_plane_clients import consume_confluent, create_topic
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration

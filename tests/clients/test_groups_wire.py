@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import datetime
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
-from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i32Timedelta
 
-from tests.support.groups import assignment, subscription
-from tests.support.wire_client import WireClient
+from tests.support.wire_members import Member, join_and_sync_all
 
 E = ErrorCode
 
@@ -24,63 +18,8 @@ def ms(value: int) -> i32Timedelta:
     return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
 
 
-class Member:
-    """One consumer-group member speaking JoinGroup v9 / SyncGroup v5 / Heartbeat v4 on its own socket."""
-
-    def __init__(self, server, group: str, topics: list[str], session: int = 10000, rebalance: int = 30000,
-                 client_id: str = "wire-member") -> None:
-        self.client = WireClient(server.host, server.port, timeout=60)
-        self.group, self.topics, self.session, self.rebalance = group, topics, session, rebalance
-        self.client_id = client_id
-        self.member_id = ""
-        self.generation = -1
-        self.join_response = None
-
-    def join(self):
-        request = lambda: JoinGroupRequest(  # noqa: E731
-            group_id=self.group, session_timeout=ms(self.session), rebalance_timeout=ms(self.rebalance),
-            member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
-            protocols=(JoinGroupRequestProtocol(name="range", metadata=subscription(self.topics)),), reason="test")
-        response = self.client.call(request(), self.client_id)
-        if response.error_code is E.member_id_required:
-            self.member_id = response.member_id
-            response = self.client.call(request(), self.client_id)
-        assert response.error_code is E.none, response
-        self.member_id, self.generation, self.join_response = response.member_id, response.generation_id, response
-        return response
-
-    def sync(self, assignments: dict[str, bytes] | None = None):
-        response = self.client.call(SyncGroupRequest(
-            group_id=self.group, generation_id=i32(self.generation), member_id=self.member_id,
-            group_instance_id=None, protocol_type="consumer", protocol_name="range",
-            assignments=tuple(SyncGroupRequestAssignment(member_id=m, assignment=a)
-                              for m, a in (assignments or {}).items())), self.client_id)
-        assert response.error_code is E.none, response
-        return response
-
-    def heartbeat(self) -> ErrorCode:
-        return self.client.call(HeartbeatRequest(group_id=self.group, generation_id=i32(self.generation),
-                                                 member_id=self.member_id, group_instance_id=None)).error_code
-
-    def leave(self):
-        return self.client.call(LeaveGroupRequest(group_id=self.group, members=(
-            MemberIdentity(member_id=self.member_id, group_instance_id=None, reason="test leaves"),)))
-
-    def close(self):
-        self.client.close()
 
 
-def join_and_sync_all(members: list[Member]) -> dict[str, bytes]:
-    """Everyone joins concurrently; the leader assigns one partition each; everyone syncs."""
-    with ThreadPoolExecutor(len(members)) as pool:
-        list(pool.map(Member.join, members))
-        leaders = [m for m in members if m.join_response.members]
-        assert len(leaders) == 1
-        leader = leaders[0]
-        plan = {mid: assignment({"t": [i]}) for i, mid in enumerate(sorted(m.member_id for m in members))}
-        synced = list(pool.map(lambda m: m.sync(plan if m is leader else None), members))
-    assert [s.assignment for s in synced] == [plan[m.member_id] for m in members]
-    return plan
 
 
 @pytest.fixture

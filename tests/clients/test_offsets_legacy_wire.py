@@ -15,12 +15,11 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import ApiKey
 from storage.placement import partition_for
-from tests.clients.test_groups_wire import Member, join_and_sync_all
-from tests.integration.test_offsets_wire import wait_loaded
 from tests.support.legacy_offsets import commit_v0, commit_v1, fetch_v0
-from tests.support.offsets import codes, commit_request, fetch_request, fetched
+from tests.support.offsets import codes, commit_request, fetch_request, fetched, wait_loaded
 from tests.support.server_process import ROOT, start_server
 from tests.support.wire_client import WireClient
+from tests.support.wire_members import Member, join_and_sync_all
 
 E = ErrorCode
 STAMP = 1_600_000_000_000

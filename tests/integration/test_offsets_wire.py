@@ -16,22 +16,13 @@ import time
 from kio.schema.errors import ErrorCode
 
 from storage.placement import partition_for
-from tests.support.offsets import commit_request, fetch_request, fetched, schema
+from tests.support.offsets import commit_request, fetch_request, fetched, schema, wait_loaded
 from tests.support.server_process import ROOT, start_server
 from tests.support.wire_client import WireClient, request_frame, response_class_for
 
 E = ErrorCode
 
 
-def wait_loaded(client: WireClient, group: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        response = client.call(fetch_request(9, group, None))
-        if response.groups[0].error_code == E.none:
-            return
-        assert response.groups[0].error_code == E.coordinator_load_in_progress
-        time.sleep(0.05)
-    raise AssertionError("offsets partition did not load")
 
 
 def test_dump_log_shows_commits_and_group_metadata(tmp_path):

@@ -9,6 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+
+from tests.support.wire_client import WireClient
+
 MESSAGES = 10_000
 
 
@@ -138,3 +142,14 @@ def consume_aiokafka(bootstrap: str, topic: str, partitions: int, count: int, ti
 
 PRODUCERS = {"confluent": produce_confluent, "kafka-python": produce_kafka_python, "aiokafka": produce_aiokafka}
 CONSUMERS = {"confluent": consume_confluent, "kafka-python": consume_kafka_python, "aiokafka": consume_aiokafka}
+
+
+def create_topic(server, name: str, partitions: int) -> None:
+    import datetime
+
+    with WireClient(server.host, server.port) as client:
+        response = client.call(CreateTopicsRequest(
+            topics=(CreatableTopic(name=name, num_partitions=partitions, replication_factor=1, assignments=(),
+                                   configs=()),),
+            timeout=datetime.timedelta(seconds=5), validate_only=False))
+        assert response.topics[0].error_code == 0, response

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import time
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 from kio.static.primitive import i32, i64, i64Timedelta
 
@@ -14,7 +16,7 @@ from coordinator.app import build_dispatcher
 from coordinator.net.dispatch import Deferred, Dispatcher
 from tests.support.dispatch import make_services
 from tests.support.groups import Harness
-from tests.support.wire_client import request_frame, response_class_for
+from tests.support.wire_client import WireClient, request_frame, response_class_for
 
 
 def schema(api: str, version: int, kind: str = "request"):
@@ -122,3 +124,14 @@ def mixed_commit(version: int, metadata: dict[int, str]):
     return m.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=i32(-1), member_id="",
                                  group_instance_id=None,
                                  topics=(m.OffsetCommitRequestTopic(name="t", partitions=parts),))
+
+
+def wait_loaded(client: WireClient, group: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = client.call(fetch_request(9, group, None))
+        if response.groups[0].error_code == ErrorCode.none:
+            return
+        assert response.groups[0].error_code == ErrorCode.coordinator_load_in_progress
+        time.sleep(0.05)
+    raise AssertionError("offsets partition did not load")

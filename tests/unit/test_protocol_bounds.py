@@ -9,7 +9,6 @@ The real bombs (2^32-1, 2^31-1) run in a child process under RLIMIT_AS, where th
 
 # no `from __future__ import annotations`: kio reads the field types of the classes below
 
-import struct
 import subprocess
 import sys
 import textwrap
@@ -17,43 +16,32 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.fetch.v16.response import FetchResponse
 from kio.schema.produce.v10.response import ProduceResponse
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader
 from kio.static import primitive
 from kio.static.constants import EntityType
-from kio.static.primitive import Records
 
 from primitives.uvarint import encode_uvarint as uvarint
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import DecodeError, decode_request
 from protocol.encoder import encode
+from tests.support.protocol_bytes import (
+    BOMBS,
+    HOSTILE,
+    commit_v7,
+    commit_v7_partition,
+    compact,
+    fetch_groups_v8,
+    i32,
+    i64,
+    legacy,
+    well_formed,
+)
 from tests.support.server_process import ROOT
-
-HOSTILE = 2**20
-
-
-def i16(n: int) -> bytes:
-    return struct.pack(">h", n)
-
-
-def i32(n: int) -> bytes:
-    return struct.pack(">i", n)
-
-
-def i64(n: int) -> bytes:
-    return struct.pack(">q", n)
-
-
-def legacy(text: str) -> bytes:
-    return i16(len(text)) + text.encode()
-
-
-def compact(text: str) -> bytes:
-    return uvarint(len(text) + 1) + text.encode()
 
 
 def refused(key: ApiKey, version: int, body: bytes) -> str:
@@ -84,26 +72,19 @@ def test_legacy_count_of_a_primitive_array_after_other_arrays():
     refused(ApiKey.FETCH, 7, head + i32(0) + i32(1) + legacy("t") + i32(HOSTILE) + i32(0))
 
 
-def _commit_v7(topics: list[tuple[str, bytes]]) -> bytes:
-    body = legacy("group") + i32(1) + legacy("member") + i16(-1) + i32(len(topics))
-    for name, partitions in topics:
-        body += legacy(name) + partitions
-    return body
 
 
-def _commit_v7_partition(index: int) -> bytes:
-    return i32(index) + i64(42) + i32(-1) + legacy("")
 
 
 def test_nested_legacy_count_in_the_last_element():
-    refused(ApiKey.OFFSET_COMMIT, 7, _commit_v7([("t", i32(HOSTILE) + _commit_v7_partition(0))]))
+    refused(ApiKey.OFFSET_COMMIT, 7, commit_v7([("t", i32(HOSTILE) + commit_v7_partition(0))]))
 
 
 def test_nested_legacy_count_behind_a_walked_element():
     """The first topic's partitions (strings inside) must be walked to find the second's count."""
-    fine = i32(2) + _commit_v7_partition(0) + _commit_v7_partition(1)
-    refused(ApiKey.OFFSET_COMMIT, 7, _commit_v7([("a", fine), ("b", i32(HOSTILE) + _commit_v7_partition(0))]))
-    refused(ApiKey.OFFSET_COMMIT, 7, _commit_v7([("a", i32(HOSTILE) + _commit_v7_partition(0)), ("b", fine)]))
+    fine = i32(2) + commit_v7_partition(0) + commit_v7_partition(1)
+    refused(ApiKey.OFFSET_COMMIT, 7, commit_v7([("a", fine), ("b", i32(HOSTILE) + commit_v7_partition(0))]))
+    refused(ApiKey.OFFSET_COMMIT, 7, commit_v7([("a", i32(HOSTILE) + commit_v7_partition(0)), ("b", fine)]))
 
 
 def test_nested_compact_count():
@@ -114,13 +95,11 @@ def test_nested_compact_count():
     refused(ApiKey.OFFSET_COMMIT, 9, two + compact("b") + uvarint(HOSTILE + 1) + partition + b"\x00\x00")
 
 
-def _fetch_groups_v8(topics: bytes) -> bytes:
-    return uvarint(2) + compact("g") + topics + b"\x00" + b"\x00"  # groups[g, topics], tags; require_stable
 
 
 def test_nullable_nested_count():
-    refused(ApiKey.OFFSET_FETCH, 8, _fetch_groups_v8(uvarint(HOSTILE + 1) + compact("t") + uvarint(1) + b"\x00"))
-    request = decode_request(API_TABLE[ApiKey.OFFSET_FETCH], 8, _fetch_groups_v8(b"\x00") + b"\x00", 0)
+    refused(ApiKey.OFFSET_FETCH, 8, fetch_groups_v8(uvarint(HOSTILE + 1) + compact("t") + uvarint(1) + b"\x00"))
+    request = decode_request(API_TABLE[ApiKey.OFFSET_FETCH], 8, fetch_groups_v8(b"\x00") + b"\x00", 0)
     assert request.groups[0].topics is None  # null (0) is not a count
 
 
@@ -157,18 +136,7 @@ def test_classes_without_arrays_get_no_checker():
         assert bounds.checker(cls) is bounds.checker(cls) is not None
 
 
-# kio registers strategies for its primitives but not for record-set bytes.
-st.register_type_strategy(Records, st.one_of(st.none(), st.binary(max_size=64)).map(
-    lambda b: None if b is None else Records(b)))
 
-def well_formed(data: st.DataObject, cls: type) -> tuple[object, bytes]:
-    """An entity of `cls` drawn by hypothesis, and its encoding."""
-    entity = data.draw(st.from_type(cls))
-    try:
-        return entity, encode(entity)
-    except Exception:  # a value the wire cannot carry (e.g. a string over 32767 bytes)
-        assume(False)
-        raise
 
 
 REQUESTS = [cls for spec in API_TABLE.values() for cls in spec.requests.values() if bounds.checker(cls)]
@@ -191,11 +159,6 @@ def test_every_well_formed_message_passes_its_checker(cls, data, prefix):
     assert decoded == (entity, len(body))
 
 
-BOMBS = {
-    "compact 2^32-1 (the 25-byte Metadata v12)": (ApiKey.METADATA, 12, b"\xff\xff\xff\xff\x0f"),
-    "legacy 2^31-1": (ApiKey.METADATA, 4, i32(2**31 - 1)),
-    "nested legacy 2^31-1": (ApiKey.OFFSET_COMMIT, 7, _commit_v7([("t", i32(2**31 - 1))])),
-}
 
 
 @pytest.mark.parametrize("key, version, body", BOMBS.values(), ids=BOMBS.keys())

@@ -12,13 +12,13 @@ from protocol import bounds, sliced_decode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import DecodeError, decode_request
 from protocol.encoder import encode
-from tests.unit.test_protocol_bounds import (
+from tests.support.protocol_bytes import (
     BOMBS,
     HOSTILE,
-    _commit_v7,
-    _commit_v7_partition,
-    _fetch_groups_v8,
+    commit_v7,
+    commit_v7_partition,
     compact,
+    fetch_groups_v8,
     i32,
     i64,
     legacy,
@@ -87,7 +87,7 @@ def test_nested_arrays_yield_too():
 # bounds.py) and by the sliced decoder, for a count or a null where none is allowed.
 _PARTITION_V9 = i32(0) + i64(42) + i32(-1) + compact("") + b"\x00"
 _HEAD_V9 = compact("group") + i32(1) + compact("member") + b"\x00"
-_FINE_V7 = i32(2) + _commit_v7_partition(0) + _commit_v7_partition(1)
+_FINE_V7 = i32(2) + commit_v7_partition(0) + commit_v7_partition(1)
 _FETCH_V7 = i32(-1) + i32(500) + i32(1) + i32(1 << 20) + b"\x00" + i32(0) + i32(0)
 MALFORMED = {
     "compact top-level count": (ApiKey.METADATA, 12, uvarint(HOSTILE + 1) + b"\x00" * 10),
@@ -97,17 +97,17 @@ MALFORMED = {
     "legacy primitive count after arrays": (ApiKey.FETCH, 7, _FETCH_V7 + i32(0) + i32(1) + legacy("t")
                                             + i32(HOSTILE) + i32(0)),
     "nested legacy count, last element": (ApiKey.OFFSET_COMMIT, 7,
-                                          _commit_v7([("t", i32(HOSTILE) + _commit_v7_partition(0))])),
-    "nested legacy count behind an element": (ApiKey.OFFSET_COMMIT, 7, _commit_v7(
-        [("a", _FINE_V7), ("b", i32(HOSTILE) + _commit_v7_partition(0))])),
-    "nested legacy count before an element": (ApiKey.OFFSET_COMMIT, 7, _commit_v7(
-        [("a", i32(HOSTILE) + _commit_v7_partition(0)), ("b", _FINE_V7)])),
+                                          commit_v7([("t", i32(HOSTILE) + commit_v7_partition(0))])),
+    "nested legacy count behind an element": (ApiKey.OFFSET_COMMIT, 7, commit_v7(
+        [("a", _FINE_V7), ("b", i32(HOSTILE) + commit_v7_partition(0))])),
+    "nested legacy count before an element": (ApiKey.OFFSET_COMMIT, 7, commit_v7(
+        [("a", i32(HOSTILE) + commit_v7_partition(0)), ("b", _FINE_V7)])),
     "nested compact count": (ApiKey.OFFSET_COMMIT, 9, _HEAD_V9 + uvarint(2) + compact("t")
                              + uvarint(HOSTILE + 1) + _PARTITION_V9 + b"\x00\x00"),
     "nested compact count, second topic": (ApiKey.OFFSET_COMMIT, 9, _HEAD_V9 + uvarint(3) + compact("a") + uvarint(2)
                                            + _PARTITION_V9 + b"\x00" + compact("b") + uvarint(HOSTILE + 1)
                                            + _PARTITION_V9 + b"\x00\x00"),
-    "nullable nested count": (ApiKey.OFFSET_FETCH, 8, _fetch_groups_v8(uvarint(HOSTILE + 1) + compact("t")
+    "nullable nested count": (ApiKey.OFFSET_FETCH, 8, fetch_groups_v8(uvarint(HOSTILE + 1) + compact("t")
                                                                        + uvarint(1) + b"\x00")),
     "nullable compact count": (ApiKey.OFFSET_FETCH, 7, compact("g") + uvarint(HOSTILE + 1) + b"\x00\x00"),
     "nullable legacy count": (ApiKey.OFFSET_FETCH, 5, legacy("g") + i32(HOSTILE) + legacy("t") + i32(0)),
@@ -129,7 +129,7 @@ def test_malformed_frames_are_refused_both_ways(key, version, body):
 
 
 def test_the_legal_nulls_decode_as_kio_decodes_them():
-    for key, version, body in [(ApiKey.OFFSET_FETCH, 8, _fetch_groups_v8(b"\x00") + b"\x00"),
+    for key, version, body in [(ApiKey.OFFSET_FETCH, 8, fetch_groups_v8(b"\x00") + b"\x00"),
                                (ApiKey.OFFSET_FETCH, 5, legacy("g") + i32(-1))]:
         expected = decode_request(API_TABLE[key], version, body, 0)
         assert sliced(API_TABLE[key].requests[version], body)[0] == expected
