@@ -19,7 +19,6 @@ double the module's time).
 
 from __future__ import annotations
 
-import datetime
 import glob
 import io
 import os
@@ -36,16 +35,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
-from kio.static.primitive import i32, i32Timedelta
 
 from spark_jobs.common import spark_session
 from storage.dump import iter_log_records
 from storage.placement import partition_for
 from storage.snapshot import latest_snapshot, read_snapshot
-from tests.support.groups import assignment, subscription
+from tests.support.groups import assignment
 from tests.support.offsets import commit_request, delete_request, fetch_request, schema
 from tests.support.server_process import ROOT, ServerProcess, start_server
 from tests.support.wire_client import WireClient, request_frame, response_class_for
+from tests.support.wire_members import Member
 
 pytestmark = pytest.mark.integration
 
@@ -88,76 +87,27 @@ def stop(server: ServerProcess) -> None:
     assert code == 0, f"server exited with {code}: {server.lines[-10:]}"
 
 
-def ms(value: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
-
-
 # --------------------------------------------------------------------- group members
-class Member:
-    """A consumer-group member (JoinGroup v9 / SyncGroup v5 / Heartbeat v4) on its own socket."""
+def member(server: ServerProcess, group: str, topics: list[str], instance: str | None = None) -> Member:
+    """A member as these tests use it: 30 s sessions, static when `instance` is given."""
+    return Member(server, group, topics, session=30000, client_id="e2e-member", instance=instance, timeout=30,
+                  reason="e2e")
 
-    def __init__(self, server: ServerProcess, group: str, topics: list[str], instance: str | None = None,
-                 session: int = 30000, client_id: str = "e2e-member") -> None:
-        self.server, self.group, self.topics, self.instance = server, group, topics, instance
-        self.session, self.client_id = session, client_id
-        self.client = WireClient(server.host, server.port, timeout=30)
-        self.member_id, self.generation, self.join_response = "", -1, None
-        self.lock = threading.Lock()
 
-    def join(self):
-        join = schema("join_group", 9)
+def commit(m: Member, offsets: dict[tuple[str, int], int], metadata: str = "", epoch: int = -1) -> None:
+    response = m.commit(offsets, metadata, epoch)
+    assert all_ok(response), response
 
-        def request():
-            return join.JoinGroupRequest(
-                group_id=self.group, session_timeout=ms(self.session), rebalance_timeout=ms(30000),
-                member_id=self.member_id, group_instance_id=self.instance, protocol_type="consumer",
-                protocols=(join.JoinGroupRequestProtocol(name="range", metadata=subscription(self.topics)),),
-                reason="e2e")
-        response = self.client.call(request(), self.client_id)
-        if response.error_code is E.member_id_required:
-            self.member_id = response.member_id
-            response = self.client.call(request(), self.client_id)
-        assert response.error_code is E.none, response
-        self.member_id, self.generation, self.join_response = response.member_id, response.generation_id, response
-        return response
 
-    def sync(self, assignments: dict[str, bytes] | None = None):
-        sync = schema("sync_group", 5)
-        response = self.client.call(sync.SyncGroupRequest(
-            group_id=self.group, generation_id=i32(self.generation), member_id=self.member_id,
-            group_instance_id=self.instance, protocol_type="consumer", protocol_name="range",
-            assignments=tuple(sync.SyncGroupRequestAssignment(member_id=m, assignment=a)
-                              for m, a in (assignments or {}).items())), self.client_id)
-        assert response.error_code is E.none, response
-        return response
-
-    def heartbeat(self) -> ErrorCode:
-        with self.lock:
-            return self.client.call(schema("heartbeat", 4).HeartbeatRequest(
-                group_id=self.group, generation_id=i32(self.generation), member_id=self.member_id,
-                group_instance_id=self.instance)).error_code
-
-    def commit(self, offsets: dict[tuple[str, int], int], metadata: str = "", epoch: int = -1) -> None:
-        with self.lock:
-            response = self.client.call(commit_request(8, self.group, offsets, generation=self.generation,
-                                                       member=self.member_id, instance=self.instance,
-                                                       metadata=metadata, epoch=epoch))
-        assert all_ok(response), response
-
-    def leave(self) -> None:
-        leave = schema("leave_group", 5)
-        response = self.client.call(leave.LeaveGroupRequest(group_id=self.group, members=(
-            leave.MemberIdentity(member_id=self.member_id, group_instance_id=self.instance, reason="e2e"),)))
-        assert response.error_code is E.none, response
-
-    def close(self) -> None:
-        self.client.close()
+def leave(m: Member) -> None:
+    response = m.leave()
+    assert response.error_code is E.none, response
 
 
 def stable_group(server: ServerProcess, group: str, topics: list[str], n: int,
                  instances: list[str | None] | None = None) -> list[Member]:
     """n members join concurrently; the leader gives each one partition per topic; all sync."""
-    members = [Member(server, group, topics, (instances or [None] * n)[i]) for i in range(n)]
+    members = [member(server, group, topics, (instances or [None] * n)[i]) for i in range(n)]
     with ThreadPoolExecutor(n) as pool:
         list(pool.map(Member.join, members))
         leader = next(m for m in members if m.join_response.members)
@@ -286,13 +236,13 @@ def populate(server: ServerProcess) -> list[Member]:
     leaving = stable_group(server, "left-empty", ["clicks"], 1)
     gone = stable_group(server, "gone", ["clicks"], 1)
     for round_ in range(3):  # superseded commits
-        orders[0].commit({("orders", p): 100 * round_ + p for p in range(4)}, metadata=f"r{round_}", epoch=3)
-        orders[1].commit({("payments", p): 10 * round_ + p for p in range(2)}, epoch=round_)
-    audit[0].commit({("audit-log", 0): 7}, metadata="audit")
-    leaving[0].commit({("clicks", p): 50 + p for p in range(3)})
-    gone[0].commit({("clicks", 0): 1})
-    leaving[0].leave()
-    gone[0].leave()
+        commit(orders[0], {("orders", p): 100 * round_ + p for p in range(4)}, metadata=f"r{round_}", epoch=3)
+        commit(orders[1], {("payments", p): 10 * round_ + p for p in range(2)}, epoch=round_)
+    commit(audit[0], {("audit-log", 0): 7}, metadata="audit")
+    commit(leaving[0], {("clicks", p): 50 + p for p in range(3)})
+    commit(gone[0], {("clicks", 0): 1})
+    leave(leaving[0])
+    leave(gone[0])
     with WireClient(server.host, server.port) as client:
         for i in range(20):
             for round_ in range(2):
@@ -621,13 +571,13 @@ def test_job_expiry_applied_by_the_live_server_which_rechecks_revived_groups(tmp
     server = servers(data, **{**SMALL, "offsets.staging.check.interval.ms": "300",
                               "offsets.retention.minutes": str(RETENTION_MIN)})
     empty = stable_group(server, "exp-empty", ["t"], 1)
-    empty[0].commit({("t", 0): 1, ("t", 1): 2})
-    empty[0].leave()
+    commit(empty[0], {("t", 0): 1, ("t", 1): 2})
+    leave(empty[0])
     reborn = stable_group(server, "exp-reborn", ["t"], 1)
-    reborn[0].commit({("t", 0): 3, ("t", 1): 4})
-    reborn[0].leave()
+    commit(reborn[0], {("t", 0): 3, ("t", 1): 4})
+    leave(reborn[0])
     stable = stable_group(server, "exp-stable", ["A"], 1)
-    stable[0].commit({("A", 0): 5, ("B", 0): 6, ("B", 1): 7})
+    commit(stable[0], {("A", 0): 5, ("B", 0): 6, ("B", 1): 7})
     with WireClient(server.host, server.port) as client:
         simple_commit(client, "exp-simple", {("s", 0): 8, ("s", 1): 9})
         # OffsetCommit v2 with a retention time: an expire timestamp a day ahead wins over the age

@@ -4,6 +4,7 @@ their own sockets), for the tests that drive a group without a real client libra
 from __future__ import annotations
 
 import datetime
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from kio.schema.errors import ErrorCode
@@ -14,6 +15,7 @@ from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestA
 from kio.static.primitive import i32, i32Timedelta
 
 from tests.support.groups import assignment, subscription
+from tests.support.offsets import commit_request
 from tests.support.wire_client import WireClient
 
 E = ErrorCode
@@ -24,22 +26,27 @@ def ms(value: int) -> i32Timedelta:
 
 
 class Member:
-    """One consumer-group member speaking JoinGroup v9 / SyncGroup v5 / Heartbeat v4 on its own socket."""
+    """One consumer-group member speaking JoinGroup v9 / SyncGroup v5 / Heartbeat v4 on its own socket;
+    `instance` makes it a static member. Heartbeats and commits may come from another thread (a
+    heartbeat loop beside the test): they take the member's lock."""
 
     def __init__(self, server, group: str, topics: list[str], session: int = 10000, rebalance: int = 30000,
-                 client_id: str = "wire-member") -> None:
-        self.client = WireClient(server.host, server.port, timeout=60)
+                 client_id: str = "wire-member", instance: str | None = None, timeout: float = 60,
+                 reason: str = "test") -> None:
+        self.client = WireClient(server.host, server.port, timeout=timeout)
         self.group, self.topics, self.session, self.rebalance = group, topics, session, rebalance
-        self.client_id = client_id
+        self.client_id, self.instance, self.reason = client_id, instance, reason
         self.member_id = ""
         self.generation = -1
         self.join_response = None
+        self.lock = threading.Lock()
 
     def join(self):
         request = lambda: JoinGroupRequest(  # noqa: E731
             group_id=self.group, session_timeout=ms(self.session), rebalance_timeout=ms(self.rebalance),
-            member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
-            protocols=(JoinGroupRequestProtocol(name="range", metadata=subscription(self.topics)),), reason="test")
+            member_id=self.member_id, group_instance_id=self.instance, protocol_type="consumer",
+            protocols=(JoinGroupRequestProtocol(name="range", metadata=subscription(self.topics)),),
+            reason=self.reason)
         response = self.client.call(request(), self.client_id)
         if response.error_code is E.member_id_required:
             self.member_id = response.member_id
@@ -51,19 +58,28 @@ class Member:
     def sync(self, assignments: dict[str, bytes] | None = None):
         response = self.client.call(SyncGroupRequest(
             group_id=self.group, generation_id=i32(self.generation), member_id=self.member_id,
-            group_instance_id=None, protocol_type="consumer", protocol_name="range",
+            group_instance_id=self.instance, protocol_type="consumer", protocol_name="range",
             assignments=tuple(SyncGroupRequestAssignment(member_id=m, assignment=a)
                               for m, a in (assignments or {}).items())), self.client_id)
         assert response.error_code is E.none, response
         return response
 
     def heartbeat(self) -> ErrorCode:
-        return self.client.call(HeartbeatRequest(group_id=self.group, generation_id=i32(self.generation),
-                                                 member_id=self.member_id, group_instance_id=None)).error_code
+        with self.lock:
+            return self.client.call(HeartbeatRequest(group_id=self.group, generation_id=i32(self.generation),
+                                                     member_id=self.member_id,
+                                                     group_instance_id=self.instance)).error_code
+
+    def commit(self, offsets: dict[tuple[str, int], int], metadata: str = "", epoch: int = -1):
+        """OffsetCommit v8 as this member; the response."""
+        with self.lock:
+            return self.client.call(commit_request(8, self.group, offsets, generation=self.generation,
+                                                   member=self.member_id, instance=self.instance,
+                                                   metadata=metadata, epoch=epoch))
 
     def leave(self):
         return self.client.call(LeaveGroupRequest(group_id=self.group, members=(
-            MemberIdentity(member_id=self.member_id, group_instance_id=None, reason="test leaves"),)))
+            MemberIdentity(member_id=self.member_id, group_instance_id=self.instance, reason=self.reason),)))
 
     def close(self):
         self.client.close()
