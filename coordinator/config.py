@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit, urlunsplit
 
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 
@@ -99,6 +100,39 @@ def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse_optional
 
 
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def parse_storage_url(text: str) -> str:
+    """Empty (local mode) or a libpq URL `postgresql://user:password@host:port/db` (cluster mode).
+
+    Errors never quote the URL: it may carry a password."""
+    value = text.strip()
+    if not value:
+        return ""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ValueError("is not a URL postgresql://user:password@host:port/database") from None
+    if parts.scheme not in POSTGRES_SCHEMES:
+        raise ValueError(f"scheme {parts.scheme or '(none)'!r} is not one of {', '.join(POSTGRES_SCHEMES)}")
+    return value
+
+
+def redact_url(url: str) -> str:
+    """`url` with its password replaced by `***`, for log lines and errors."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
 def parse_cleanup_policy(text: str) -> str:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts or any(p not in ("delete", "compact") for p in parts):
@@ -138,6 +172,14 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "advertised.listeners": ("advertised_listeners", _str, "",
                              "What clients are told to connect to; empty means the bound listeners."),
     "log.dirs": ("log_dirs", _str, "./data", "Directory for the offsets log, topics and meta.properties."),
+    "storage.url": ("storage_url", parse_storage_url, "",
+                    "Empty: local mode (logs under log.dirs). postgresql://user:password@host:port/db: cluster "
+                    "mode, every log, lease and owner in that PostgreSQL; log.dirs is then a scratch cache."),
+    "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", _int(1, INT32_MAX), "2000",
+                                     "Cluster mode: how often this node renews its lease."),
+    "broker.session.timeout.ms": ("broker_session_timeout_ms", _int(1, INT32_MAX), "9000",
+                                  "Cluster mode: a node whose lease was not renewed for this long is dead and "
+                                  "its partitions move."),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1, 100000), "50",
                                      "Partitions of __consumer_offsets (fixes group placement)."),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int(1, INT32_MAX), "104857600",
@@ -244,6 +286,9 @@ class Config:
     listeners: tuple[Listener, ...]
     advertised_listeners: str
     log_dirs: str
+    storage_url: str = field(repr=False)  # may carry a password
+    broker_heartbeat_interval_ms: int
+    broker_session_timeout_ms: int
     offsets_topic_num_partitions: int
     socket_request_max_bytes: int
     connections_max_idle_ms: int
@@ -318,8 +363,16 @@ class Config:
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
         if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
             raise ConfigError("max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides")
+        if config.broker_heartbeat_interval_ms >= config.broker_session_timeout_ms:
+            raise ConfigError(f"broker.heartbeat.interval.ms: {config.broker_heartbeat_interval_ms} is not less than "
+                              f"broker.session.timeout.ms ({config.broker_session_timeout_ms})")
         config.advertised()  # validate advertised.listeners now, not at first use
         return config
+
+    @property
+    def cluster_mode(self) -> bool:
+        """storage.url set: PostgreSQL holds the logs; unset: today's local mode."""
+        return bool(self.storage_url)
 
     @property
     def log_retention_time_ms(self) -> int:
@@ -353,12 +406,13 @@ class Config:
         return tuple(result)
 
     def as_properties(self) -> dict[str, str]:
-        """The effective settings under their Kafka names (for the start-up log line)."""
+        """The effective settings under their Kafka names (for the start-up log line; no password)."""
         by_attr = {f.name: getattr(self, f.name) for f in fields(self)}
         out = {}
         for name, (attr, _p, _d, _doc) in SETTINGS.items():
             value = by_attr[attr]
             out[name] = ",".join(map(str, value)) if isinstance(value, tuple) else "" if value is None else str(value)
+        out["storage.url"] = redact_url(out["storage.url"])
         return out
 
 

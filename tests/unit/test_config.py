@@ -68,3 +68,44 @@ def test_advertised_listeners_fill_wildcards_from_bound():
     assert config.advertised(bound) == (Listener("PLAINTEXT", "localhost", 40000),)
     explicit = Config.load(overrides={"advertised.listeners": "PLAINTEXT://kafka.example:9092"}, environ={})
     assert explicit.advertised(bound) == (Listener("PLAINTEXT", "kafka.example", 9092),)
+
+
+def test_cluster_settings_default_to_local_mode():
+    config = Config.load(environ={})
+    assert config.storage_url == "" and not config.cluster_mode
+    assert (config.broker_heartbeat_interval_ms, config.broker_session_timeout_ms) == (2000, 9000)
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:pw@db.example:5432/kc", "postgres://db/kc",
+                                 "postgresql://postgres@127.0.0.1:5433/postgres"])
+def test_storage_url_selects_cluster_mode(url):
+    config = Config.load(overrides={"storage.url": url}, environ={})
+    assert config.storage_url == url and config.cluster_mode
+
+
+@pytest.mark.parametrize("url", ["mysql://u:secret@h/db", "h:5432/db", "postgresql://u:secret@h:port/db"])
+def test_bad_storage_url_names_the_setting_without_the_password(url):
+    with pytest.raises(ConfigError, match="^storage.url: ") as info:
+        Config.load(overrides={"storage.url": url}, environ={})
+    assert "secret" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["broker.heartbeat.interval.ms", "broker.session.timeout.ms"])
+def test_broker_intervals_must_be_positive(name):
+    with pytest.raises(ConfigError, match=f"^{name}: "):
+        Config.load(overrides={name: "0"}, environ={})
+
+
+@pytest.mark.parametrize("heartbeat, session", [("9000", "9000"), ("5000", "3000")])
+def test_heartbeat_must_be_shorter_than_the_session(heartbeat, session):
+    with pytest.raises(ConfigError, match="^broker.heartbeat.interval.ms: .* broker.session.timeout.ms"):
+        Config.load(overrides={"broker.heartbeat.interval.ms": heartbeat, "broker.session.timeout.ms": session},
+                    environ={})
+
+
+def test_start_up_properties_hide_the_storage_password():
+    config = Config.load(overrides={"storage.url": "postgresql://kc:s3cret@db:5432/kc"}, environ={})
+    assert config.as_properties()["storage.url"] == "postgresql://kc:***@db:5432/kc"
+    assert "s3cret" not in repr(config.as_properties())
+    plain = Config.load(overrides={"storage.url": "postgresql://kc@db/kc"}, environ={})
+    assert plain.as_properties()["storage.url"] == "postgresql://kc@db/kc"
