@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from storage.pg.errors import FencedError, StoreUnavailableError
+
 
 class KafkaError(Exception):
     """A failure with a definite Kafka error code."""
@@ -128,9 +130,24 @@ class PolicyViolation(KafkaError):
 
 
 
+# Cluster mode (storage.url): PostgreSQL store failures, by what the client should do.
+# FencedError: another node took the partition (its epoch moved) -> NOT_LEADER_OR_FOLLOWER, which
+# the write remap below turns into NOT_COORDINATOR for group records: the client looks the owner up
+# again. StoreUnavailableError: PostgreSQL unreachable or the commit outcome unknown -> REQUEST_TIMED_OUT
+# (a produce retries; group records remap it to COORDINATOR_NOT_AVAILABLE, as Kafka answers a
+# timed-out __consumer_offsets append). Neither is ever a success.
+_STORE_CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (FencedError, ErrorCode.not_leader_or_follower),
+    (StoreUnavailableError, ErrorCode.request_timed_out),
+)
+
+
 def error_code_for(exc: BaseException) -> ErrorCode:
     if isinstance(exc, KafkaError):
         return exc.code
+    for store_error, store_code in _STORE_CODES:
+        if isinstance(exc, store_error):
+            return store_code
     storage_code = getattr(exc, "kafka_error_code", None)  # storage/errors.py carries Kafka's code
     if isinstance(storage_code, int):
         try:
