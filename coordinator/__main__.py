@@ -69,10 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         log.warning(warning)
     log.info("starting", **config.as_properties())
     from coordinator.app import run
+    from coordinator.cluster.startup import StartupError
 
     try:
         run(config)
-    except ConfigError as exc:  # e.g. meta.properties of another node
+    except (ConfigError, StartupError) as exc:  # e.g. meta.properties of another node, PostgreSQL unreachable
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

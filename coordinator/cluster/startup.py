@@ -1,0 +1,64 @@
+"""Cluster-mode start-up checks: each failure is one clear line and exit code 2.
+
+PostgreSQL unreachable, a schema newer than this code, a node.id held by a live node, or an
+offsets.topic.num.partitions other than the cluster's: the node refuses to start rather than
+join a cluster it cannot serve. No message carries the storage.url password.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from coordinator.config import redact_url
+
+
+class StartupError(Exception):
+    """The node cannot start; the message is the line the operator sees (exit code 2)."""
+
+
+def without_password(text: str, url: str) -> str:
+    """`text` with any copy of the storage URL's password removed (driver messages may quote it)."""
+    from urllib.parse import urlsplit
+
+    password = urlsplit(url).password
+    return text.replace(password, "***") if password else text
+
+
+async def open_store(config: Any) -> Any:
+    """The PostgreSQL pool, schema migrated; StartupError when unreachable or too new."""
+    from storage.pg.connect import open_pool
+    from storage.pg.errors import SchemaTooNewError, StoreUnavailableError
+
+    url = config.storage_url
+    try:
+        return await open_pool(url)
+    except SchemaTooNewError as exc:
+        raise StartupError(f"storage.url: {without_password(str(exc), url)}") from None
+    except (StoreUnavailableError, OSError) as exc:
+        reason = without_password(str(exc) or type(exc).__name__, url)
+        raise StartupError(f"storage.url: cannot reach PostgreSQL at {redact_url(url)}: {reason}") from None
+
+
+SCRATCH_MARK = "cluster-scratch"
+
+
+def wipe_scratch(log_dirs: str) -> None:
+    """In cluster mode log.dirs holds only the replica cache of owned partitions: start empty.
+
+    Only a directory that is empty or that cluster mode marked as its scratch is wiped, so a
+    local-mode data directory (or any other) given by mistake is refused, never deleted."""
+    os.makedirs(log_dirs, exist_ok=True)
+    names = os.listdir(log_dirs)
+    if names and SCRATCH_MARK not in names:
+        raise StartupError(f"log.dirs: {log_dirs} is not empty and not a cluster-mode scratch directory "
+                           f"(no {SCRATCH_MARK} file); in cluster mode give each node an empty directory")
+    for name in names:
+        path = os.path.join(log_dirs, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif name != SCRATCH_MARK:
+            os.unlink(path)
+    with open(os.path.join(log_dirs, SCRATCH_MARK), "w", encoding="utf-8") as handle:
+        handle.write("The replica cache of a cluster-mode node; wiped at every start.\n")
