@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from coordinator.data_plane.topic_catalog import write_atomically
+from coordinator.data_plane.file_catalog_store import write_atomically
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block.json"
