@@ -126,6 +126,13 @@ class PolicyViolation(KafkaError):
     code = ErrorCode.policy_violation
 
 
+class ProducerIdsUnavailable(KafkaError):
+    """No producer id block could be reserved now (cluster mode: PostgreSQL unreachable).
+    Kafka's ProducerIdManager answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
+
+    code = ErrorCode.coordinator_load_in_progress
+
+
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:

@@ -91,12 +91,13 @@ class Appended(NamedTuple):
 
 
 class DataPlane:
-    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog) -> None:
+    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog,
+                 producer_ids: ProducerIdAllocator | None = None) -> None:
         self.settings = settings
         self.catalog = catalog
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = FetchPurgatory()
-        self.producer_ids = ProducerIdAllocator(settings.log_dir)
+        self.producer_ids = ProducerIdAllocator(settings.log_dir) if producer_ids is None else producer_ids
         self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes,
                                                    settings.retention_ms, settings.retention_bytes,
                                                    settings.cleanup_policy)
