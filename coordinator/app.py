@@ -9,6 +9,7 @@ import signal
 import structlog
 
 from coordinator.config import Config
+from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
     api_versions,
@@ -61,7 +62,7 @@ class App:
         self.node = Node(config.node_id, cluster_id)
         self.offsets = OffsetsRuntime(config)
         self.services = Services(config, self.node, TopicCatalog(cluster_id, config.offsets_topic_num_partitions,
-                                                                  log_dir=config.log_dirs),
+                                                                  FileCatalogStore(config.log_dirs)),
                                  groups=self.offsets.coordinator)
         self.dispatcher = build_dispatcher(self.services)
         self.server: Server | None = None

@@ -128,6 +128,13 @@ class PolicyViolation(KafkaError):
     code = ErrorCode.policy_violation
 
 
+class ProducerIdsUnavailable(KafkaError):
+    """No producer id block could be reserved now (cluster mode: PostgreSQL unreachable).
+    Kafka's ProducerIdManager answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
+
+    code = ErrorCode.coordinator_load_in_progress
+
+
 
 
 # Cluster mode (storage.url): PostgreSQL store failures, by what the client should do.

@@ -91,12 +91,13 @@ class Appended(NamedTuple):
 
 
 class DataPlane:
-    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog) -> None:
+    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog,
+                 producer_ids: ProducerIdAllocator | None = None) -> None:
         self.settings = settings
         self.catalog = catalog
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = FetchPurgatory()
-        self.producer_ids = ProducerIdAllocator(settings.log_dir)
+        self.producer_ids = ProducerIdAllocator(settings.log_dir) if producer_ids is None else producer_ids
         self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes,
                                                    settings.retention_ms, settings.retention_bytes,
                                                    settings.cleanup_policy)
@@ -247,13 +248,19 @@ class DataPlane:
             opened = await loop.run_in_executor(None, self._open_new, topics)
             made = [(t, parts) for t, parts in zip(topics, opened) if not isinstance(parts, BaseException)]
             try:
-                await self.catalog.commit([t for t, _ in made])
+                lost = await self.catalog.commit([t for t, _ in made])
             except BaseException as exc:
                 await loop.run_in_executor(None, self._discard_new, [p for _, parts in made for p in parts])
                 log.warning("data_plane.topic.catalog_write_failed", topics=len(made), error=repr(exc))
                 return [exc for _ in topics]
         finally:
             self.catalog.release([t.name for t in topics])
+        if lost:  # cluster mode: another node created these names first; theirs are listed now
+            await loop.run_in_executor(None, self._discard_new, [p for t, parts in made if t.name in lost
+                                                                 for p in parts])
+            made = [(t, parts) for t, parts in made if t.name not in lost]
+            opened = [TopicAlreadyExists(f"Topic '{t.name}' already exists.") if t.name in lost else parts
+                      for t, parts in zip(topics, opened)]
         for topic, parts in made:
             for part in parts:
                 self.partitions[part.key] = part

@@ -3,22 +3,20 @@
 It starts with the internal `__consumer_offsets` topic; the embedded data plane adds
 user topics. Topic ids are stable for a cluster: the internal topic's id is derived
 from the cluster id, so it survives restarts without extra state. User topics (name,
-random id, partition count, config overrides) are kept in
-`<log.dirs>/topic-catalog.json` when the catalog is given a `log_dir`; a batch of changes
-rewrites that file atomically (temp file, fsync, rename, fsync of the directory) in a
-worker thread, so a crash leaves either the old or the new catalog, never a torn one,
-and the event loop never waits for the disk.
+random id, partition count, config overrides) are kept by a `CatalogStore`: in local
+mode `<log.dirs>/topic-catalog.json` (file_catalog_store.py), in cluster mode PostgreSQL's
+kc_topics (pg_catalog_store.py). Reads are served from memory; a batch of changes is one
+store write, awaited off the event loop, and new topics become visible once it is durable.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from storage.placement import OFFSETS_TOPIC
 
@@ -51,68 +49,61 @@ class TopicInfo:
         return dict(self.configs)
 
 
-CATALOG_FILE = "topic-catalog.json"
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves the old or the new content."""
-    directory = os.path.dirname(path) or "."
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def collision_key(name: str) -> str:
     """Names equal under this key collide (Kafka: '.' and '_' clash in metric names)."""
     return name.replace(".", "_")
 
 
+class CatalogStore(Protocol):
+    """Where the user topics are kept. `write` gets every topic now visible plus the changes
+    (a file store rewrites the whole list, a database applies the changes) and returns, for
+    each added topic, the topic now stored under its name: the added one, or the one another
+    node created first (same name, another id)."""
+
+    def preload(self) -> list[TopicInfo]:
+        """The stored user topics that can be read at construction (without awaiting)."""
+        ...
+
+    async def read(self) -> list[TopicInfo]:
+        """The stored user topics now."""
+        ...
+
+    async def write(self, visible: Sequence[TopicInfo], added: Sequence[TopicInfo],
+                    removed: Sequence[TopicInfo]) -> list[TopicInfo]:
+        ...
+
+
+def offsets_topic_id(cluster_id: str) -> uuid.UUID:
+    """The internal topic's id, derived from the cluster id (stable without extra state)."""
+    namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
+    return uuid.uuid5(namespace, OFFSETS_TOPIC)
+
+
 class TopicCatalog:
     """Changes are batched and written off the event loop: `reserve` a new topic (its name is
-    then taken, not yet visible), `commit` any number of them at once with one catalog write +
-    fsync in a worker thread; they become visible once durable. `drop` forgets a topic at once
-    (its deletion is visible at once); the next `commit` makes that durable."""
+    then taken, not yet visible), `commit` any number of them at once with one store write;
+    they become visible once durable. `drop` forgets a topic at once (its deletion is visible
+    at once); the next `commit` makes that durable. Without a store nothing is kept.
+    `refresh` re-reads the store (cluster mode: topics other nodes created or deleted)."""
 
-    def __init__(self, cluster_id: str, offsets_partitions: int, log_dir: str | None = None) -> None:
-        namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
-        offsets = TopicInfo(OFFSETS_TOPIC, uuid.uuid5(namespace, OFFSETS_TOPIC), offsets_partitions, internal=True)
+    def __init__(self, cluster_id: str, offsets_partitions: int, store: CatalogStore | None = None) -> None:
+        offsets = TopicInfo(OFFSETS_TOPIC, offsets_topic_id(cluster_id), offsets_partitions, internal=True)
+        self._offsets = offsets
         self._by_name: dict[str, TopicInfo] = {offsets.name: offsets}
         self._by_id: dict[uuid.UUID, TopicInfo] = {offsets.topic_id: offsets}
         self._keys: dict[str, str] = {collision_key(offsets.name): offsets.name}  # visible and reserved names
         self._reserved: set[str] = set()
+        self._dropped: list[TopicInfo] = []  # dropped since the last successful commit
         self._write_lock = asyncio.Lock()
-        self._path = os.path.join(log_dir, CATALOG_FILE) if log_dir else None
-        if self._path and os.path.exists(self._path):
-            self._load(self._path)
-
-    def _load(self, path: str) -> None:
-        with open(path, "rb") as handle:
-            stored = json.loads(handle.read())
-        for item in stored["topics"]:
-            self._show(TopicInfo(item["name"], uuid.UUID(item["topic_id"]), int(item["partitions"]),
-                                 configs=tuple(sorted(item.get("configs", {}).items()))))
+        self._store = store
+        if store is not None:
+            for topic in store.preload():
+                self._show(topic)
 
     def _show(self, topic: TopicInfo) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
         self._keys[collision_key(topic.name)] = topic.name
-
-    @staticmethod
-    def _write(path: str, topics: list[TopicInfo]) -> None:
-        body = {"version": 1, "topics": [
-            {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions, "configs": dict(t.configs)}
-            for t in topics if not t.internal]}
-        write_atomically(path, json.dumps(body, indent=1, sort_keys=True).encode())
 
     def colliding(self, name: str) -> str | None:
         """A different existing (or reserved) topic name that equals `name` once '.' is read
@@ -144,16 +135,46 @@ class TopicCatalog:
                 if self._keys.get(key) == name and name not in self._by_name:
                     del self._keys[key]
 
-    async def commit(self, added: Sequence[TopicInfo] = ()) -> None:
-        """Write the visible topics plus `added` (reserved) in one catalog write off the loop;
-        then `added` become visible. Writes are serialized: the file never goes back in time."""
+    async def commit(self, added: Sequence[TopicInfo] = ()) -> set[str]:
+        """Store the drops since the last commit plus `added` (reserved) in one write off the
+        loop; then `added` become visible. Returns the names of `added` that another node
+        created first: the catalog shows that node's topic for them. Writes are serialized:
+        the store never goes back in time."""
         async with self._write_lock:
-            if self._path is not None:
-                snapshot = [*self._by_name.values(), *added]
-                await asyncio.get_running_loop().run_in_executor(None, self._write, self._path, snapshot)
-            for topic in added:
-                self._reserved.discard(topic.name)
-                self._show(topic)
+            removed, self._dropped = self._dropped, []
+            try:
+                if self._store is not None:
+                    stored = await self._store.write([*self._by_name.values(), *added], added, removed)
+                else:
+                    stored = list(added)
+            except BaseException:
+                self._dropped[:0] = removed  # still to be stored
+                raise
+            lost: set[str] = set()
+            for mine, kept in zip(added, stored):
+                self._reserved.discard(mine.name)
+                if kept.topic_id != mine.topic_id:
+                    lost.add(mine.name)
+                self._show(kept)
+            return lost
+
+    async def refresh(self) -> tuple[list[TopicInfo], list[TopicInfo]]:
+        """Make the visible topics what the store holds (but for drops not yet stored);
+        returns (topics that appeared, topics that vanished)."""
+        if self._store is None:
+            return [], []
+        async with self._write_lock:
+            stored = {t.name: t for t in await self._store.read()}
+            for topic in self._dropped:
+                if stored.get(topic.name) == topic:
+                    del stored[topic.name]
+            stored[self._offsets.name] = self._offsets
+            vanished = [t for name, t in self._by_name.items() if stored.get(name) != t]
+            appeared = [t for name, t in stored.items() if self._by_name.get(name) != t]
+            self._by_name = stored
+            self._by_id = {t.topic_id: t for t in stored.values()}
+            self._keys = {collision_key(name): name for name in [*self._reserved, *stored]}
+            return appeared, vanished
 
     def drop(self, name: str) -> TopicInfo:
         """Forget a user topic now (Metadata stops listing it); durable after the next `commit`."""
@@ -165,6 +186,7 @@ class TopicCatalog:
         key = collision_key(name)
         if self._keys.get(key) == name and name not in self._reserved:
             del self._keys[key]
+        self._dropped.append(topic)
         return topic
 
     def get(self, name: str) -> TopicInfo | None:

@@ -12,6 +12,7 @@ from kio.serial import entity_reader
 
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
+from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.node import Node
@@ -39,7 +40,8 @@ class Plane:
         self.log_dir = log_dir
         self.config = Config.load(overrides={"log.dirs": log_dir, **overrides}, environ={})
         self.node = Node(self.config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)
-        self.services = Services(self.config, self.node, TopicCatalog(self.node.cluster_id, 50, log_dir=log_dir))
+        self.services = Services(self.config, self.node, TopicCatalog(self.node.cluster_id, 50,
+                                                                          FileCatalogStore(log_dir)))
         self.data = self.services.data
         self.dispatcher = build_dispatcher(self.services)
         self.cid = 0

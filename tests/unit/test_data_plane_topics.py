@@ -9,7 +9,8 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.data_plane.topic_catalog import CATALOG_FILE, TopicCatalog
+from coordinator.data_plane.file_catalog_store import CATALOG_FILE, FileCatalogStore
+from coordinator.data_plane.topic_catalog import TopicCatalog
 from protocol.apis import ApiKey
 from tests.support.data_plane import Plane, batch, creatable, create_many, ms, req
 
@@ -29,7 +30,7 @@ async def test_catalog_persists_atomically_and_survives_restart(tmp_path):
     assert sorted(p for p in os.listdir(tmp_path) if p.startswith(("orders-", "gone-"))) == \
         ["orders-0", "orders-1", "orders-2"]
 
-    reloaded = TopicCatalog("test-cluster-id-00000A", 50, log_dir=str(tmp_path))
+    reloaded = TopicCatalog("test-cluster-id-00000A", 50, FileCatalogStore(str(tmp_path)))
     topic = reloaded.get("orders")
     assert (topic.topic_id, topic.partitions) == (created.topic_id, 3)
     assert topic.config_map() == {"retention.ms": "1000", "cleanup.policy": "compact"}

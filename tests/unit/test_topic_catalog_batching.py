@@ -9,7 +9,7 @@ import threading
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.data_plane import topic_catalog as catalog_module
+from coordinator.data_plane import file_catalog_store as catalog_module
 from coordinator.net.dispatch import Deferred
 from protocol.apis import ApiKey
 from tests.support.data_plane import Plane, batch, ms, req
