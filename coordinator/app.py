@@ -8,6 +8,7 @@ import signal
 
 import structlog
 
+from coordinator.cluster.node_runtime import ClusterNode
 from coordinator.config import Config
 from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
@@ -56,14 +57,21 @@ def build_dispatcher(services: Services) -> Dispatcher:
 
 
 class App:
-    def __init__(self, config: Config) -> None:
+    """The server of one node. Local mode (storage.url unset) builds its parts here, as always;
+    cluster mode is given them by a ClusterNode, which also joins the cluster once listening."""
+
+    def __init__(self, config: Config, cluster: ClusterNode | None = None) -> None:
         self.config = config
-        cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id)
-        self.node = Node(config.node_id, cluster_id)
-        self.offsets = OffsetsRuntime(config)
-        self.services = Services(config, self.node, TopicCatalog(cluster_id, config.offsets_topic_num_partitions,
-                                                                  FileCatalogStore(config.log_dirs)),
-                                 groups=self.offsets.coordinator)
+        self.cluster = cluster
+        if cluster is None:
+            cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id)
+            self.node = Node(config.node_id, cluster_id)
+            self.offsets = OffsetsRuntime(config)
+            topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, FileCatalogStore(config.log_dirs))
+            data = None
+        else:
+            self.node, self.offsets, topics, data = cluster.node, cluster.offsets, cluster.topics, cluster.data
+        self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data)
         self.dispatcher = build_dispatcher(self.services)
         self.server: Server | None = None
 
@@ -75,6 +83,12 @@ class App:
         bound = await self.server.start()
         advertised = self.config.advertised(bound)
         self.node.advertise(advertised[0])
+        if self.cluster is not None:
+            try:
+                await self.cluster.start(advertised)  # register (node.id in use: StartupError), take a share
+            except BaseException:
+                await self.stop()
+                raise
         for listener in bound.values():
             log.info("listening", listener=str(listener), host=listener.host, port=listener.port,
                      advertised=",".join(map(str, advertised)), node_id=self.node.node_id,
@@ -83,8 +97,12 @@ class App:
     async def stop(self) -> None:
         if self.server is not None:
             await self.server.stop()
+        if self.cluster is not None:
+            await self.cluster.stop()  # hand the partitions off (unload, release), leave the cluster
         await self.offsets.stop()  # flush and close the offsets logs
         await self.services.data.stop()  # flush and close the topic logs
+        if self.cluster is not None:
+            await self.cluster.close()
 
     async def run_until_signalled(self) -> None:
         loop = asyncio.get_running_loop()
@@ -96,6 +114,12 @@ class App:
         log.info("stopping", reason="signal")
         await self.stop()
         log.info("stopped")
+
+
+async def serve(config: Config) -> None:
+    """Run one node until signalled: local mode, or cluster mode when storage.url is set."""
+    app = App(config, await ClusterNode.build(config)) if config.cluster_mode else App(config)
+    await app.run_until_signalled()
 
 
 def run(config: Config) -> None:
@@ -114,4 +138,4 @@ def run(config: Config) -> None:
     # 512 pipelined requests keep ~25k objects alive until their fsync, and at 700 each
     # was walked and promoted many times (another ~15% of that CPU).
     gc.set_threshold(YOUNG_GC_THRESHOLD, 10, 10)
-    runner(App(config).run_until_signalled())
+    runner(serve(config))

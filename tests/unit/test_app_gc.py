@@ -4,6 +4,7 @@ collects young objects less often than Python's default."""
 from __future__ import annotations
 
 from coordinator import app as app_module
+from coordinator.config import Config
 
 
 def test_run_freezes_the_startup_objects_before_serving(monkeypatch):
@@ -19,5 +20,5 @@ def test_run_freezes_the_startup_objects_before_serving(monkeypatch):
             calls.append("serve")
 
     monkeypatch.setattr(app_module, "App", FakeApp)
-    app_module.run(None)
+    app_module.run(Config.load(environ={}))
     assert calls == ["freeze", (app_module.YOUNG_GC_THRESHOLD, 10, 10), "app", "serve"]
