@@ -1,0 +1,40 @@
+"""Cluster mode's catalog store: the topics in PostgreSQL (kc_topics, storage/pg/catalog.py),
+shared by every node.
+
+Nothing can be read without awaiting, so `preload` is empty: the catalog is filled by
+`await catalog.refresh()` before the data plane starts, and again whenever a node NOTIFYs
+'topics' (the membership loop) so that topics created or deleted elsewhere show here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from coordinator.data_plane.topic_catalog import TopicInfo
+from storage.pg import catalog as sql
+
+
+def topic_row(topic: TopicInfo) -> sql.TopicRow:
+    return sql.TopicRow(topic.name, topic.topic_id, topic.partitions, topic.config_map(), topic.internal)
+
+
+def topic_info(row: sql.TopicRow) -> TopicInfo:
+    return TopicInfo(row.name, row.topic_id, row.partitions, row.internal, tuple(sorted(row.configs.items())))
+
+
+class PgCatalogStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    def preload(self) -> list[TopicInfo]:
+        return []
+
+    async def read(self) -> list[TopicInfo]:
+        return [topic_info(row) for row in await sql.read_topics(self.pool) if not row.internal]
+
+    async def write(self, visible: Sequence[TopicInfo], added: Sequence[TopicInfo],
+                    removed: Sequence[TopicInfo]) -> list[TopicInfo]:
+        stored = await sql.apply_changes(self.pool, [topic_row(t) for t in added], [t.topic_id for t in removed])
+        return [topic_info(row) for row in stored]

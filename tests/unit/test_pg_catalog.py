@@ -1,0 +1,152 @@
+"""The topic catalog in cluster mode: two catalogs ("nodes") on one real PostgreSQL database."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from coordinator.cluster.identity import join_cluster
+from coordinator.data_plane import DataPlane, DataPlaneSettings
+from coordinator.data_plane.pg_catalog_store import PgCatalogStore
+from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.errors import TopicAlreadyExists
+from storage.pg.catalog import CHANNEL, TOPICS_CHANGED
+from storage.pg.connect import open_pool
+from storage.pg.errors import StoreUnavailableError
+
+OFFSETS_PARTITIONS = 6
+
+
+@pytest.fixture
+async def nodes(pg_url):
+    """Two pools on one database, as two nodes have, and the cluster id."""
+    pools = [await open_pool(pg_url), await open_pool(pg_url)]
+    cluster_id = await join_cluster(pools[0], OFFSETS_PARTITIONS)
+    yield pools, cluster_id
+    for pool in pools:
+        await pool.close()
+
+
+def catalog(pool, cluster_id) -> TopicCatalog:
+    return TopicCatalog(cluster_id, OFFSETS_PARTITIONS, PgCatalogStore(pool))
+
+
+async def partition_rows(pool, topic_id) -> list[int]:
+    return [r[0] for r in await pool.fetch("SELECT partition FROM kc_partitions WHERE topic_id = $1 "
+                                           "ORDER BY partition", topic_id)]
+
+
+async def test_a_topic_created_on_one_node_shows_on_the_other_after_refresh(nodes):
+    (pool_a, pool_b), cluster_id = nodes
+    a, b = catalog(pool_a, cluster_id), catalog(pool_b, cluster_id)
+    orders = a.reserve("orders", 3, {"retention.ms": "1000"})
+    assert await a.commit([orders]) == set()
+    assert a.get("orders") == orders and b.get("orders") is None
+    assert await partition_rows(pool_a, orders.topic_id) == [0, 1, 2]
+
+    appeared, vanished = await b.refresh()
+    assert (appeared, vanished) == ([orders], [])
+    assert b.get("orders") == orders and b.by_id(orders.topic_id) == orders
+    assert b.get("orders").config_map() == {"retention.ms": "1000"}
+    assert b.get("__consumer_offsets") == a.get("__consumer_offsets")
+    assert b.colliding("orders") is None and b.colliding("ord_ers") is None and b.taken("orders")
+    assert await b.refresh() == ([], [])  # nothing changed since
+
+
+async def test_delete_removes_every_row_of_the_topic_id(nodes):
+    (pool_a, pool_b), cluster_id = nodes
+    a, b = catalog(pool_a, cluster_id), catalog(pool_b, cluster_id)
+    doomed, kept = a.reserve("doomed", 2), a.reserve("kept", 1)
+    await a.commit([doomed, kept])
+    for topic in (doomed, kept):
+        await pool_a.execute("INSERT INTO kc_batches (topic_id, partition, base_offset, last_offset, max_timestamp, "
+                             "data) VALUES ($1, 0, 0, 0, 0, '\\x00')", topic.topic_id)
+        await pool_a.execute("INSERT INTO kc_blobs (kind, topic_id, partition, name, data) "
+                             "VALUES ('snapshot', $1, 0, 's', '\\x00')", topic.topic_id)
+    await b.refresh()
+
+    a.drop("doomed")
+    await a.commit()
+    for table in ("kc_topics", "kc_partitions", "kc_batches", "kc_blobs"):
+        ids = {r[0] for r in await pool_a.fetch(f"SELECT topic_id FROM {table}")}
+        assert doomed.topic_id not in ids and kept.topic_id in ids, table
+    assert await b.refresh() == ([], [doomed])
+    assert b.get("doomed") is None and b.by_id(doomed.topic_id) is None and b.get("kept") == kept
+
+
+async def test_racing_creates_of_one_name_make_one_topic(nodes):
+    (pool_a, pool_b), cluster_id = nodes
+    a, b = catalog(pool_a, cluster_id), catalog(pool_b, cluster_id)
+    mine, theirs = a.reserve("race", 1), b.reserve("race", 4)
+    lost_a, lost_b = await asyncio.gather(a.commit([mine]), b.commit([theirs]))
+    assert sorted([lost_a, lost_b], key=len) == [set(), {"race"}]  # exactly one node lost
+    winner = mine if not lost_a else theirs
+    assert a.get("race") == b.get("race") == winner  # the loser learnt the winner's id and partitions
+    assert [r[0] for r in await pool_a.fetch("SELECT topic_id FROM kc_topics WHERE name = 'race'")] == \
+        [winner.topic_id]
+    assert await partition_rows(pool_a, winner.topic_id) == list(range(winner.partitions))
+    loser = theirs if winner is mine else mine
+    assert await partition_rows(pool_a, loser.topic_id) == []
+
+
+async def test_the_losing_data_plane_answers_topic_already_exists(nodes, tmp_path):
+    (pool_a, pool_b), cluster_id = nodes
+    planes = [DataPlane(DataPlaneSettings(str(tmp_path / name)), catalog(pool, cluster_id))
+              for name, pool in (("a", pool_a), ("b", pool_b))]
+    for plane in planes:
+        await plane.start()
+    try:
+        await planes[0].create_topics([planes[0].reserve_topic("t", 2)])
+        late = planes[1].reserve_topic("t", 3)  # b has not refreshed: the name looks free to it
+        (error,) = await planes[1].create_topics([late])
+        assert isinstance(error, TopicAlreadyExists)
+        assert planes[1].catalog.get("t") == planes[0].catalog.get("t") != late
+        assert planes[1].partition("t", 0) is None and not (tmp_path / "b" / "t-0").exists()
+        assert not planes[1].catalog.taken("other")
+    finally:
+        for plane in planes:
+            await plane.stop()
+
+
+async def test_a_change_notifies_the_other_nodes(nodes):
+    (pool_a, pool_b), cluster_id = nodes
+    heard: asyncio.Queue = asyncio.Queue()
+
+    def on_notify(connection, pid, channel, payload) -> None:
+        heard.put_nowait(payload)
+
+    listener = await pool_b.acquire()
+    await listener.add_listener(CHANNEL, on_notify)
+    try:
+        a = catalog(pool_a, cluster_id)
+        await a.commit([a.reserve("loud", 1)])
+        assert await asyncio.wait_for(heard.get(), 10) == TOPICS_CHANGED
+        a.drop("loud")
+        await a.commit()
+        assert await asyncio.wait_for(heard.get(), 10) == TOPICS_CHANGED
+    finally:
+        await listener.remove_listener(CHANNEL, on_notify)
+        await pool_b.release(listener)
+
+
+async def test_a_failed_write_shows_nothing_and_keeps_the_drop_for_the_next_commit(nodes, pg_url):
+    (pool_a, _), cluster_id = nodes
+    store = PgCatalogStore(pool_a)
+    a = TopicCatalog(cluster_id, OFFSETS_PARTITIONS, store)
+    await a.commit([a.reserve("old", 1)])
+    a.drop("old")
+    store.pool = await open_pool(pg_url)
+    await store.pool.close()  # PostgreSQL is unreachable for this node
+    new = a.reserve("new", 1)
+    with pytest.raises(StoreUnavailableError):
+        await a.commit([new])
+    a.release(["new"])
+    assert a.get("new") is None and a.get("old") is None and not a.taken("new")
+    assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'old'") == 1
+
+    store.pool = pool_a  # reachable again
+    await a.refresh()
+    assert a.get("old") is None  # a drop not yet stored is not undone by a refresh
+    await a.commit()
+    assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'old'") == 0
