@@ -117,7 +117,7 @@ class Reconciler:
         for key, epoch, held in decided.release:
             self._start(key, self._release(key, epoch, held))
         for key, stale_epoch in decided.acquire:
-            self._start(key, self._acquire(key, stale_epoch, live))
+            self._start(key, self._acquire(key, stale_epoch, live, self._generation))
         return decided
 
     def lose_all(self) -> None:
@@ -158,9 +158,10 @@ class Reconciler:
         self._busy.pop(key, None)
         self.changed()
 
-    async def _acquire(self, key: Key, stale_epoch: int | None, live: list[int]) -> None:
+    async def _acquire(self, key: Key, stale_epoch: int | None, live: list[int], generation: int) -> None:
         async with self._takes:
-            generation = self._generation
+            if generation != self._generation:
+                return
             try:
                 if stale_epoch is not None:  # still ours from before a lapse or a failed take: free it first
                     await self.store.release(key[0], key[1], stale_epoch)
