@@ -1,0 +1,191 @@
+"""Desired vs actual ownership: which partitions this node takes, hands over and has lost.
+
+`plan` is the pure decision (rows + live nodes + this node + what it holds -> a `Plan`); `Reconciler` carries a
+plan out through the ownership SQL (storage/pg/ownership.py) and the node's `OwnershipHooks`, a few takes at a
+time in background tasks so that the membership loop never waits for a partition to load. A partition whose take
+or give-up is under way is left out of later plans until that finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from coordinator.cluster.assignment import desired_owner
+
+log = logging.getLogger(__name__)
+
+Key = tuple[Any, int]  # (topic id, partition)
+
+
+class OwnershipHooks(Protocol):
+    """What a node does when it gains or loses a partition (the assembly wires these to the offsets runtime and
+    the data plane)."""
+
+    async def take(self, topic_id: Any, partition: int, epoch: int) -> None:
+        """Load the partition (its writes are fenced by `epoch`)."""
+
+    async def give_up(self, topic_id: Any, partition: int) -> None:
+        """Finish what is queued, unload and close it: another node takes it next."""
+
+    def lost(self, topic_id: Any, partition: int) -> None:
+        """Unload at once: another node may own it already (fenced, or our lease may have lapsed)."""
+
+
+class PartitionState(Protocol):
+    """A kc_partitions row as the plan reads it (storage.pg.ownership.PartitionRow)."""
+
+    topic_id: Any
+    partition: int
+    owner: int | None
+    epoch: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    acquire: list[tuple[Key, int | None]] = field(default_factory=list)
+    """(key, stale epoch): desired here and free (no owner, a dead owner, or this node without holding it: then
+    the stale epoch of that row, released first): bump the epoch, take."""
+    release: list[tuple[Key, int, bool]] = field(default_factory=list)
+    """(key, row epoch, held): owned here but desired elsewhere; a held one is given up before the release."""
+    lose: list[Key] = field(default_factory=list)
+    """Held here but the row moved on (another owner or epoch, or the topic is gone): fenced, unload at once."""
+
+
+def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
+         held: Mapping[Key, int], busy: frozenset[Key] | set[Key] = frozenset()) -> Plan:
+    """What this node should do now. `held`: the partitions it has taken, with the epoch it took them at."""
+    live = sorted(set(live_node_ids))
+    result = Plan()
+    seen: set[Key] = set()
+    for row in rows:
+        key = (row.topic_id, row.partition)
+        seen.add(key)
+        if key in busy:
+            continue
+        wanted_here = desired_owner(row.topic_id, row.partition, live) == me
+        if key in held:
+            if row.owner != me or row.epoch != held[key]:
+                result.lose.append(key)
+            elif not wanted_here:
+                result.release.append((key, row.epoch, True))
+        elif row.owner == me:
+            if wanted_here:
+                result.acquire.append((key, row.epoch))
+            else:
+                result.release.append((key, row.epoch, False))
+        elif wanted_here and (row.owner is None or row.owner not in live):
+            result.acquire.append((key, None))
+    result.lose.extend(key for key in held if key not in seen and key not in busy)
+    return result
+
+
+@dataclass
+class OwnershipStore:
+    """The ownership SQL the reconciler needs, bound to a pool (storage.pg.ownership by default; tests may
+    pass their own functions)."""
+
+    acquire: Callable[[Any, int, list[int]], Awaitable[int | None]]
+    release: Callable[[Any, int, int], Awaitable[bool]]
+
+
+class Reconciler:
+    """Carries plans out for node `me`; `held` is what it owns and has loaded (key -> epoch)."""
+
+    def __init__(self, hooks: OwnershipHooks, store: OwnershipStore, me: int, *, max_takes: int = 4) -> None:
+        self.hooks = hooks
+        self.store = store
+        self.me = me
+        self.held: dict[Key, int] = {}
+        self._busy: dict[Key, asyncio.Task[None]] = {}
+        self._takes = asyncio.Semaphore(max_takes)
+        self._generation = 0  # bumped by lose_all: a take that started before it must not count as held
+        self._stopped = False
+        self.changed: Callable[[], None] = lambda: None  # called when a take or release finishes
+
+    def reconcile(self, rows: Iterable[PartitionState], live_node_ids: Iterable[int]) -> Plan:
+        """Plan against the rows and start the work (in background tasks); losses are handled at once."""
+        if self._stopped:
+            return Plan()
+        live = list(live_node_ids)
+        decided = plan(rows, live, self.me, self.held, frozenset(self._busy))
+        for key in decided.lose:
+            self._lose(key)
+        for key, epoch, held in decided.release:
+            self._start(key, self._release(key, epoch, held))
+        for key, stale_epoch in decided.acquire:
+            self._start(key, self._acquire(key, stale_epoch, live, self._generation))
+        return decided
+
+    def lose_all(self) -> None:
+        """Our lease may have lapsed: everything held is lost now, and takes under way will not count."""
+        self._generation += 1
+        for key in list(self.held):
+            self._lose(key)
+
+    def retake(self, topic_id: Any, partition: int) -> None:
+        """The owner found the partition unusable (its log broke): forget it, the next plan takes it again."""
+        self.held.pop((topic_id, partition), None)
+
+    async def stop(self) -> None:
+        """Hand everything off at once (SIGTERM): wait for the work under way, then give up and release all."""
+        self._stopped = True
+        await asyncio.gather(*self._busy.values(), return_exceptions=True)
+        handoffs = [self._release(key, epoch, True) for key, epoch in list(self.held.items())]
+        await asyncio.gather(*handoffs, return_exceptions=True)
+
+    async def drain(self) -> None:
+        """Wait until no take or release is under way (tests; stop)."""
+        while self._busy:
+            await asyncio.gather(*self._busy.values(), return_exceptions=True)
+
+    def _lose(self, key: Key) -> None:
+        del self.held[key]
+        try:
+            self.hooks.lost(*key)
+        except Exception:
+            log.exception("lost(%s, %d) failed", *key)
+
+    def _start(self, key: Key, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._busy[key] = task
+        task.add_done_callback(lambda _: self._finished(key))
+
+    def _finished(self, key: Key) -> None:
+        self._busy.pop(key, None)
+        self.changed()
+
+    async def _acquire(self, key: Key, stale_epoch: int | None, live: list[int], generation: int) -> None:
+        async with self._takes:
+            if generation != self._generation:
+                return
+            try:
+                if stale_epoch is not None:  # still ours from before a lapse or a failed take: free it first
+                    await self.store.release(key[0], key[1], stale_epoch)
+                epoch = await self.store.acquire(key[0], key[1], live)
+                if epoch is None:
+                    return
+                await self.hooks.take(key[0], key[1], epoch)
+            except Exception:
+                log.exception("taking %s-%d failed; the next reconcile tries again", *key)
+                return
+            if generation != self._generation:
+                self.hooks.lost(*key)
+            else:
+                self.held[key] = epoch
+
+    async def _release(self, key: Key, epoch: int, held: bool) -> None:
+        if held:
+            self.held.pop(key, None)
+            try:
+                await self.hooks.give_up(*key)
+            except Exception:
+                log.exception("giving up %s-%d failed; unloading it", *key)
+                self.hooks.lost(*key)
+        try:
+            await self.store.release(key[0], key[1], epoch)
+        except Exception:
+            log.exception("releasing %s-%d failed; the next reconcile tries again", *key)
