@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.completion import settled
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
+from coordinator.errors import TopicAlreadyExists
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -104,7 +105,7 @@ class MetadataHandler:
         async def after_creation() -> object:
             errors = await data.create_topics(reserved)  # all of them with one catalog write
             for topic, error in zip(reserved, errors):
-                if error is None:
+                if error is None or isinstance(error, TopicAlreadyExists):  # made here, or by another node
                     topics[creating[topic.name]] = missing(topic.name, ZERO_UUID, ErrorCode.leader_not_available,
                                                            topic_ops)
             return await settled(respond(topics))

@@ -26,7 +26,8 @@ _SELECT = "SELECT name, topic_id, partitions, configs::text, internal FROM kc_to
 _INSERT_TOPICS = """
 INSERT INTO kc_topics (name, topic_id, partitions, configs, internal)
 SELECT t.name, t.topic_id, t.partitions, t.configs::jsonb, t.internal
-FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::bool[]) AS t(name, topic_id, partitions, configs, internal)
+FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::bool[])
+     AS t(name, topic_id, partitions, configs, internal)
 ON CONFLICT (name) DO NOTHING
 RETURNING name"""
 

@@ -36,12 +36,14 @@ def batch(*values: bytes, ts: int = 1_000, **kwargs: Any) -> bytes:
 
 
 class Plane:
-    def __init__(self, log_dir: str, **overrides: str) -> None:
+    def __init__(self, log_dir: str, catalog: TopicCatalog | None = None, **overrides: str) -> None:
+        """`catalog`: the topic catalog to use (default: local mode's, kept in `log_dir`)."""
         self.log_dir = log_dir
         self.config = Config.load(overrides={"log.dirs": log_dir, **overrides}, environ={})
         self.node = Node(self.config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)
-        self.services = Services(self.config, self.node, TopicCatalog(self.node.cluster_id, 50,
-                                                                          FileCatalogStore(log_dir)))
+        if catalog is None:
+            catalog = TopicCatalog(self.node.cluster_id, 50, FileCatalogStore(log_dir))
+        self.services = Services(self.config, self.node, catalog)
         self.data = self.services.data
         self.dispatcher = build_dispatcher(self.services)
         self.cid = 0

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.identity import join_cluster
-from coordinator.data_plane import DataPlane, DataPlaneSettings
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
-from coordinator.errors import TopicAlreadyExists
+from protocol.apis import ApiKey
 from storage.pg.catalog import CHANNEL, TOPICS_CHANGED
 from storage.pg.connect import open_pool
 from storage.pg.errors import StoreUnavailableError
+from tests.support.data_plane import Plane, ms, req
 
 OFFSETS_PARTITIONS = 6
 
@@ -90,23 +92,33 @@ async def test_racing_creates_of_one_name_make_one_topic(nodes):
     assert await partition_rows(pool_a, loser.topic_id) == []
 
 
-async def test_the_losing_data_plane_answers_topic_already_exists(nodes, tmp_path):
+def create(name: str):
+    return req(ApiKey.CREATE_TOPICS, 7, timeout=ms(1000), validate_only=False, topics=[
+        {"name": name, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}])
+
+
+def metadata(name: str):
+    return req(ApiKey.METADATA, 12, topics=[{"name": name, "topic_id": None}], allow_auto_topic_creation=True,
+               include_topic_authorized_operations=False, include_cluster_authorized_operations=False)
+
+
+async def test_two_nodes_auto_creating_one_name_make_one_topic(nodes, tmp_path):
     (pool_a, pool_b), cluster_id = nodes
-    planes = [DataPlane(DataPlaneSettings(str(tmp_path / name)), catalog(pool, cluster_id))
-              for name, pool in (("a", pool_a), ("b", pool_b))]
-    for plane in planes:
-        await plane.start()
-    try:
-        await planes[0].create_topics([planes[0].reserve_topic("t", 2)])
-        late = planes[1].reserve_topic("t", 3)  # b has not refreshed: the name looks free to it
-        (error,) = await planes[1].create_topics([late])
-        assert isinstance(error, TopicAlreadyExists)
-        assert planes[1].catalog.get("t") == planes[0].catalog.get("t") != late
-        assert planes[1].partition("t", 0) is None and not (tmp_path / "b" / "t-0").exists()
-        assert not planes[1].catalog.taken("other")
-    finally:
-        for plane in planes:
-            await plane.stop()
+    async with Plane(str(tmp_path / "a"), catalog(pool_a, cluster_id)) as a, \
+            Plane(str(tmp_path / "b"), catalog(pool_b, cluster_id)) as b:
+        answers = await asyncio.gather(a.call(metadata("auto")), b.call(metadata("auto")))
+        assert [r.topics[0].error_code for r in answers] == [ErrorCode.leader_not_available] * 2
+        assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'auto'") == 1
+        assert a.data.catalog.get("auto") == b.data.catalog.get("auto") is not None
+        loser = a if a.data.partition("auto", 0) is None else b
+        assert loser.data.partition("auto", 0) is None and not os.path.exists(os.path.join(loser.log_dir, "auto-0"))
+
+        created = await a.call(create("explicit"))
+        assert created.topics[0].error_code == ErrorCode.none
+        refused = await b.call(create("explicit"))  # b has not refreshed: the name looked free to it
+        assert refused.topics[0].error_code == ErrorCode.topic_already_exists
+        assert b.data.catalog.get("explicit") == a.data.catalog.get("explicit")
+        assert b.data.partition("explicit", 0) is None
 
 
 async def test_a_change_notifies_the_other_nodes(nodes):
