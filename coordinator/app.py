@@ -68,10 +68,11 @@ class App:
             self.node = Node(config.node_id, cluster_id)
             self.offsets = OffsetsRuntime(config)
             topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, FileCatalogStore(config.log_dirs))
-            data = None
+            data = view = None
         else:
-            self.node, self.offsets, topics, data = cluster.node, cluster.offsets, cluster.topics, cluster.data
-        self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data)
+            self.node, self.offsets, topics, data, view = (cluster.node, cluster.offsets, cluster.topics, cluster.data,
+                                                           cluster.view)
+        self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view)
         self.dispatcher = build_dispatcher(self.services)
         self.server: Server | None = None
 
