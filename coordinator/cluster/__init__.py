@@ -1,5 +1,4 @@
-"""Cluster mode: node membership (leases), partition ownership (rendezvous + epochs) and the live view
-of the cluster that Metadata/FindCoordinator answer from. Policy only: the SQL is in storage/pg/.
+"""Cluster mode: who the brokers are and which node owns which partition.
 
 `view` answers the wire's questions (Metadata, FindCoordinator, leadership checks); in local
 mode `LocalView` says this node is every broker and the leader of everything.

@@ -1,0 +1,204 @@
+"""ClusterMembership: this node's lease in kc_nodes and the loops that keep ownership in step with the cluster.
+
+Three tasks and a timer:
+- renew: register, then renew every broker.heartbeat.interval.ms; a failed renew (PostgreSQL down) retries with
+  back-off; a renew answered False (our row is gone) loses everything and registers again.
+- watchdog (a loop timer at the local lease deadline, see lease.py): when the lease may have lapsed, every
+  partition is lost at once (`Reconciler.lose_all`), whatever the other tasks are waiting for.
+- listen: LISTEN on kc_cluster over a dedicated connection (reconnected when it drops); a notification wakes
+- refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
+  expiry of another node's lease (so a dead node's partitions move within the session timeout + a little), and
+  every heartbeat interval in case a notification was missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordinator.cluster.lease import LocalLease
+from coordinator.cluster.reconcile import Reconciler
+from coordinator.cluster.state import ClusterState, broker_of
+from storage.pg import leases, ownership
+
+log = logging.getLogger(__name__)
+
+FIRST_BACKOFF_S = 0.05
+EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's clock, before we look
+
+
+class ClusterMembership:
+    def __init__(self, pool: Any, reconciler: Reconciler, state: ClusterState, *, node_id: int, listeners: str,
+                 rack: str | None, heartbeat_ms: int, session_ms: int,
+                 connect: Callable[[], Awaitable[Any]],
+                 refresh_catalog: Callable[[], Awaitable[None]] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.pool = pool
+        self.reconciler = reconciler
+        self.state = state
+        self.node_id = node_id
+        self.listeners = listeners
+        self.rack = rack
+        self.heartbeat_s = heartbeat_ms / 1000.0
+        self.session_ms = session_ms
+        self.connect = connect
+        self.refresh_catalog = refresh_catalog
+        self.clock = clock
+        self.lease = LocalLease(session_ms, clock)
+        self.incarnation: Any = None
+        self.lapsed = False
+        self._wake = asyncio.Event()
+        self._next_expiry: float | None = None  # clock() at which another node's lease expires
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        reconciler.changed = self._wake.set
+
+    async def start(self) -> None:
+        """Register (NodeIdInUseError: another live node has our node.id — a start-up error), then run."""
+        sent = self.clock()
+        self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
+                                                 self.session_ms)
+        self._granted(sent)
+        await self.refresh()
+        self._tasks = [asyncio.create_task(loop(), name=f"cluster-{loop.__name__}")
+                       for loop in (self._renew_loop, self._refresh_loop, self._listen_loop)]
+
+    async def stop(self) -> None:
+        """Hand everything off at once (SIGTERM): give up + release each partition, then deregister (the
+        deregistration's NOTIFY makes the others look at once)."""
+        await self._halt()
+        await self.reconciler.stop()
+        if self.incarnation is not None:
+            await leases.deregister(self.pool, self.node_id, self.incarnation)
+
+    async def _halt(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def refresh(self) -> None:
+        """Read the cluster into the view, then reconcile (unless our lease may have lapsed)."""
+        if self.refresh_catalog is not None:
+            await self.refresh_catalog()
+        asked = self.clock()
+        nodes = await leases.live_nodes(self.pool)
+        now = await leases.db_now(self.pool)
+        rows = await ownership.partitions(self.pool)
+        self.state.update([broker_of(n.node_id, n.listeners, n.rack) for n in nodes], rows)
+        others = [(n.expires_at - now).total_seconds() for n in nodes if n.node_id != self.node_id]
+        self._next_expiry = asked + min(others) if others else None
+        if not self.lapsed and not self.lease.lapsed():
+            self.reconciler.reconcile(rows, [n.node_id for n in nodes])
+
+    # -- the lease ----------------------------------------------------------------------------------------------
+
+    def _granted(self, sent: float) -> None:
+        if not self.lease.granted(sent):
+            self._lapse("a renew was answered after the lease may have lapsed")
+            return
+        if self.lapsed:
+            log.info("node %d: lease regained", self.node_id)
+            self.lapsed = False
+            self._wake.set()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._watchdog = asyncio.get_running_loop().call_later(self.lease.remaining_s(), self._check_lease)
+
+    def _check_lease(self) -> None:
+        if self.lease.lapsed():
+            self._lapse("the lease was not renewed within broker.session.timeout.ms")
+        else:
+            self._watchdog = asyncio.get_running_loop().call_later(self.lease.remaining_s(), self._check_lease)
+
+    def _lapse(self, why: str) -> None:
+        """Another node may own our partitions now: unload them all at once."""
+        if self.lapsed:
+            return
+        log.warning("node %d: %s; unloading every partition", self.node_id, why)
+        self.lapsed = True
+        self.lease.drop()
+        self.reconciler.lose_all()
+
+    async def _renew_once(self) -> bool:
+        """One renew (or a registration when our row is gone); False when the row was gone."""
+        if self.incarnation is None:
+            self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
+                                                     self.session_ms)
+            return True
+        return await leases.renew(self.pool, self.node_id, self.incarnation, self.session_ms)
+
+    async def _renew_loop(self) -> None:
+        backoff = FIRST_BACKOFF_S
+        while True:
+            sent = self.clock()
+            try:
+                renewed = await asyncio.wait_for(self._renew_once(), self.lease.session_s)
+            except Exception as exc:  # PostgreSQL unreachable, a timeout, a node id in use: try again
+                log.warning("node %d: lease renewal failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.heartbeat_s)
+                continue
+            backoff = FIRST_BACKOFF_S
+            if not renewed:
+                self._lapse("our lease row is gone")
+                self.incarnation = None
+                continue
+            self._granted(sent)
+            await asyncio.sleep(max(0.0, sent + self.heartbeat_s - self.clock()))
+
+    # -- watching the cluster -----------------------------------------------------------------------------------
+
+    def _wait_s(self) -> float:
+        if self._next_expiry is None:
+            return self.heartbeat_s
+        return min(self.heartbeat_s, max(0.0, self._next_expiry - self.clock()) + EXPIRY_MARGIN_S)
+
+    async def _refresh_loop(self) -> None:
+        backoff = FIRST_BACKOFF_S
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._wait_s())
+            self._wake.clear()
+            try:
+                await self.refresh()
+            except Exception as exc:
+                log.warning("node %d: cluster refresh failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.heartbeat_s)
+                self._wake.set()
+                continue
+            backoff = FIRST_BACKOFF_S
+
+    def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        self._wake.set()
+
+    async def _listen_loop(self) -> None:
+        backoff = FIRST_BACKOFF_S
+        while True:
+            connection = None
+            try:
+                connection = await self.connect()
+                dropped = asyncio.Event()
+                connection.add_termination_listener(lambda _: dropped.set())
+                await connection.add_listener(leases.CHANNEL, self._notified)
+                self._wake.set()  # whatever changed while we were not listening
+                backoff = FIRST_BACKOFF_S
+                while not connection.is_closed():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(dropped.wait(), self.heartbeat_s)
+                log.warning("node %d: the LISTEN connection dropped; reconnecting", self.node_id)
+            except Exception as exc:
+                log.warning("node %d: LISTEN failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
+                backoff = min(backoff * 2, self.heartbeat_s)
+            finally:
+                if connection is not None and not connection.is_closed():
+                    with contextlib.suppress(Exception):
+                        await connection.close(timeout=1)
+            await asyncio.sleep(backoff)

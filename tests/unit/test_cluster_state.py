@@ -1,0 +1,58 @@
+"""ClusterState: the live ClusterView built from kc_nodes and kc_partitions rows."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from coordinator.cluster.state import ClusterState, broker_of, listeners_json
+from coordinator.cluster.view import NO_LEADER, Broker
+
+ORDERS = uuid.UUID(int=11)
+
+
+@dataclass
+class Row:
+    topic_id: uuid.UUID
+    partition: int
+    owner: int | None
+    epoch: int
+
+
+def state(me: int = 2) -> ClusterState:
+    view = ClusterState(me, {"orders": ORDERS}.get)
+    view.update([Broker(3, "c", 9094), Broker(2, "b", 9093, "r2")],
+                [Row(ORDERS, 0, 2, 5), Row(ORDERS, 1, 3, 7), Row(ORDERS, 2, None, 4), Row(ORDERS, 3, 1, 9)])
+    return view
+
+
+def test_brokers_are_the_live_nodes_in_id_order_and_the_controller_is_the_lowest():
+    view = state()
+    assert view.brokers() == [Broker(2, "b", 9093, "r2"), Broker(3, "c", 9094)]
+    assert view.controller_id() == 2 and view.live_node_ids() == [2, 3]
+    assert view.broker(3) == Broker(3, "c", 9094) and view.broker(1) is None
+
+
+def test_the_leader_is_a_live_owner_with_its_epoch():
+    view = state()
+    assert [view.leader("orders", p) for p in range(5)] == [2, 3, NO_LEADER, NO_LEADER, NO_LEADER]
+    assert [view.leader_epoch("orders", p) for p in range(4)] == [5, 7, 0, 0]  # node 1 is dead
+    assert view.leader("unknown", 0) == NO_LEADER
+
+
+def test_owns_only_what_this_node_leads():
+    view = state(me=2)
+    assert [view.owns("orders", p) for p in range(4)] == [True, False, False, False]
+    assert state(me=3).owns("orders", 1)
+
+
+def test_before_the_first_refresh_this_node_is_the_controller_and_leads_nothing():
+    view = ClusterState(5, lambda name: ORDERS)
+    assert view.brokers() == [] and view.controller_id() == 5 and view.leader("orders", 0) == NO_LEADER
+
+
+def test_a_registered_listener_reads_back_as_the_broker():
+    text = listeners_json("10.0.0.7", 9092)
+    assert broker_of(7, text, "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a")
+    assert broker_of(7, json.loads(text), None) == Broker(7, "10.0.0.7", 9092)
