@@ -6,9 +6,10 @@ import asyncio
 import gc
 import signal
 
+from typing import TYPE_CHECKING
+
 import structlog
 
-from coordinator.cluster.node_runtime import ClusterNode
 from coordinator.config import Config
 from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
@@ -36,6 +37,9 @@ from coordinator.net.server import Server
 from coordinator.node import Node, load_or_create_cluster_id
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.services import Services
+
+if TYPE_CHECKING:
+    from coordinator.cluster.node_runtime import ClusterNode
 
 log = structlog.get_logger(__name__)
 
@@ -118,8 +122,13 @@ class App:
 
 
 async def serve(config: Config) -> None:
-    """Run one node until signalled: local mode, or cluster mode when storage.url is set."""
-    app = App(config, await ClusterNode.build(config)) if config.cluster_mode else App(config)
+    """Run one node until signalled: local mode, or cluster mode when storage.url is set (only then is
+    the PostgreSQL driver imported)."""
+    if config.cluster_mode:
+        from coordinator.cluster.node_runtime import ClusterNode
+        app = App(config, await ClusterNode.build(config))
+    else:
+        app = App(config)
     await app.run_until_signalled()
 
 

@@ -18,16 +18,22 @@ import structlog
 
 from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.log_supervisor import LogSupervisor
+from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
+from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.startup import StartupError, open_store, wipe_scratch
-from coordinator.config import Config, Listener
+from coordinator.cluster.state import ClusterState, listeners_json
+from coordinator.config import Config, Listener, redact_url
 from coordinator.data_plane import DataPlane, DataPlaneSettings
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
-from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
-from storage.pg import cluster_meta
+from storage.pg import cluster_meta, ownership
+from storage.pg.connect import connect
+from storage.pg.errors import NodeIdInUseError
+from storage.pg.pg_log import PgPartitionLog
 
 log = structlog.get_logger(__name__)
 
@@ -41,10 +47,15 @@ class ClusterNode:
         self.topics = topics
         self.offsets = offsets
         self.data = data
+        self.view = ClusterState(config.node_id, self._topic_id)
         self.hooks = PartitionHooks(topics, offsets, data, self._open_log)
-        self.supervisor = LogSupervisor(self.hooks)
-        self.membership: Any = None
-        self.reconciler: Any = None
+        me = config.node_id
+        store = OwnershipStore(lambda topic_id, partition, live: ownership.acquire(pool, topic_id, partition, me, live),
+                               lambda topic_id, partition, epoch: ownership.release(pool, topic_id, partition, me,
+                                                                                     epoch))
+        self.reconciler = Reconciler(self.hooks, store, me)
+        self.supervisor = LogSupervisor(self.hooks, self._forget)
+        self.membership: ClusterMembership | None = None
 
     @classmethod
     async def build(cls, config: Config) -> ClusterNode:
@@ -60,27 +71,46 @@ class ClusterNode:
         except BaseException:
             await pool.close()
             raise
-        log.info("cluster.joined", cluster_id=cluster_id, node_id=config.node_id)
         return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data)
 
-    async def _open_log(self, topic: Any, partition: int, epoch: int) -> Any:
-        from storage.pg.pg_log import PgPartitionLog
+    def _topic_id(self, name: str) -> Any:
+        topic = self.topics.get(name)
+        return None if topic is None else topic.topic_id
 
+    async def _open_log(self, topic: TopicInfo, partition: int, epoch: int) -> Any:
         return await PgPartitionLog.open(self.pool, topic.topic_id, partition, epoch, self.config.log_dirs)
 
-    async def start(self, advertised: tuple[Listener, ...]) -> None:
-        from storage.pg.errors import NodeIdInUseError
+    def _forget(self, key: tuple[Any, int]) -> None:
+        """A broken log was unloaded: the Reconciler takes the partition again at its next round (now)."""
+        self.reconciler.retake(*key)
+        self.reconciler.changed()
 
+    async def _refresh_catalog(self) -> None:
+        await self.topics.refresh()
+
+    async def start(self, advertised: tuple[Listener, ...]) -> None:
+        """Register this node's lease with its advertised endpoint and start taking its share."""
+        endpoint = advertised[0]
+        config = self.config
+        self.membership = ClusterMembership(
+            self.pool, self.reconciler, self.view, node_id=config.node_id,
+            listeners=listeners_json(endpoint.host, endpoint.port), rack=None,
+            heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
+            connect=partial(connect, config.storage_url), refresh_catalog=self._refresh_catalog)
         try:
-            await self.membership.start(advertised)
+            await self.membership.start()
         except NodeIdInUseError as exc:
+            self.membership = None
             raise StartupError(f"node.id: {exc}") from None
         self.supervisor.start()
+        log.info("cluster.member", node_id=config.node_id, cluster_id=self.node.cluster_id,
+                 storage=redact_url(config.storage_url))
 
     async def stop(self) -> None:
+        """SIGTERM: hand every partition off (give up, release), deregister."""
         await self.supervisor.stop()
-        if self.reconciler is not None:
-            await self.reconciler.stop()
+        if self.membership is not None:
+            await self.membership.stop()
 
     async def close(self) -> None:
         await self.pool.close()
