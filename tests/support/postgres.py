@@ -51,7 +51,7 @@ def find_bin_dir() -> Path:
     for candidate in candidates:
         if (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
             return Path(candidate)
-    raise PostgresUnavailableError(f"initdb/pg_ctl not found on PATH nor in {DEBIAN_BIN_GLOB} (./dev setup installs them)")
+    raise PostgresUnavailableError(f"no initdb/pg_ctl on PATH nor in {DEBIAN_BIN_GLOB} (./dev setup installs them)")
 
 
 def _version_key(path: str) -> float:
