@@ -68,4 +68,3 @@ async def migrate(pool: asyncpg.Pool | asyncpg.Connection) -> int:
                         await conn.execute(statement)
                     await conn.execute("UPDATE kc_schema SET version = $1", version)
             return found
-
