@@ -24,6 +24,7 @@ from coordinator.cluster.lease import LocalLease
 from coordinator.cluster.reconcile import Reconciler
 from coordinator.cluster.state import ClusterState, broker_of
 from storage.pg import leases, ownership
+from storage.pg.notify import CHANNEL
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's cl
 
 
 class ClusterMembership:
-    def __init__(self, pool: Any, reconciler: Reconciler, state: ClusterState, *, node_id: int, listeners: str,
+    def __init__(self, pool: Any, reconciler: Reconciler, state: ClusterState, *, node_id: int, listeners: Any,
                  rack: str | None, heartbeat_ms: int, session_ms: int,
                  connect: Callable[[], Awaitable[Any]],
                  refresh_catalog: Callable[[], Awaitable[None]] | None = None,
@@ -49,7 +50,8 @@ class ClusterMembership:
         self.refresh_catalog = refresh_catalog
         self.clock = clock
         self.lease = LocalLease(session_ms, clock)
-        self.incarnation: Any = None
+        self.incarnation: Any = None  # of our kc_nodes row; None: to register (again)
+        self.previous: Any = None  # the incarnation our row had, which a re-registration replaces
         self.lapsed = False
         self._wake = asyncio.Event()
         self._next_expiry: float | None = None  # clock() at which another node's lease expires
@@ -60,8 +62,7 @@ class ClusterMembership:
     async def start(self) -> None:
         """Register (NodeIdInUseError: another live node has our node.id — a start-up error), then run."""
         sent = self.clock()
-        self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
-                                                 self.session_ms)
+        await self._register()
         self._granted(sent)
         await self.refresh()
         self._tasks = [asyncio.create_task(loop(), name=f"cluster-{loop.__name__}")
@@ -126,11 +127,15 @@ class ClusterMembership:
         self.lease.drop()
         self.reconciler.lose_all()
 
+    async def _register(self) -> None:
+        self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
+                                                 self.session_ms, replacing=self.previous)
+        self.previous = self.incarnation
+
     async def _renew_once(self) -> bool:
-        """One renew (or a registration when our row is gone); False when the row was gone."""
+        """One renew (or a registration when our row is gone); False when the lease was no longer ours."""
         if self.incarnation is None:
-            self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
-                                                     self.session_ms)
+            await self._register()
             return True
         return await leases.renew(self.pool, self.node_id, self.incarnation, self.session_ms)
 
@@ -147,7 +152,7 @@ class ClusterMembership:
                 continue
             backoff = FIRST_BACKOFF_S
             if not renewed:
-                self._lapse("our lease row is gone")
+                self._lapse("our lease had expired in PostgreSQL")
                 self.incarnation = None
                 continue
             self._granted(sent)
@@ -187,7 +192,7 @@ class ClusterMembership:
                 connection = await self.connect()
                 dropped = asyncio.Event()
                 connection.add_termination_listener(lambda _: dropped.set())
-                await connection.add_listener(leases.CHANNEL, self._notified)
+                await connection.add_listener(CHANNEL, self._notified)
                 self._wake.set()  # whatever changed while we were not listening
                 backoff = FIRST_BACKOFF_S
                 while not connection.is_closed():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from coordinator.cluster.assignment import desired_owner
+from storage.pg import ownership
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,8 @@ class PartitionState(Protocol):
 
 @dataclass(frozen=True)
 class Plan:
-    acquire: list[tuple[Key, int | None]] = field(default_factory=list)
-    """(key, stale epoch): desired here and free (no owner, a dead owner, or this node without holding it: then
-    the stale epoch of that row, released first): bump the epoch, take."""
+    acquire: list[Key] = field(default_factory=list)
+    """Desired here and free (no owner, a dead owner, or this node without holding it): bump the epoch, take."""
     release: list[tuple[Key, int, bool]] = field(default_factory=list)
     """(key, row epoch, held): owned here but desired elsewhere; a held one is given up before the release."""
     lose: list[Key] = field(default_factory=list)
@@ -74,11 +74,11 @@ def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
                 result.release.append((key, row.epoch, True))
         elif row.owner == me:
             if wanted_here:
-                result.acquire.append((key, row.epoch))
+                result.acquire.append(key)  # re-taking bumps the epoch: it fences what we wrote before
             else:
                 result.release.append((key, row.epoch, False))
         elif wanted_here and (row.owner is None or row.owner not in live):
-            result.acquire.append((key, None))
+            result.acquire.append(key)
     result.lose.extend(key for key in held if key not in seen and key not in busy)
     return result
 
@@ -90,6 +90,15 @@ class OwnershipStore:
 
     acquire: Callable[[Any, int, list[int]], Awaitable[int | None]]
     release: Callable[[Any, int, int], Awaitable[bool]]
+
+    @classmethod
+    def over(cls, pool: Any, me: int) -> OwnershipStore:
+        async def acquire(topic_id: Any, partition: int, live_node_ids: list[int]) -> int | None:
+            return await ownership.acquire(pool, topic_id, partition, me, live_node_ids)
+
+        async def release(topic_id: Any, partition: int, epoch: int) -> bool:
+            return await ownership.release(pool, topic_id, partition, me, epoch)
+        return cls(acquire, release)
 
 
 class Reconciler:
@@ -116,8 +125,8 @@ class Reconciler:
             self._lose(key)
         for key, epoch, held in decided.release:
             self._start(key, self._release(key, epoch, held))
-        for key, stale_epoch in decided.acquire:
-            self._start(key, self._acquire(key, stale_epoch, live, self._generation))
+        for key in decided.acquire:
+            self._start(key, self._acquire(key, live, self._generation))
         return decided
 
     def lose_all(self) -> None:
@@ -158,13 +167,11 @@ class Reconciler:
         self._busy.pop(key, None)
         self.changed()
 
-    async def _acquire(self, key: Key, stale_epoch: int | None, live: list[int], generation: int) -> None:
+    async def _acquire(self, key: Key, live: list[int], generation: int) -> None:
         async with self._takes:
             if generation != self._generation:
                 return
             try:
-                if stale_epoch is not None:  # still ours from before a lapse or a failed take: free it first
-                    await self.store.release(key[0], key[1], stale_epoch)
                 epoch = await self.store.acquire(key[0], key[1], live)
                 if epoch is None:
                     return

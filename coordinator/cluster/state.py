@@ -16,9 +16,9 @@ from typing import Any
 from coordinator.cluster.view import NO_LEADER, Broker
 
 
-def listeners_json(host: str, port: int) -> str:
-    """What a node registers in kc_nodes.listeners: its advertised endpoint, the shape `broker_of` reads."""
-    return json.dumps([{"name": "PLAINTEXT", "host": host, "port": port}])
+def advertised_listeners(host: str, port: int) -> list[dict[str, Any]]:
+    """What a node registers in kc_nodes.listeners (JSON): its advertised endpoint, the shape `broker_of` reads."""
+    return [{"name": "PLAINTEXT", "host": host, "port": port}]
 
 
 def broker_of(node_id: int, listeners: Any, rack: str | None) -> Broker:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import asyncpg
 
-from storage.pg.errors import unavailable
+from storage.pg.connect import unavailable_as_store_error
 
 CHANNEL = "kc_cluster"
 TOPICS_CHANGED = "topics"
@@ -59,7 +59,7 @@ def _row(record: asyncpg.Record) -> TopicRow:
 
 async def read_topics(pool: asyncpg.Pool) -> list[TopicRow]:
     """Every topic of the cluster, the internal one included."""
-    with unavailable():
+    with unavailable_as_store_error("read the topic catalog"):
         return [_row(r) for r in await pool.fetch(_SELECT)]
 
 
@@ -67,7 +67,7 @@ async def apply_changes(pool: asyncpg.Pool, added: Sequence[TopicRow],
                         removed: Sequence[uuid.UUID] = ()) -> list[TopicRow]:
     """Delete the `removed` topic ids and create `added`, in one transaction; returns for each
     added topic the row now stored under its name (another id: another node created it first)."""
-    with unavailable():
+    with unavailable_as_store_error("write the topic catalog"):
         async with pool.acquire() as conn, conn.transaction():
             changed = False
             if removed:

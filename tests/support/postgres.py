@@ -61,7 +61,7 @@ def _version_key(path: str) -> float:
         return 0.0
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -111,7 +111,7 @@ class PostgresServer:
         data = self.dir / "data"
         done = self._run("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(data))
         _check(done, "initdb")
-        self.port = _free_port()
+        self.port = free_port()
         settings = {**SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.dir}'"}
         with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.writelines(f"{name} = {value}\n" for name, value in settings.items())

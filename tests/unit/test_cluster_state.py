@@ -6,7 +6,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from coordinator.cluster.state import ClusterState, broker_of, listeners_json
+from coordinator.cluster.state import ClusterState, broker_of, advertised_listeners
 from coordinator.cluster.view import NO_LEADER, Broker
 
 ORDERS = uuid.UUID(int=11)
@@ -53,6 +53,6 @@ def test_before_the_first_refresh_this_node_is_the_controller_and_leads_nothing(
 
 
 def test_a_registered_listener_reads_back_as_the_broker():
-    text = listeners_json("10.0.0.7", 9092)
-    assert broker_of(7, text, "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a")
-    assert broker_of(7, json.loads(text), None) == Broker(7, "10.0.0.7", 9092)
+    listeners = advertised_listeners("10.0.0.7", 9092)
+    assert broker_of(7, json.dumps(listeners), "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a")
+    assert broker_of(7, listeners, None) == Broker(7, "10.0.0.7", 9092)

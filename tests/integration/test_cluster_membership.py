@@ -1,0 +1,194 @@
+"""ClusterMembership on a real PostgreSQL: two or three nodes in one event loop, with fake hooks.
+
+Every node has its own pool and LISTEN connection, as separate processes would. The offsets topic's 50
+partitions are the rows they share. Timings are small (heartbeat 300 ms, session 1500 ms) unless a test needs
+to show that something happens sooner than a timer would make it happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+
+import asyncpg
+import pytest
+
+from coordinator.cluster.assignment import desired_owner
+from coordinator.cluster.membership import ClusterMembership
+from coordinator.cluster.reconcile import OwnershipStore, Reconciler
+from coordinator.cluster.state import ClusterState, advertised_listeners
+from storage.pg import connect, ownership
+
+pytestmark = pytest.mark.integration
+
+TOPIC = uuid.UUID("0c0ffee0-0000-4000-8000-000000000050")
+PARTITIONS = 50
+KEYS = [(TOPIC, p) for p in range(PARTITIONS)]
+
+
+class Hooks:
+    """Records what a node was told; `held` is what it has loaded."""
+
+    def __init__(self) -> None:
+        self.held: dict[tuple, int] = {}
+        self.events: list[tuple[str, int]] = []
+
+    async def take(self, topic_id, partition, epoch) -> None:
+        await asyncio.sleep(0.001)  # a load takes a moment
+        self.held[(topic_id, partition)] = epoch
+        self.events.append(("take", partition))
+
+    async def give_up(self, topic_id, partition) -> None:
+        del self.held[(topic_id, partition)]
+        self.events.append(("give_up", partition))
+
+    def lost(self, topic_id, partition) -> None:
+        del self.held[(topic_id, partition)]
+        self.events.append(("lost", partition))
+
+
+class Cluster:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.nodes: dict[int, ClusterMembership] = {}
+        self.hooks: dict[int, Hooks] = {}
+        self.pools: list[asyncpg.Pool] = []
+
+    async def start(self, node_id: int, heartbeat_ms: int = 300, session_ms: int = 1500) -> ClusterMembership:
+        pool = await connect.open_pool(self.url, max_size=4)
+        self.pools.append(pool)
+        hooks = self.hooks[node_id] = Hooks()
+        reconciler = Reconciler(hooks, OwnershipStore.over(pool, node_id), node_id)
+        node = ClusterMembership(pool, reconciler, ClusterState(node_id, lambda name: None), node_id=node_id,
+                                 listeners=advertised_listeners("127.0.0.1", 9000 + node_id), rack=None,
+                                 heartbeat_ms=heartbeat_ms, session_ms=session_ms,
+                                 connect=lambda: asyncpg.connect(self.url))
+        await node.start()
+        self.nodes[node_id] = node
+        return node
+
+    def owners(self) -> dict[tuple, int]:
+        return {key: node_id for node_id, hooks in self.hooks.items() for key in hooks.held}
+
+    def spread(self, live: list[int]) -> dict[tuple, int]:
+        return {(t, p): desired_owner(t, p, live) for t, p in KEYS}
+
+    async def settled(self, live: list[int], within_s: float) -> float:
+        """Seconds until every partition is held by its desired node, and by no other."""
+        return await until(lambda: self.owners() == self.spread(live) and self.total_held() == PARTITIONS,
+                           within_s)
+
+    def total_held(self) -> int:
+        return sum(len(hooks.held) for hooks in self.hooks.values())
+
+    async def close(self) -> None:
+        for node in self.nodes.values():
+            await node._halt()
+        for pool in self.pools:
+            await pool.close()
+
+
+async def until(condition: Callable[[], bool], within_s: float) -> float:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while not condition():
+        assert loop.time() - start < within_s, f"not within {within_s} s"
+        await asyncio.sleep(0.01)
+    return loop.time() - start
+
+
+@pytest.fixture
+async def cluster(pg_url):
+    pool = await connect.open_pool(pg_url, max_size=2)
+    await ownership.ensure_partitions(pool, TOPIC, PARTITIONS)
+    await pool.close()
+    made = Cluster(pg_url)
+    yield made
+    await made.close()
+
+
+async def test_three_nodes_spread_the_partitions_evenly(cluster):
+    for node_id in (1, 2, 3):
+        await cluster.start(node_id)
+    await cluster.settled([1, 2, 3], within_s=10)
+    counts = [len(cluster.hooks[n].held) for n in (1, 2, 3)]
+    assert min(counts) >= 8, counts
+    rows = await ownership.partitions(cluster.pools[0])
+    assert {(r.topic_id, r.partition): r.owner for r in rows} == cluster.owners()
+    assert all(r.epoch == cluster.hooks[r.owner].held[(r.topic_id, r.partition)] for r in rows)
+    state = cluster.nodes[1].state
+    assert [b.node_id for b in state.brokers()] == [1, 2, 3] and state.controller_id() == 1
+    assert state.broker(2).port == 9002
+
+
+async def test_a_graceful_stop_hands_off_within_a_notification_not_a_session(cluster):
+    for node_id in (1, 2, 3):
+        await cluster.start(node_id, heartbeat_ms=5000, session_ms=15000)
+    await cluster.settled([1, 2, 3], within_s=10)
+    leaving = cluster.nodes.pop(3)
+    gone = dict(cluster.hooks[3].held)
+    for hooks in cluster.hooks.values():
+        hooks.events.clear()
+    await leaving.stop()
+    assert cluster.hooks[3].held == {} and sorted(p for e, p in cluster.hooks[3].events if e == "give_up") == \
+        sorted(p for _, p in gone)
+    # no heartbeat, refresh or expiry falls due in this window: only the NOTIFYs can move them
+    await cluster.settled([1, 2], within_s=3)
+    assert sorted(p for n in (1, 2) for e, p in cluster.hooks[n].events if e == "take") == sorted(p for _, p in gone)
+    assert all(e == "take" for n in (1, 2) for e, _ in cluster.hooks[n].events)
+
+
+async def test_a_killed_node_is_taken_over_after_its_session(cluster):
+    for node_id in (1, 2, 3):
+        await cluster.start(node_id)
+    await cluster.settled([1, 2, 3], within_s=10)
+    victim = cluster.nodes.pop(3)
+    await victim._halt()  # its tasks die; its lease is not renewed and never deregistered
+    orphans = {key for key, owner in cluster.spread([1, 2, 3]).items() if owner == 3}
+    await asyncio.sleep(0.5)  # its lease (renewed at most 300 ms before) is still live in PostgreSQL
+    assert not orphans & (set(cluster.hooks[1].held) | set(cluster.hooks[2].held))
+    del cluster.hooks[3]
+    await cluster.settled([1, 2], within_s=1.5 + 3)
+
+
+async def test_a_paused_node_loses_everything_and_its_stale_epochs_are_fenced(cluster, monkeypatch):
+    for node_id in (1, 2):
+        await cluster.start(node_id)
+    await cluster.settled([1, 2], within_s=10)
+    paused = cluster.nodes[2]
+    stale = dict(cluster.hooks[2].held)
+    stalled = asyncio.Event()
+
+    async def never_answered() -> bool:
+        await stalled.wait()
+        return True
+    monkeypatch.setattr(paused, "_renew_once", never_answered)
+    await until(lambda: cluster.hooks[2].held == {}, within_s=1.5 + 1)
+    assert sorted(p for e, p in cluster.hooks[2].events if e == "lost") == sorted(p for _, p in stale)
+    await until(lambda: len(cluster.hooks[1].held) == PARTITIONS, within_s=5)
+    pool = cluster.pools[1]
+    for (topic_id, partition), epoch in stale.items():
+        assert not await ownership.release(pool, topic_id, partition, 2, epoch)
+        assert await ownership.acquire(pool, topic_id, partition, 2, [2]) is None
+    rows = {(r.topic_id, r.partition): r for r in await ownership.partitions(pool)}
+    assert all(rows[key].owner == 1 and rows[key].epoch > epoch for key, epoch in stale.items())
+    monkeypatch.undo()  # it wakes up: renews (or registers again) and takes its share back
+    await cluster.settled([1, 2], within_s=10)
+
+
+async def test_a_joining_node_takes_its_share_and_the_others_give_up_exactly_that(cluster):
+    for node_id in (1, 2):
+        await cluster.start(node_id)
+    await cluster.settled([1, 2], within_s=10)
+    before = cluster.spread([1, 2])
+    for hooks in cluster.hooks.values():
+        hooks.events.clear()
+    await cluster.start(3)
+    await cluster.settled([1, 2, 3], within_s=10)
+    moved = {key for key, owner in cluster.spread([1, 2, 3]).items() if owner == 3}
+    for node_id in (1, 2):
+        given = {(TOPIC, p) for e, p in cluster.hooks[node_id].events if e == "give_up"}
+        assert given == {key for key in moved if before[key] == node_id}
+        assert all(e == "give_up" for e, _ in cluster.hooks[node_id].events)
+    assert len(moved) >= 8
