@@ -14,9 +14,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
+from storage.pg.url import redact
 
 
 class ConfigError(ValueError):
@@ -118,19 +119,6 @@ def parse_storage_url(text: str) -> str:
     if parts.scheme not in POSTGRES_SCHEMES:
         raise ValueError(f"scheme {parts.scheme or '(none)'!r} is not one of {', '.join(POSTGRES_SCHEMES)}")
     return value
-
-
-def redact_url(url: str) -> str:
-    """`url` with its password replaced by `***`, for log lines and errors."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "***"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def parse_cleanup_policy(text: str) -> str:
@@ -412,7 +400,7 @@ class Config:
         for name, (attr, _p, _d, _doc) in SETTINGS.items():
             value = by_attr[attr]
             out[name] = ",".join(map(str, value)) if isinstance(value, tuple) else "" if value is None else str(value)
-        out["storage.url"] = redact_url(out["storage.url"])
+        out["storage.url"] = redact(out["storage.url"])
         return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import asyncpg
 import structlog
 
 from coordinator.cluster.identity import join_cluster
@@ -22,8 +23,8 @@ from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.startup import StartupError, open_store, wipe_scratch
-from coordinator.cluster.state import ClusterState, listeners_json
-from coordinator.config import Config, Listener, redact_url
+from coordinator.cluster.state import ClusterState, advertised_listeners
+from coordinator.config import Config, Listener
 from coordinator.data_plane import DataPlane, DataPlaneSettings
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
@@ -31,7 +32,6 @@ from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from storage.pg import cluster_meta, ownership
-from storage.pg.connect import connect
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.pg_log import PgPartitionLog
 
@@ -94,9 +94,9 @@ class ClusterNode:
         config = self.config
         self.membership = ClusterMembership(
             self.pool, self.reconciler, self.view, node_id=config.node_id,
-            listeners=listeners_json(endpoint.host, endpoint.port), rack=None,
+            listeners=advertised_listeners(endpoint.host, endpoint.port), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
-            connect=partial(connect, config.storage_url), refresh_catalog=self._refresh_catalog)
+            connect=partial(asyncpg.connect, config.storage_url), refresh_catalog=self._refresh_catalog)
         try:
             await self.membership.start()
         except NodeIdInUseError as exc:
@@ -104,7 +104,7 @@ class ClusterNode:
             raise StartupError(f"node.id: {exc}") from None
         self.supervisor.start()
         log.info("cluster.member", node_id=config.node_id, cluster_id=self.node.cluster_id,
-                 storage=redact_url(config.storage_url))
+                 storage=redact(config.storage_url))
 
     async def stop(self) -> None:
         """SIGTERM: hand every partition off (give up, release), deregister."""

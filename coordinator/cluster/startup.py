@@ -11,7 +11,7 @@ import os
 import shutil
 from typing import Any
 
-from coordinator.config import redact_url
+from storage.pg.url import redact
 
 
 class StartupError(Exception):
@@ -35,10 +35,11 @@ async def open_store(config: Any) -> Any:
     try:
         return await open_pool(url)
     except SchemaTooNewError as exc:
-        raise StartupError(f"storage.url: {without_password(str(exc), url)}") from None
-    except (StoreUnavailableError, OSError) as exc:
-        reason = without_password(str(exc) or type(exc).__name__, url)
-        raise StartupError(f"storage.url: cannot reach PostgreSQL at {redact_url(url)}: {reason}") from None
+        raise StartupError(f"storage.url: {exc}") from None
+    except StoreUnavailableError as exc:
+        cause = exc.__cause__ or exc
+        reason = without_password(f"{type(cause).__name__}: {cause}", url)
+        raise StartupError(f"storage.url: cannot reach PostgreSQL at {redact(url)}: {reason}") from None
 
 
 SCRATCH_MARK = "cluster-scratch"

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import asyncpg
 
 from storage.pg.errors import StoreUnavailableError
 from storage.pg.schema import migrate
+from storage.pg.url import redact
+
+__all__ = ["UNAVAILABLE_ERRORS", "open_pool", "redact", "unavailable_as_store_error"]
 
 # Connection refused/reset, timeouts, a connection lost mid-statement (SQLSTATE class 08), the server
 # shutting down or not accepting connections yet (class 57), a closed connection used again.
@@ -24,19 +25,6 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.InsufficientResourcesError,
     asyncpg.InterfaceError,
 )
-
-_PASSWORD_PARAMETER = re.compile(r"(password=)[^&\s]*", re.IGNORECASE)
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced by '***', for log lines and error messages."""
-    parts = urlsplit(url)
-    if parts.password is not None:
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-        parts = SplitResult(parts.scheme, netloc, parts.path, parts.query, parts.fragment)
-    return _PASSWORD_PARAMETER.sub(r"\1***", urlunsplit(parts))
 
 
 @contextmanager
