@@ -109,7 +109,7 @@ class PostgresServer:
             entry = pwd.getpwnam(self._user)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
         data = self.dir / "data"
-        done = self._run("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(data))
+        done = self._run("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync", "-D", str(data))
         _check(done, "initdb")
         self.port = free_port()
         settings = {**SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.dir}'"}
