@@ -39,6 +39,15 @@ SETTINGS = {
 }
 
 
+# $1: the pid to outlive, $2: the data dir, $3: the temp dir, then the pg_ctl command.
+_WATCHDOG = """
+pid=$1 data=$2 dir=$3; shift 3
+while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+"$@" stop -m immediate -w -D "$data"
+rm -rf "$dir"
+"""
+
+
 class PostgresUnavailableError(RuntimeError):
     """No PostgreSQL binaries (or no unprivileged user to run them as root) on this machine."""
 
@@ -78,6 +87,7 @@ class PostgresServer:
         self.dir = Path()
         self._database_numbers = itertools.count(1)
         self._running = False
+        self._watchdog: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -98,11 +108,21 @@ class PostgresServer:
             ) from exc
         return RUN_AS_WHEN_ROOT
 
+    def _command(self, program: str, *args: str) -> list[str]:
+        command = [str(self.bin_dir / program), *args]
+        return command if self._user is None else ["runuser", "-u", self._user, "--", *command]
+
     def _run(self, *args: str) -> subprocess.CompletedProcess:
-        command = [str(self.bin_dir / args[0]), *args[1:]]
-        if self._user is not None:
-            command = ["runuser", "-u", self._user, "--", *command]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=self.dir)
+        return subprocess.run(self._command(*args), capture_output=True, text=True, timeout=120, cwd=self.dir)
+
+    def _watch(self) -> None:
+        """If this process dies without stop() (kill -9, os._exit), a watchdog stops the server and removes
+        its directory, so no PostgreSQL outlives its test run."""
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", _WATCHDOG, "watchdog", str(os.getpid()), str(self._data), str(self.dir),
+             *self._command("pg_ctl")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
 
     def start(self) -> PostgresServer:
         self.dir = Path(tempfile.mkdtemp(prefix="kc-pg-"))
@@ -117,6 +137,7 @@ class PostgresServer:
             with open(self._data / "postgresql.conf", "a", encoding="utf-8") as conf:
                 conf.writelines(f"{name} = {value}\n" for name, value in settings.items())
             self._start_server()
+            self._watch()
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
@@ -167,6 +188,10 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop at once (a throwaway cluster needs no clean shutdown) and remove the temp dir."""
         self._stop_server()
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+            self._watchdog = None
         if self.dir != Path():
             shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import glob
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -80,3 +84,15 @@ def test_debian_bin_dir_is_found_off_path(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     found = postgres.find_bin_dir()
     assert found.match(postgres.DEBIAN_BIN_GLOB) and (found / "initdb").exists(), found
+
+
+def test_a_server_whose_test_process_dies_is_stopped_by_its_watchdog():
+    server_or_skip()  # skips without binaries
+    started = subprocess.run(
+        [sys.executable, "-c", "import os; from tests.support.postgres import PostgresServer;"
+         "s = PostgresServer().start(); print(s.port, s.dir, flush=True); os._exit(0)"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
+    )  # fmt: skip
+    port, directory = started.stdout.split()
+    while not refuses_connections(int(port)) or Path(directory).exists():
+        time.sleep(0.1)  # the watchdog polls its parent every second; the test's timeout bounds this
