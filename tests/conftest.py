@@ -1,9 +1,11 @@
-"""Shared fixtures: `server` starts the real server process on an ephemeral port."""
+"""Shared fixtures: `server` starts the real server process on an ephemeral port; `postgres_server`
+(one throwaway PostgreSQL per session) and `pg_url` (a fresh database per test) from tests/support/postgres.py."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
 
 

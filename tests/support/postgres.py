@@ -1,0 +1,230 @@
+"""A throwaway PostgreSQL for tests and benches: initdb + pg_ctl of the machine's PostgreSQL.
+
+`PostgresServer` is a plain context manager (scripts, benches); the `postgres_server` fixture
+(session-scoped, so each xdist worker gets its own cluster) and `pg_url` (a fresh database per
+test) are registered for every test by tests/conftest.py.
+
+initdb refuses to run as root; as root the server runs as the unprivileged `postgres` user
+(created by Debian's postgresql package) through `runuser`, in a temp dir that user owns.
+Missing binaries skip the tests that need them, except under CI=true, where they fail loudly.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+DEBIAN_BIN_GLOB = "/usr/lib/postgresql/*/bin"
+RUN_AS_WHEN_ROOT = "postgres"
+# Small and quick, but enough connections for 3 nodes x a pool of 8 + tests + tools.
+SETTINGS = {
+    "listen_addresses": "'127.0.0.1'",
+    "max_connections": "200",
+    "shared_buffers": "32MB",
+    "dynamic_shared_memory_type": "posix",
+    "max_wal_size": "256MB",
+    "log_min_messages": "warning",
+    "logging_collector": "off",
+}
+
+
+# $1: the pid to outlive, $2: the data dir, $3: the temp dir, then the pg_ctl command.
+_WATCHDOG = """
+pid=$1 data=$2 dir=$3; shift 3
+while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+"$@" stop -m immediate -w -D "$data"
+rm -rf "$dir"
+"""
+
+
+class PostgresUnavailableError(RuntimeError):
+    """No PostgreSQL binaries (or no unprivileged user to run them as root) on this machine."""
+
+
+def find_bin_dir() -> Path:
+    """The directory holding initdb/pg_ctl/psql: on PATH, else Debian's /usr/lib/postgresql/<v>/bin."""
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(os.path.realpath(on_path)).parent
+    candidates = sorted(glob.glob(DEBIAN_BIN_GLOB), key=_version_key, reverse=True)
+    for candidate in candidates:
+        if (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+            return Path(candidate)
+    raise PostgresUnavailableError(f"no initdb/pg_ctl on PATH nor in {DEBIAN_BIN_GLOB} (./dev setup installs them)")
+
+
+def _version_key(path: str) -> float:
+    try:
+        return float(Path(path).parent.name)
+    except ValueError:
+        return 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class PostgresServer:
+    """One PostgreSQL cluster in a temp dir on a free port; `with PostgresServer() as pg: pg.url`."""
+
+    def __init__(self) -> None:
+        self.bin_dir = find_bin_dir()
+        self._user = self._unprivileged_user()
+        self.port = 0
+        self.dir = Path()
+        self._database_numbers = itertools.count(1)
+        self._running = False
+        self._watchdog: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def database_url(self, name: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    @staticmethod
+    def _unprivileged_user() -> str | None:
+        if os.geteuid() != 0:
+            return None
+        try:
+            pwd.getpwnam(RUN_AS_WHEN_ROOT)
+        except KeyError as exc:
+            raise PostgresUnavailableError(
+                f"running as root and no '{RUN_AS_WHEN_ROOT}' user to run PostgreSQL as (initdb refuses root)"
+            ) from exc
+        return RUN_AS_WHEN_ROOT
+
+    def _command(self, program: str, *args: str) -> list[str]:
+        command = [str(self.bin_dir / program), *args]
+        return command if self._user is None else ["runuser", "-u", self._user, "--", *command]
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(self._command(*args), capture_output=True, text=True, timeout=120, cwd=self.dir)
+
+    def _watch(self) -> None:
+        """If this process dies without stop() (kill -9, os._exit), a watchdog stops the server and removes
+        its directory, so no PostgreSQL outlives its test run."""
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", _WATCHDOG, "watchdog", str(os.getpid()), str(self._data), str(self.dir),
+             *self._command("pg_ctl")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+
+    def start(self) -> PostgresServer:
+        self.dir = Path(tempfile.mkdtemp(prefix="kc-pg-"))
+        if self._user is not None:
+            entry = pwd.getpwnam(self._user)
+            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+        try:
+            initdb = ("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync")
+            _check(self._run(*initdb, "-D", str(self._data)), "initdb")
+            self.port = free_port()
+            settings = {**SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.dir}'"}
+            with open(self._data / "postgresql.conf", "a", encoding="utf-8") as conf:
+                conf.writelines(f"{name} = {value}\n" for name, value in settings.items())
+            self._start_server()
+            self._watch()
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        return self
+
+    @property
+    def _data(self) -> Path:
+        return self.dir / "data"
+
+    def _start_server(self) -> None:
+        done = self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self._data), "-l", str(self.dir / "server.log"))
+        if done.returncode != 0:
+            log = (self.dir / "server.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"pg_ctl start failed ({done.returncode}): {done.stderr}\n{log}")
+        self._running = True
+
+    def _stop_server(self) -> None:
+        """pg_ctl stop -m immediate: a crash, as far as the data is concerned (committed rows survive it)."""
+        if self._running:
+            self._running = False
+            _check(self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", str(self._data)), "pg_ctl stop")
+
+    @contextmanager
+    def down(self) -> Iterator[None]:
+        """PostgreSQL crashed for the duration of the block, back on the same port after it (crash recovery)."""
+        self._stop_server()
+        try:
+            yield
+        finally:
+            self._start_server()
+
+    def new_database(self) -> str:
+        """CREATE DATABASE kc_<n>: a fresh, empty database; returns its URL."""
+        name = f"kc_{next(self._database_numbers)}"
+        self.sql(f"CREATE DATABASE {name}")
+        return self.database_url(name)
+
+    def sql(self, statement: str, database: str = "postgres") -> str:
+        """Run one statement with psql (no event loop needed); returns its unaligned output."""
+        done = subprocess.run(
+            [str(self.bin_dir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+             "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database, "-c", statement],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        _check(done, "psql")
+        return done.stdout
+
+    def stop(self) -> None:
+        """Stop at once (a throwaway cluster needs no clean shutdown) and remove the temp dir."""
+        self._stop_server()
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+            self._watchdog = None
+        if self.dir != Path():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _check(done: subprocess.CompletedProcess, what: str) -> None:
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+
+
+def server_or_skip() -> PostgresServer:
+    """A PostgresServer (not started); skips the test without binaries, or fails it under CI=true."""
+    try:
+        return PostgresServer()
+    except PostgresUnavailableError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL per test session (per xdist worker); skipped without binaries unless CI=true."""
+    with server_or_skip() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the session's PostgreSQL."""
+    return postgres_server.new_database()
