@@ -51,6 +51,7 @@ from .flush import FlushJob, default_executor, run_job
 from .log_compaction import CompactionMixin
 from .log_dirs import partition_dir_name
 from .log_files import LogFiles
+from .log_replica import ReplicaMixin
 from .log_retention import LogStartMixin
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
 from .segment import Segment
@@ -91,7 +92,7 @@ def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, partition_dir_name(topic, partition))
 
 
-class PartitionLog(LogStartMixin, CompactionMixin, LogFiles):
+class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,

@@ -192,3 +192,37 @@ async def test_a_joining_node_takes_its_share_and_the_others_give_up_exactly_tha
         assert given == {key for key in moved if before[key] == node_id}
         assert all(e == "give_up" for e, _ in cluster.hooks[node_id].events)
     assert len(moved) >= 8
+
+
+async def test_postgresql_lost_while_running_loses_everything_and_it_all_comes_back(cluster, postgres_server):
+    await cluster.start(1)
+    await cluster.settled([1], within_s=10)
+    epochs = dict(cluster.hooks[1].held)
+    database = cluster.url.rsplit("/", 1)[1]
+    postgres_server.sql(f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
+    postgres_server.sql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'")
+    await until(lambda: cluster.hooks[1].held == {}, within_s=1.5 + 1)
+    assert sorted(p for e, p in cluster.hooks[1].events if e == "lost") == list(range(PARTITIONS))
+    await asyncio.sleep(0.5)  # renewing in vain, with back-off
+    postgres_server.sql(f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
+    await cluster.settled([1], within_s=10)  # registered again, every partition re-taken at a new epoch
+    assert all(epoch > epochs[key] for key, epoch in cluster.hooks[1].held.items())
+    assert cluster.nodes[1].state.brokers()[0].node_id == 1
+
+
+async def test_a_dropped_listen_connection_is_reopened(cluster, postgres_server):
+    for node_id in (1, 2):
+        await cluster.start(node_id, heartbeat_ms=5000, session_ms=15000)
+    await cluster.settled([1, 2], within_s=10)
+    database = cluster.url.rsplit("/", 1)[1]
+    listening = f"FROM pg_stat_activity WHERE datname = '{database}' AND query LIKE 'LISTEN%'"
+    old = set(postgres_server.sql(f"SELECT pid {listening}").split())
+    assert len(old) == 2
+    postgres_server.sql(f"SELECT pg_terminate_backend(pid) {listening}")
+
+    def reopened() -> bool:
+        pids = set(postgres_server.sql(f"SELECT pid {listening}").split())
+        return len(pids) == 2 and not pids & old
+    await until(reopened, within_s=3)
+    await cluster.nodes.pop(2).stop()
+    await cluster.settled([1], within_s=3)  # only a notification can move them this soon

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,15 @@ SETTINGS = {
     "log_min_messages": "warning",
     "logging_collector": "off",
 }
+
+
+# $1: the pid to outlive, $2: the data dir, $3: the temp dir, then the pg_ctl command.
+_WATCHDOG = """
+pid=$1 data=$2 dir=$3; shift 3
+while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+"$@" stop -m immediate -w -D "$data"
+rm -rf "$dir"
+"""
 
 
 class PostgresUnavailableError(RuntimeError):
@@ -77,6 +87,7 @@ class PostgresServer:
         self.dir = Path()
         self._database_numbers = itertools.count(1)
         self._running = False
+        self._watchdog: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -97,31 +108,66 @@ class PostgresServer:
             ) from exc
         return RUN_AS_WHEN_ROOT
 
+    def _command(self, program: str, *args: str) -> list[str]:
+        command = [str(self.bin_dir / program), *args]
+        return command if self._user is None else ["runuser", "-u", self._user, "--", *command]
+
     def _run(self, *args: str) -> subprocess.CompletedProcess:
-        command = [str(self.bin_dir / args[0]), *args[1:]]
-        if self._user is not None:
-            command = ["runuser", "-u", self._user, "--", *command]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=self.dir)
+        return subprocess.run(self._command(*args), capture_output=True, text=True, timeout=120, cwd=self.dir)
+
+    def _watch(self) -> None:
+        """If this process dies without stop() (kill -9, os._exit), a watchdog stops the server and removes
+        its directory, so no PostgreSQL outlives its test run."""
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", _WATCHDOG, "watchdog", str(os.getpid()), str(self._data), str(self.dir),
+             *self._command("pg_ctl")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
 
     def start(self) -> PostgresServer:
         self.dir = Path(tempfile.mkdtemp(prefix="kc-pg-"))
         if self._user is not None:
             entry = pwd.getpwnam(self._user)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
-        data = self.dir / "data"
-        done = self._run("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(data))
-        _check(done, "initdb")
-        self.port = free_port()
-        settings = {**SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.dir}'"}
-        with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
-            conf.writelines(f"{name} = {value}\n" for name, value in settings.items())
-        done = self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(data), "-l", str(self.dir / "server.log"))
+        try:
+            initdb = ("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync")
+            _check(self._run(*initdb, "-D", str(self._data)), "initdb")
+            self.port = free_port()
+            settings = {**SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.dir}'"}
+            with open(self._data / "postgresql.conf", "a", encoding="utf-8") as conf:
+                conf.writelines(f"{name} = {value}\n" for name, value in settings.items())
+            self._start_server()
+            self._watch()
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        return self
+
+    @property
+    def _data(self) -> Path:
+        return self.dir / "data"
+
+    def _start_server(self) -> None:
+        done = self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self._data), "-l", str(self.dir / "server.log"))
         if done.returncode != 0:
             log = (self.dir / "server.log").read_text(errors="replace")[-2000:]
-            shutil.rmtree(self.dir, ignore_errors=True)
             raise RuntimeError(f"pg_ctl start failed ({done.returncode}): {done.stderr}\n{log}")
         self._running = True
-        return self
+
+    def _stop_server(self) -> None:
+        """pg_ctl stop -m immediate: a crash, as far as the data is concerned (committed rows survive it)."""
+        if self._running:
+            self._running = False
+            _check(self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", str(self._data)), "pg_ctl stop")
+
+    @contextmanager
+    def down(self) -> Iterator[None]:
+        """PostgreSQL crashed for the duration of the block, back on the same port after it (crash recovery)."""
+        self._stop_server()
+        try:
+            yield
+        finally:
+            self._start_server()
 
     def new_database(self) -> str:
         """CREATE DATABASE kc_<n>: a fresh, empty database; returns its URL."""
@@ -141,10 +187,11 @@ class PostgresServer:
 
     def stop(self) -> None:
         """Stop at once (a throwaway cluster needs no clean shutdown) and remove the temp dir."""
-        if self._running:
-            self._running = False
-            done = self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", str(self.dir / "data"))
-            _check(done, "pg_ctl stop")
+        self._stop_server()
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+            self._watchdog = None
         if self.dir != Path():
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -160,16 +207,20 @@ def _check(done: subprocess.CompletedProcess, what: str) -> None:
         raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL per test session (per xdist worker); skipped without binaries unless CI=true."""
+def server_or_skip() -> PostgresServer:
+    """A PostgresServer (not started); skips the test without binaries, or fails it under CI=true."""
     try:
-        server = PostgresServer()
+        return PostgresServer()
     except PostgresUnavailableError as exc:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
         pytest.skip(str(exc))
-    with server:
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL per test session (per xdist worker); skipped without binaries unless CI=true."""
+    with server_or_skip() as server:
         yield server
 
 
