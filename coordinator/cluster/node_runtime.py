@@ -31,7 +31,7 @@ from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
-from storage.pg import cluster_meta, ownership
+from storage.pg import cluster_meta
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.pg_log import PgPartitionLog
 
@@ -49,11 +49,7 @@ class ClusterNode:
         self.data = data
         self.view = ClusterState(config.node_id, self._topic_id)
         self.hooks = PartitionHooks(topics, offsets, data, self._open_log)
-        me = config.node_id
-        store = OwnershipStore(lambda topic_id, partition, live: ownership.acquire(pool, topic_id, partition, me, live),
-                               lambda topic_id, partition, epoch: ownership.release(pool, topic_id, partition, me,
-                                                                                     epoch))
-        self.reconciler = Reconciler(self.hooks, store, me)
+        self.reconciler = Reconciler(self.hooks, OwnershipStore.over(pool, config.node_id), config.node_id)
         self.supervisor = LogSupervisor(self.hooks, self._forget)
         self.membership: ClusterMembership | None = None
 
