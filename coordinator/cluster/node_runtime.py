@@ -33,6 +33,7 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from storage.pg import cluster_meta
 from storage.pg.errors import NodeIdInUseError
+from storage.log import partition_dir
 from storage.pg.pg_log import PgPartitionLog
 
 log = structlog.get_logger(__name__)
@@ -74,7 +75,8 @@ class ClusterNode:
         return None if topic is None else topic.topic_id
 
     async def _open_log(self, topic: TopicInfo, partition: int, epoch: int) -> Any:
-        return await PgPartitionLog.open(self.pool, topic.topic_id, partition, epoch, self.config.log_dirs)
+        scratch = partition_dir(self.config.log_dirs, topic.name, partition)  # wiped and refilled by open
+        return await PgPartitionLog.open(self.pool, topic.topic_id, partition, epoch, scratch)
 
     def _forget(self, key: tuple[Any, int]) -> None:
         """A broken log was unloaded: the Reconciler takes the partition again at its next round (now)."""
