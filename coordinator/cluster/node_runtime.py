@@ -21,6 +21,7 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
+from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.startup import StartupError, open_store, wipe_scratch
 from coordinator.cluster.state import ClusterState, advertised_listeners
@@ -28,13 +29,11 @@ from coordinator.config import Config, Listener
 from coordinator.data_plane import DataPlane, DataPlaneSettings
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
-from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
+from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from storage.pg import cluster_meta
 from storage.pg.errors import NodeIdInUseError
-from storage.log import partition_dir
-from storage.pg.pg_log import PgPartitionLog
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +48,7 @@ class ClusterNode:
         self.offsets = offsets
         self.data = data
         self.view = ClusterState(config.node_id, self._topic_id)
-        self.hooks = PartitionHooks(topics, offsets, data, self._open_log)
+        self.hooks = PartitionHooks(topics, offsets, data, PgLogFactory(pool, topics, config.log_dirs))
         self.reconciler = Reconciler(self.hooks, OwnershipStore.over(pool, config.node_id), config.node_id)
         self.supervisor = LogSupervisor(self.hooks, self._forget)
         self.membership: ClusterMembership | None = None
@@ -73,10 +72,6 @@ class ClusterNode:
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
         return None if topic is None else topic.topic_id
-
-    async def _open_log(self, topic: TopicInfo, partition: int, epoch: int) -> Any:
-        scratch = partition_dir(self.config.log_dirs, topic.name, partition)  # wiped and refilled by open
-        return await PgPartitionLog.open(self.pool, topic.topic_id, partition, epoch, scratch)
 
     def _forget(self, key: tuple[Any, int]) -> None:
         """A broken log was unloaded: the Reconciler takes the partition again at its next round (now)."""

@@ -11,19 +11,16 @@ flushed, and nothing unflushed was ever answered as a success.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 import structlog
 
+from coordinator.cluster.log_factory import LogFactory
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
 
 log = structlog.get_logger(__name__)
 
 PartitionKey = tuple[uuid.UUID, int]
-
-#: Opens a partition's PostgreSQL log at an epoch: (topic, partition, epoch) -> PgPartitionLog.
-OpenLog = Callable[[TopicInfo, int, int], Awaitable[Any]]
 
 
 class Owned(NamedTuple):
@@ -33,11 +30,11 @@ class Owned(NamedTuple):
 
 
 class PartitionHooks:
-    def __init__(self, topics: TopicCatalog, offsets: Any, data: Any, open_log: OpenLog) -> None:
+    def __init__(self, topics: TopicCatalog, offsets: Any, data: Any, logs: LogFactory) -> None:
         self.topics = topics
         self.offsets = offsets
         self.data = data
-        self.open_log = open_log
+        self.logs = logs
         self.owned: dict[PartitionKey, Owned] = {}
 
     async def take(self, topic_id: uuid.UUID, partition: int, epoch: int) -> None:
@@ -47,14 +44,17 @@ class PartitionHooks:
             topic = self.topics.by_id(topic_id)
             if topic is None:
                 raise LookupError(f"no topic with id {topic_id}")
-        plog = await self.open_log(topic, partition, epoch)
+        if topic.internal:
+            plog = await self.logs.open_offsets_partition(partition, epoch)
+        else:
+            plog = await self.logs.open_topic_partition(topic, partition, epoch)
         key = (topic_id, partition)
         self.owned[key] = Owned(topic, epoch, plog)
         try:
             if topic.internal:
                 await self.offsets.take(partition, plog)
             else:
-                await self.data.take_partition(topic.name, partition, plog)
+                await self.data.take_partition(topic.name, partition, plog, epoch)
         except BaseException:
             self.owned.pop(key, None)
             await plog.close()

@@ -24,6 +24,21 @@ class FakeLog:
         self.closed = True
 
 
+class FakeLogs:
+    """A LogFactory of FakeLogs, recording what was opened."""
+
+    def __init__(self, catalog) -> None:
+        self.catalog = catalog
+        self.opened: list[tuple] = []
+
+    async def open_offsets_partition(self, partition, epoch):
+        return await self.open_topic_partition(self.catalog.get(OFFSETS_TOPIC), partition, epoch)
+
+    async def open_topic_partition(self, topic, index, epoch):
+        self.opened.append((topic.name, index, epoch))
+        return FakeLog((topic.name, index, epoch))
+
+
 class Recorder:
     """Stands in for OffsetsRuntime and DataPlane: records what the hooks asked."""
 
@@ -42,7 +57,7 @@ class Recorder:
     def lost(self, partition):
         self.calls.append(("offsets.lost", partition))
 
-    async def take_partition(self, topic, index, log):
+    async def take_partition(self, topic, index, log, epoch):
         self.calls.append(("data.take", topic, index, log.key))
 
     async def give_up_partition(self, topic, index):
@@ -72,14 +87,9 @@ def parts():
     orders = TopicInfo("orders", uuid.uuid4(), 2)
     catalog = LateCatalog([orders])
     recorder = Recorder()
-    opened: list[tuple] = []
-
-    async def open_log(topic, partition, epoch):
-        opened.append((topic.name, partition, epoch))
-        return FakeLog((topic.name, partition, epoch))
-
-    hooks = PartitionHooks(catalog, recorder, recorder, open_log)
-    return hooks, catalog, recorder, orders, opened
+    logs = FakeLogs(catalog)
+    hooks = PartitionHooks(catalog, recorder, recorder, logs)
+    return hooks, catalog, recorder, orders, logs.opened
 
 
 def test_take_give_up_and_lose_route_offsets_and_topic_partitions(parts):
@@ -107,11 +117,11 @@ def test_a_failed_take_closes_the_log_and_raises_for_the_reconciler_to_retry(par
     hooks.offsets = Recorder(fail_take=True)
     logs = []
 
-    async def open_log(topic, partition, epoch):
-        logs.append(FakeLog((topic.name, partition, epoch)))
+    async def open_offsets_partition(partition, epoch):
+        logs.append(FakeLog((OFFSETS_TOPIC, partition, epoch)))
         return logs[-1]
 
-    hooks.open_log = open_log
+    hooks.logs.open_offsets_partition = open_offsets_partition
     with pytest.raises(RuntimeError, match="load failed"):
         asyncio.run(hooks.take(catalog.get(OFFSETS_TOPIC).topic_id, 0, 1))
     assert logs[0].closed and hooks.owned == {}
