@@ -14,8 +14,6 @@ from protocol.header import encode_request_header
 from tests.support.dispatch import InProcess, make_services, named_request as req
 
 
-
-
 @pytest.fixture
 def broker():
     return InProcess()

@@ -85,7 +85,8 @@ def test_find_coordinator_batched_answers_each_key_with_its_owner(cluster):
     keys = [group_on(9), group_on(UNOWNED), group_on(10)]
     response = cluster.call(req("find_coordinator", 6, key_type=0, coordinator_keys=keys))
     assert [(c.key, c.error_code, c.node_id, c.host) for c in response.coordinators] == [
-        (keys[0], E.none, 1, "n1.test"), (keys[1], E.coordinator_not_available, -1, ""), (keys[2], E.none, 2, "n2.test")]
+        (keys[0], E.none, 1, "n1.test"), (keys[1], E.coordinator_not_available, -1, ""),
+        (keys[2], E.none, 2, "n2.test")]
 
 
 def test_local_view_is_this_node_everywhere_and_follows_its_advertised_endpoint():
