@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -12,6 +13,8 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from protocol.apis import ApiKey
+from storage.errors import StorageError
+from storage.pg import catalog as sql
 from storage.pg.connect import open_pool
 from storage.pg.errors import StoreUnavailableError
 from storage.pg.notify import CHANNEL
@@ -163,3 +166,11 @@ async def test_a_failed_write_shows_nothing_and_keeps_the_drop_for_the_next_comm
     assert a.get("old") is None  # a drop not yet stored is not undone by a refresh
     await a.commit()
     assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'old'") == 0
+
+
+async def test_a_new_name_with_a_taken_topic_id_is_refused_not_retried_forever(nodes):
+    (pool_a, _), cluster_id = nodes
+    first = await sql.apply_changes(pool_a, [sql.TopicRow("first", uuid.uuid4(), 1, {})])
+    with pytest.raises(StorageError, match="ids belong to other topics"):
+        await sql.apply_changes(pool_a, [sql.TopicRow("second", first[0].topic_id, 1, {})])
+    assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'second'") == 0
