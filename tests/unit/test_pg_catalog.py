@@ -174,3 +174,21 @@ async def test_a_new_name_with_a_taken_topic_id_is_refused_not_retried_forever(n
     with pytest.raises(StorageError, match="ids belong to other topics"):
         await sql.apply_changes(pool_a, [sql.TopicRow("second", first[0].topic_id, 1, {})])
     assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'second'") == 0
+
+
+async def test_create_and_delete_topics_answer_request_timed_out_while_postgresql_is_unreachable(nodes, pg_url,
+                                                                                                 tmp_path):
+    (pool_a, _), cluster_id = nodes
+    store = PgCatalogStore(pool_a)
+    async with Plane(str(tmp_path), TopicCatalog(cluster_id, OFFSETS_PARTITIONS, store)) as plane:
+        assert (await plane.call(create("kept"))).topics[0].error_code == ErrorCode.none
+        store.pool = await open_pool(pg_url)
+        await store.pool.close()  # PostgreSQL is unreachable for this node
+        answer = await plane.call(create("new"))
+        assert answer.topics[0].error_code == ErrorCode.request_timed_out
+        deleted = await plane.call(req(ApiKey.DELETE_TOPICS, 4, topic_names=["kept"], timeout=ms(1000)))
+        assert deleted.responses[0].error_code == ErrorCode.request_timed_out
+        store.pool = pool_a
+        assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name IN ('new', 'kept')") == 1
+        assert (await plane.call(create("new"))).topics[0].error_code == ErrorCode.none  # the name is free again
+        assert await pool_a.fetchval("SELECT array_agg(name) FROM kc_topics WHERE NOT internal") == ["new"]
