@@ -15,18 +15,27 @@ broker is no replica), so clients refresh their metadata and go to the owner.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.partition import Partition
+from coordinator.data_plane.purgatory import FetchPurgatory
+from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.data_plane.topic_configs import EffectiveConfig
 
-if TYPE_CHECKING:
-    from coordinator.data_plane.plane import DataPlane
-
 log = structlog.get_logger(__name__)
+
+
+class DataPlane(Protocol):
+    """What of data_plane.plane.DataPlane this module uses."""
+
+    take_all: bool
+    catalog: TopicCatalog
+    partitions: dict[tuple[str, int], Partition]
+    purgatory: FetchPurgatory
+    base_configs: dict[str, str]
 
 
 def not_hosted_error(plane: DataPlane, topic: str, index: int) -> ErrorCode:

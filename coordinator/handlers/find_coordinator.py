@@ -2,20 +2,20 @@
 
 The cluster view names the leader of the __consumer_offsets partition partition_for
 places the group on (in local mode this node leads them all); a partition with no
-leader answers COORDINATOR_NOT_AVAILABLE, which clients retry. Transaction keys get COORDINATOR_NOT_AVAILABLE (no transaction coordinator),
-share keys INVALID_REQUEST (as Kafka without a share coordinator), unknown key types
-INVALID_REQUEST. An empty group id gets INVALID_GROUP_ID. v4+ batches keys, each with
-its own error; before v4 an error answers with Kafka's "no node" (-1, "", -1) and the
-error's default message.
+leader answers COORDINATOR_NOT_AVAILABLE, which clients retry. Transaction keys get
+COORDINATOR_NOT_AVAILABLE (no transaction coordinator), share keys INVALID_REQUEST (as
+Kafka without a share coordinator), unknown key types INVALID_REQUEST. An empty group
+id gets INVALID_GROUP_ID. v4+ batches keys, each with its own error; before v4 an error
+answers with Kafka's "no node" (-1, "", -1) and the error's default message.
 """
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.cluster.view import Broker, ClusterView
 from coordinator.errors import error_message
 from coordinator.handlers.wire_values import NO_THROTTLE
-from coordinator.cluster.view import Broker, ClusterView
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
@@ -68,4 +68,5 @@ class FindCoordinatorHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.FIND_COORDINATOR, FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions).handle)
+    handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions)
+    dispatcher.register(ApiKey.FIND_COORDINATOR, handler.handle)

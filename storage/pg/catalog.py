@@ -2,9 +2,9 @@
 
 Every change is one transaction: created topics with their partition rows, deleted
 topics with every row keyed by their id (partitions, batches, blobs). Creation is
-`INSERT ... ON CONFLICT (name) DO NOTHING`, so two nodes creating one name make one
-topic and the loser reads the winner's row. A change NOTIFYs channel kc_cluster with
-'topics' (delivered at commit), so other nodes re-read the catalog.
+`INSERT ... ON CONFLICT DO NOTHING`, so two nodes creating one name make one
+topic and the loser reads the winner's row. A change NOTIFYs kc_cluster 'topics' (and
+'partitions'), delivered at commit, so other nodes re-read the catalog and the owners.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import NamedTuple
 
 import asyncpg
 
+from storage.errors import StorageError
 from storage.pg.connect import unavailable_as_store_error
+from storage.pg.notify import notify
+from storage.pg.ownership import ensure_partitions
 
-CHANNEL = "kc_cluster"
-TOPICS_CHANGED = "topics"
-
+_ATTEMPTS = 3
 _SELECT = "SELECT name, topic_id, partitions, configs::text, internal FROM kc_topics"
 
 _INSERT_TOPICS = """
@@ -28,14 +29,8 @@ INSERT INTO kc_topics (name, topic_id, partitions, configs, internal)
 SELECT t.name, t.topic_id, t.partitions, t.configs::jsonb, t.internal
 FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::bool[])
      AS t(name, topic_id, partitions, configs, internal)
-ON CONFLICT (name) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING name"""
-
-_INSERT_PARTITIONS = """
-INSERT INTO kc_partitions (topic_id, partition)
-SELECT t.topic_id, p.index
-FROM unnest($1::uuid[], $2::int[]) AS t(topic_id, partitions), generate_series(0, t.partitions - 1) AS p(index)
-ON CONFLICT DO NOTHING"""
 
 # Partition rows first: an append in flight holds its row FOR SHARE, so the delete waits for it,
 # and an append after it finds no row (fenced).
@@ -69,26 +64,32 @@ async def apply_changes(pool: asyncpg.Pool, added: Sequence[TopicRow],
     added topic the row now stored under its name (another id: another node created it first)."""
     with unavailable_as_store_error("write the topic catalog"):
         async with pool.acquire() as conn, conn.transaction():
-            changed = False
-            if removed:
-                for statement in _DELETE:
-                    changed = await conn.execute(statement, list(removed)) != "DELETE 0" or changed
+            deleted = False
+            for statement in _DELETE if removed else ():
+                deleted = await conn.execute(statement, list(removed)) != "DELETE 0" or deleted
             stored: dict[str, TopicRow] = {}
             pending = list(added)
-            while pending:  # a name found taken but deleted before we read it is tried again
+            for _ in range(_ATTEMPTS):  # a name found taken but deleted before we read it is tried again
+                if not pending:
+                    break
                 inserted = {r[0] for r in await conn.fetch(_INSERT_TOPICS, *_columns(pending))}
-                mine = [t for t in pending if t.name in inserted]
-                if mine:
-                    await conn.execute(_INSERT_PARTITIONS, [t.topic_id for t in mine], [t.partitions for t in mine])
-                    stored.update((t.name, t) for t in mine)
-                    changed = True
+                for topic in pending:
+                    if topic.name in inserted:
+                        await ensure_partitions(conn, topic.topic_id, topic.partitions)  # NOTIFYs 'partitions'
+                        stored[topic.name] = topic
                 taken = [t.name for t in pending if t.name not in inserted]
                 if taken:
-                    stored.update((r[0], _row(r)) for r in await conn.fetch(_SELECT + " WHERE name = ANY($1::text[])",
-                                                                              taken))
+                    winners = await conn.fetch(_SELECT + " WHERE name = ANY($1::text[])", taken)
+                    stored.update((r[0], _row(r)) for r in winners)
                 pending = [t for t in pending if t.name not in stored]
-            if changed:
-                await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, TOPICS_CHANGED)
+            else:
+                if pending:
+                    raise StorageError(f"cannot create topics {[t.name for t in pending]}: their names keep "
+                                       "being deleted, or their ids belong to other topics")
+            if deleted:
+                await notify(conn, "partitions")
+            if deleted or any(stored[t.name] is t for t in added):
+                await notify(conn, "topics")
     return [stored[t.name] for t in added]
 
 

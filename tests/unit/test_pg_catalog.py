@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -12,9 +13,11 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from protocol.apis import ApiKey
-from storage.pg.catalog import CHANNEL, TOPICS_CHANGED
+from storage.errors import StorageError
+from storage.pg import catalog as sql
 from storage.pg.connect import open_pool
 from storage.pg.errors import StoreUnavailableError
+from storage.pg.notify import CHANNEL
 from tests.support.data_plane import Plane, ms, req
 
 OFFSETS_PARTITIONS = 6
@@ -133,10 +136,11 @@ async def test_a_change_notifies_the_other_nodes(nodes):
     try:
         a = catalog(pool_a, cluster_id)
         await a.commit([a.reserve("loud", 1)])
-        assert await asyncio.wait_for(heard.get(), 10) == TOPICS_CHANGED
+        assert {await asyncio.wait_for(heard.get(), 10) for _ in range(2)} == {"topics", "partitions"}
         a.drop("loud")
         await a.commit()
-        assert await asyncio.wait_for(heard.get(), 10) == TOPICS_CHANGED
+        assert {await asyncio.wait_for(heard.get(), 10) for _ in range(2)} == {"topics", "partitions"}
+        assert heard.empty()
     finally:
         await listener.remove_listener(CHANNEL, on_notify)
         await pool_b.release(listener)
@@ -162,3 +166,29 @@ async def test_a_failed_write_shows_nothing_and_keeps_the_drop_for_the_next_comm
     assert a.get("old") is None  # a drop not yet stored is not undone by a refresh
     await a.commit()
     assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'old'") == 0
+
+
+async def test_a_new_name_with_a_taken_topic_id_is_refused_not_retried_forever(nodes):
+    (pool_a, _), cluster_id = nodes
+    first = await sql.apply_changes(pool_a, [sql.TopicRow("first", uuid.uuid4(), 1, {})])
+    with pytest.raises(StorageError, match="ids belong to other topics"):
+        await sql.apply_changes(pool_a, [sql.TopicRow("second", first[0].topic_id, 1, {})])
+    assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name = 'second'") == 0
+
+
+async def test_create_and_delete_topics_answer_request_timed_out_while_postgresql_is_unreachable(nodes, pg_url,
+                                                                                                 tmp_path):
+    (pool_a, _), cluster_id = nodes
+    store = PgCatalogStore(pool_a)
+    async with Plane(str(tmp_path), TopicCatalog(cluster_id, OFFSETS_PARTITIONS, store)) as plane:
+        assert (await plane.call(create("kept"))).topics[0].error_code == ErrorCode.none
+        store.pool = await open_pool(pg_url)
+        await store.pool.close()  # PostgreSQL is unreachable for this node
+        answer = await plane.call(create("new"))
+        assert answer.topics[0].error_code == ErrorCode.request_timed_out
+        deleted = await plane.call(req(ApiKey.DELETE_TOPICS, 4, topic_names=["kept"], timeout=ms(1000)))
+        assert deleted.responses[0].error_code == ErrorCode.request_timed_out
+        store.pool = pool_a
+        assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name IN ('new', 'kept')") == 1
+        assert (await plane.call(create("new"))).topics[0].error_code == ErrorCode.none  # the name is free again
+        assert await pool_a.fetchval("SELECT array_agg(name) FROM kc_topics WHERE NOT internal") == ["new"]
