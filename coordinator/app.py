@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-
 from typing import TYPE_CHECKING
 
 import structlog

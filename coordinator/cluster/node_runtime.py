@@ -34,6 +34,7 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from storage.pg import cluster_meta
 from storage.pg.errors import NodeIdInUseError
+from storage.pg.url import redact
 
 log = structlog.get_logger(__name__)
 
