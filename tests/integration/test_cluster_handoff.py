@@ -17,9 +17,7 @@ from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
 
-METADATA_ALL = MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                               include_cluster_authorized_operations=False,
-                               include_topic_authorized_operations=False)
+METADATA_ALL = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
 TOPIC = "handoff"
 PARTITIONS = 6
 SESSION_MS = 20000  # long: a hand-off that waited for the session would fail the bounds below
