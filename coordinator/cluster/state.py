@@ -15,6 +15,8 @@ from typing import Any
 
 from coordinator.cluster.view import NO_LEADER, Broker
 
+UNKNOWN_EPOCH = -1
+
 
 def advertised_listeners(host: str, port: int) -> list[dict[str, Any]]:
     """What a node registers in kc_nodes.listeners (JSON): its advertised endpoint, the shape `broker_of` reads."""
@@ -64,6 +66,13 @@ class ClusterState:
         return self._owner(topic, partition)[0]
 
     def leader_epoch(self, topic: str, partition: int) -> int:
+        """-1 (unknown) for clients: the server has no OffsetForLeaderEpoch, and a client told of a new
+        leader epoch validates its position with that API (kafka-python 3 retries it forever on a broker
+        without it; Java and librdkafka skip it). Clients then send no current_leader_epoch to check."""
+        return UNKNOWN_EPOCH
+
+    def owner_epoch(self, topic: str, partition: int) -> int:
+        """The owner's epoch of a partition (0 when it has no live owner)."""
         return self._owner(topic, partition)[1]
 
     def owns(self, topic: str, partition: int) -> bool:

@@ -88,8 +88,15 @@ def test_groups_continue_through_a_kill_9_with_nothing_skipped_or_lost(pg_url, t
             f"{[n for n, c in coordinators.items() if c == victim]})"
 
         everything = {v for values in [*sent.values(), *round_two.values()] for v in values}
+        print("continued", continued)
         for name, members in groups.items():
-            wait_until(lambda m=members: everything <= consumed_values(m), 60, f"{name} consumed both rounds")
+            try:
+                wait_until(lambda m=members: everything <= consumed_values(m), 60, f"{name} consumed both rounds")
+            except AssertionError:
+                missing = everything - consumed_values(members)
+                by_partition = {p: len([v for v in missing if int(v) % PARTITIONS == p]) for p in range(PARTITIONS)}
+                raise AssertionError(f"{name} missing {by_partition}, owners {cluster.owners()}\n"
+                                     + "\n".join(m.describe(events=20) for m in members)) from None
         final_acks = {name: acknowledged(members) for name, members in groups.items()}
         for members in groups.values():
             stop_all(members)

@@ -37,7 +37,8 @@ def test_brokers_are_the_live_nodes_in_id_order_and_the_controller_is_the_lowest
 def test_the_leader_is_a_live_owner_with_its_epoch():
     view = state()
     assert [view.leader("orders", p) for p in range(5)] == [2, 3, NO_LEADER, NO_LEADER, NO_LEADER]
-    assert [view.leader_epoch("orders", p) for p in range(4)] == [5, 7, 0, 0]  # node 1 is dead
+    assert [view.owner_epoch("orders", p) for p in range(4)] == [5, 7, 0, 0]  # node 1 is dead
+    assert {view.leader_epoch("orders", p) for p in range(4)} == {-1}  # no OffsetForLeaderEpoch: none on the wire
     assert view.leader("unknown", 0) == NO_LEADER
 
 
