@@ -2,7 +2,8 @@
 
 take: open the partition's PostgreSQL log at the acquired epoch (a fresh local replica of its rows)
 and hand it to the offsets runtime (an __consumer_offsets partition: LOADING, replay, ACTIVE) or to
-the data plane (a topic partition) -- Kafka's immigration. A take that fails raises: the Reconciler
+the data plane (a topic partition, led at the wire's constant leader epoch: state.WIRE_LEADER_EPOCH)
+-- Kafka's immigration. A take that fails raises: the Reconciler
 tries again at its next round. give_up: the hand-off (queued writes finish, unload, close) before
 the Reconciler releases the row. lost: fenced or the lease lapsed -- unload at once; nothing can be
 flushed, and nothing unflushed was ever answered as a success.
@@ -16,6 +17,7 @@ from typing import Any, NamedTuple
 import structlog
 
 from coordinator.cluster.log_factory import LogFactory
+from coordinator.cluster.state import WIRE_LEADER_EPOCH
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
 
 log = structlog.get_logger(__name__)
@@ -54,7 +56,7 @@ class PartitionHooks:
             if topic.internal:
                 await self.offsets.take(partition, plog)
             else:
-                await self.data.take_partition(topic.name, partition, plog, epoch)
+                await self.data.take_partition(topic.name, partition, plog, WIRE_LEADER_EPOCH)
         except BaseException:
             self.owned.pop(key, None)
             await plog.close()

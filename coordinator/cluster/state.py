@@ -15,7 +15,7 @@ from typing import Any
 
 from coordinator.cluster.view import NO_LEADER, Broker
 
-UNKNOWN_EPOCH = -1
+WIRE_LEADER_EPOCH = 0  # the leader epoch clients see (Metadata, ListOffsets, batches), local mode's
 
 
 def advertised_listeners(host: str, port: int) -> list[dict[str, Any]]:
@@ -66,10 +66,12 @@ class ClusterState:
         return self._owner(topic, partition)[0]
 
     def leader_epoch(self, topic: str, partition: int) -> int:
-        """-1 (unknown) for clients: the server has no OffsetForLeaderEpoch, and a client told of a new
-        leader epoch validates its position with that API (kafka-python 3 retries it forever on a broker
-        without it; Java and librdkafka skip it). Clients then send no current_leader_epoch to check."""
-        return UNKNOWN_EPOCH
+        """WIRE_LEADER_EPOCH, as in local mode, whoever owns the partition: the server has no
+        OffsetForLeaderEpoch, and a client told of a new leader epoch validates its position with that
+        API (kafka-python 3 retries it forever on a broker without it; librdkafka stops fetching when
+        the epochs of Metadata, ListOffsets and the batches disagree). The ownership epoch fences
+        writes in PostgreSQL only (owner_epoch)."""
+        return WIRE_LEADER_EPOCH
 
     def owner_epoch(self, topic: str, partition: int) -> int:
         """The owner's epoch of a partition (0 when it has no live owner)."""

@@ -12,7 +12,7 @@ import pytest
 
 from storage.placement import OFFSETS_TOPIC, partition_for
 from tests.clients import committed_offsets, create_topic, produce, run_consumer
-from tests.clients.process import ClientProcess
+from tests.clients.process import ClientProcess, wait_all
 from tests.clients.scenarios import stop_all, wait_stable
 from tests.support.cluster import OFFSETS_PARTITIONS, ClusterNodes, wait_until
 
@@ -45,8 +45,7 @@ def test_groups_continue_through_a_kill_9_with_nothing_skipped_or_lost(pg_url, t
     try:
         cluster.start_all(3)
         create_topic(cluster.bootstrap(), TOPIC, PARTITIONS)
-        wait_until(lambda: (o := cluster.owners()) and all(owner for owner, _ in o.values()), 30,
-                   "every partition owned")
+        cluster.settled({1, 2, 3})
         for client, count in MEMBERS.items():
             groups[f"failover-{client}"] = [run_consumer(client, cluster.bootstrap(), f"failover-{client}", TOPIC)
                                             for _ in range(count)]
@@ -54,8 +53,8 @@ def test_groups_continue_through_a_kill_9_with_nothing_skipped_or_lost(pg_url, t
             wait_stable(members, TOPIC, PARTITIONS)
         sent = produce(cluster.bootstrap(), TOPIC, PARTITIONS, PER_ROUND)
         for name, members in groups.items():
-            wait_until(lambda m=members: all(acknowledged(m).get(p, -1) >= PER_ROUND // PARTITIONS
-                                             for p in range(PARTITIONS)), 60, f"{name} committed round 1")
+            wait_all(members, lambda m=members: all(acknowledged(m).get(p, -1) >= PER_ROUND // PARTITIONS
+                                                    for p in range(PARTITIONS)), 60, f"{name} committed round 1")
 
         # the victim coordinates at least one group and leads topic partitions
         owners = cluster.owners()

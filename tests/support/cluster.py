@@ -82,6 +82,18 @@ class ClusterNodes:
                           "JOIN kc_topics t USING (topic_id)")
         return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
 
+    def settled(self, node_ids: set[int], quiet_seconds: float = 1.0) -> dict[tuple[str, int], tuple[int | None, int]]:
+        """kc_partitions once every partition is owned by one of `node_ids`, each of them owns some, and
+        nothing moved for `quiet_seconds` (the nodes have taken their shares)."""
+        def steady() -> dict | None:
+            owners = self.owners()
+            if {owner for owner, _ in owners.values()} != node_ids:
+                return None
+            time.sleep(quiet_seconds)
+            return owners if self.owners() == owners else None
+
+        return wait_until(steady, 30 + quiet_seconds, f"partitions settled on nodes {sorted(node_ids)}")
+
     def live_nodes(self) -> set[int]:
         return {r["node_id"] for r in self.query("SELECT node_id FROM kc_nodes WHERE expires_at > now()")}
 

@@ -58,7 +58,7 @@ class Recorder:
         self.calls.append(("offsets.lost", partition))
 
     async def take_partition(self, topic, index, log, epoch):
-        self.calls.append(("data.take", topic, index, log.key))
+        self.calls.append(("data.take", topic, index, log.key, epoch))
 
     async def give_up_partition(self, topic, index):
         self.calls.append(("data.give_up", topic, index))
@@ -107,7 +107,7 @@ def test_take_give_up_and_lose_route_offsets_and_topic_partitions(parts):
     asyncio.run(scenario())
     assert opened == [(OFFSETS_TOPIC, 1, 7), ("orders", 0, 3)]
     assert catalog.refreshed == 1
-    assert recorder.calls == [("offsets.take", 1, (OFFSETS_TOPIC, 1, 7)), ("data.take", "orders", 0, ("orders", 0, 3)),
+    assert recorder.calls == [("offsets.take", 1, (OFFSETS_TOPIC, 1, 7)), ("data.take", "orders", 0, ("orders", 0, 3), 0),
                               ("offsets.give_up", 1), ("data.lost", "orders", 0)]
     assert hooks.owned == {}
 

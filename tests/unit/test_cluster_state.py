@@ -38,7 +38,7 @@ def test_the_leader_is_a_live_owner_with_its_epoch():
     view = state()
     assert [view.leader("orders", p) for p in range(5)] == [2, 3, NO_LEADER, NO_LEADER, NO_LEADER]
     assert [view.owner_epoch("orders", p) for p in range(4)] == [5, 7, 0, 0]  # node 1 is dead
-    assert {view.leader_epoch("orders", p) for p in range(4)} == {-1}  # no OffsetForLeaderEpoch: none on the wire
+    assert {view.leader_epoch("orders", p) for p in range(4)} == {0}  # clients see local mode's epoch
     assert view.leader("unknown", 0) == NO_LEADER
 
 
