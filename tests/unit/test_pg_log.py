@@ -162,7 +162,8 @@ async def test_a_connection_killed_mid_flight_fails_every_waiting_append_and_reo
     reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, plog.path)
     try:
         rows = await stored(pool)
-        assert b"".join(bytes(r["data"]) for r in rows) == reopened.read(0) == b"".join(_renumbered(one(i), i) for i in range(3))
+        expected = b"".join(_renumbered(one(i), i) for i in range(3))
+        assert b"".join(bytes(r["data"]) for r in rows) == reopened.read(0) == expected
         assert reopened.log_end_offset == reopened.high_watermark == 3
         await reopened.append(one(3))
         assert [r["base_offset"] for r in await stored(pool)] == [0, 1, 2, 3]
