@@ -195,22 +195,26 @@ class ClusterMembership:
     async def _listen_loop(self) -> None:
         backoff = FIRST_BACKOFF_S
         while True:
-            connection = None
             try:
-                connection = await self.connect()
-                dropped = asyncio.Event()
-                connection.add_termination_listener(lambda _: dropped.set())
-                await connection.add_listener(CHANNEL, self._notified)
-                self._wake.set()  # whatever changed while we were not listening
-                backoff = FIRST_BACKOFF_S
-                while not connection.is_closed():
-                    await wait_up_to(dropped, self.heartbeat_s)
+                await self._listen()
                 log.warning("node %d: the LISTEN connection dropped; reconnecting", self.node_id)
+                backoff = FIRST_BACKOFF_S
             except Exception as exc:
                 log.warning("node %d: LISTEN failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
-                backoff = min(backoff * 2, self.heartbeat_s)
-            finally:
-                if connection is not None and not connection.is_closed():
-                    with contextlib.suppress(Exception):
-                        await connection.close(timeout=1)
             await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.heartbeat_s)
+
+    async def _listen(self) -> None:
+        """LISTEN kc_cluster on a connection of its own until that connection drops."""
+        connection = await self.connect()
+        try:
+            dropped = asyncio.Event()
+            connection.add_termination_listener(lambda _: dropped.set())
+            await connection.add_listener(CHANNEL, self._notified)
+            self._wake.set()  # whatever changed while we were not listening
+            while not connection.is_closed():
+                await wait_up_to(dropped, self.heartbeat_s)
+        finally:
+            if not connection.is_closed():
+                with contextlib.suppress(Exception):
+                    await connection.close(timeout=1)

@@ -39,10 +39,17 @@ class OwnershipHooks(Protocol):
 class PartitionState(Protocol):
     """A kc_partitions row as the plan reads it (storage.pg.ownership.PartitionRow)."""
 
-    topic_id: Any
-    partition: int
-    owner: int | None
-    epoch: int
+    @property
+    def topic_id(self) -> Any: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def owner(self) -> int | None: ...
+
+    @property
+    def epoch(self) -> int: ...
 
 
 @dataclass(frozen=True)

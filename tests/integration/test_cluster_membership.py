@@ -19,6 +19,7 @@ from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.state import ClusterState, advertised_listeners
 from storage.pg import connect, ownership
+from storage.pg.errors import NodeIdInUseError
 
 pytestmark = pytest.mark.integration
 
@@ -226,3 +227,13 @@ async def test_a_dropped_listen_connection_is_reopened(cluster, postgres_server)
     await until(reopened, within_s=3)
     await cluster.nodes.pop(2).stop()
     await cluster.settled([1], within_s=3)  # only a notification can move them this soon
+
+
+async def test_a_second_live_node_with_the_same_id_cannot_start(cluster):
+    await cluster.start(1)
+    twin = Cluster(cluster.url)
+    try:
+        with pytest.raises(NodeIdInUseError):
+            await twin.start(1)
+    finally:
+        await twin.close()

@@ -214,3 +214,17 @@ async def test_rows_read_before_a_take_ended_do_not_make_it_lost():
     assert reconciler.held == {(T, mine): 1}
     assert reconciler.reconcile(store.rows.values(), [1, 2, 3], reconciler.mark()) == plan([], [], ME, {})
     assert reconciler.reconcile(before_the_take, [1, 2, 3]).lose == [(T, mine)]  # what as_of prevents
+
+
+async def test_retake_forgets_a_broken_partition_and_the_next_plan_takes_it_at_a_new_epoch():
+    mine = wanted(ME)[0]
+    store = FakeStore([Row(T, mine, None, 0)], [1, 2, 3])
+    hooks = Hooks()
+    reconciler = Reconciler(hooks, store.bind(ME), ME)
+    reconciler.reconcile(store.rows.values(), [1, 2, 3])
+    await reconciler.drain()
+    reconciler.retake(T, mine)
+    assert reconciler.held == {}
+    reconciler.reconcile(store.rows.values(), [1, 2, 3])
+    await reconciler.drain()
+    assert reconciler.held == {(T, mine): 2} and hooks.events == [("take", mine, 1), ("take", mine, 2)]

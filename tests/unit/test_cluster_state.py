@@ -6,7 +6,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from coordinator.cluster.state import ClusterState, broker_of, advertised_listeners
+from coordinator.cluster.state import ClusterState, advertised_listeners, broker_of
 from coordinator.cluster.view import NO_LEADER, Broker
 
 ORDERS = uuid.UUID(int=11)
