@@ -104,7 +104,10 @@ class ClusterNode:
         """SIGTERM: hand every partition off (give up, release), deregister."""
         await self.supervisor.stop()
         if self.membership is not None:
-            await self.membership.stop()
+            try:
+                await self.membership.stop()
+            except Exception as exc:  # PostgreSQL away: the others take over when our lease expires
+                log.warning("cluster.handoff_failed", error=repr(exc))
 
     async def close(self) -> None:
         await self.pool.close()
