@@ -11,6 +11,7 @@ owners need not wait for the session to expire.
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
@@ -23,7 +24,7 @@ from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
-from coordinator.cluster.startup import StartupError, open_store, wipe_scratch
+from coordinator.cluster.startup import StartupError, claim_scratch, open_store
 from coordinator.cluster.state import ClusterState, advertised_listeners
 from coordinator.config import Config, Listener
 from coordinator.data_plane import DataPlane, DataPlaneSettings
@@ -41,8 +42,9 @@ log = structlog.get_logger(__name__)
 
 class ClusterNode:
     def __init__(self, config: Config, pool: Any, node: Node, topics: TopicCatalog, offsets: OffsetsRuntime,
-                 data: DataPlane) -> None:
+                 data: DataPlane, scratch_lock: int) -> None:
         self.config = config
+        self.scratch_lock = scratch_lock  # held while this node uses log.dirs (claim_scratch)
         self.pool = pool
         self.node = node
         self.topics = topics
@@ -59,7 +61,7 @@ class ClusterNode:
         pool = await open_store(config)
         try:
             cluster_id = await join_cluster(pool, config.offsets_topic_num_partitions)
-            wipe_scratch(config.log_dirs)
+            scratch = claim_scratch(config.log_dirs)
             topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, PgCatalogStore(pool))
             await topics.refresh()
             offsets = OffsetsRuntime(config, take_all=False)
@@ -68,7 +70,7 @@ class ClusterNode:
         except BaseException:
             await pool.close()
             raise
-        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data)
+        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch)
 
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
@@ -111,3 +113,4 @@ class ClusterNode:
 
     async def close(self) -> None:
         await self.pool.close()
+        os.close(self.scratch_lock)

@@ -7,6 +7,7 @@ join a cluster it cannot serve. No message carries the storage.url password.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from typing import Any
@@ -45,21 +46,30 @@ async def open_store(config: Any) -> Any:
 SCRATCH_MARK = "cluster-scratch"
 
 
-def wipe_scratch(log_dirs: str) -> None:
-    """In cluster mode log.dirs holds only the replica cache of owned partitions: start empty.
+def claim_scratch(log_dirs: str) -> int:
+    """Make log.dirs this node's empty scratch (the replica cache of the partitions it owns) and hold it.
 
-    Only a directory that is empty or that cluster mode marked as its scratch is wiped, so a
-    local-mode data directory (or any other) given by mistake is refused, never deleted."""
+    Only a directory that is empty or that cluster mode marked as its scratch is wiped, so a local-mode
+    data directory (or any other) given by mistake is refused, never deleted; and one that another
+    running node holds (an exclusive lock on the mark) is refused too. Returns the lock's file
+    descriptor: the claim lasts until it is closed (or the process ends)."""
     os.makedirs(log_dirs, exist_ok=True)
     names = os.listdir(log_dirs)
     if names and SCRATCH_MARK not in names:
         raise StartupError(f"log.dirs: {log_dirs} is not empty and not a cluster-mode scratch directory "
                            f"(no {SCRATCH_MARK} file); in cluster mode give each node an empty directory")
+    mark = os.open(os.path.join(log_dirs, SCRATCH_MARK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(mark)
+        raise StartupError(f"log.dirs: {log_dirs} is the scratch directory of another running node") from None
     for name in names:
         path = os.path.join(log_dirs, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         elif name != SCRATCH_MARK:
             os.unlink(path)
-    with open(os.path.join(log_dirs, SCRATCH_MARK), "w", encoding="utf-8") as handle:
-        handle.write("The replica cache of a cluster-mode node; wiped at every start.\n")
+    os.ftruncate(mark, 0)
+    os.write(mark, b"The replica cache of a cluster-mode node; wiped at every start.\n")
+    return mark
