@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 import asyncpg
@@ -58,6 +59,29 @@ async def blocked_on_lock(pool, query_part: str) -> int:
     raise AssertionError(f"no statement with {query_part!r} waits for a lock")
 
 
+@contextlib.asynccontextmanager
+async def holding_the_partition_row(pool):
+    """Another connection holds the partition row FOR UPDATE (appends wait) until ``release()``
+    is awaited or the block ends, even when an assertion fails inside."""
+    locker = await pool.acquire()
+    tx = locker.transaction()
+    await tx.start()
+    await locker.execute("SELECT 1 FROM kc_partitions WHERE topic_id = $1 FOR UPDATE", TOPIC)
+    released = False
+
+    async def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            await tx.rollback()
+
+    try:
+        yield release
+    finally:
+        await release()
+        await pool.release(locker)
+
+
 async def test_appends_of_one_loop_turn_commit_in_one_transaction(pool, plog):
     results = [plog.append(one(i)) for i in range(10)]
     assert [r.base_offset for r in results] == list(range(10))
@@ -86,21 +110,17 @@ async def test_appends_arriving_during_a_commit_form_the_next_one_in_order(pool,
 
 async def test_high_watermark_moves_only_after_commit(pool, plog):
     await plog.append(one(0))
-    locker = await pool.acquire()
-    tx = locker.transaction()
-    await tx.start()
-    await locker.execute("SELECT 1 FROM kc_partitions WHERE topic_id = $1 FOR UPDATE", TOPIC)
-    pending = plog.append(one(1))
-    await blocked_on_lock(pool, "kc_batches")
-    await plog._replica.flush()  # the replica holds the bytes; readers must not see them
-    assert plog._replica.high_watermark == 2
-    assert plog.high_watermark == 1
-    assert [b.base_offset for b in iter_batches(plog.read(0))] == [0]
-    assert plog.read(1) == b""
-    assert not pending.durable.done()
-    await tx.rollback()
-    await pool.release(locker)
-    await pending
+    async with holding_the_partition_row(pool) as release:
+        pending = plog.append(one(1))
+        await blocked_on_lock(pool, "kc_batches")
+        await plog._replica.flush()  # the replica holds the bytes; readers must not see them
+        assert plog._replica.high_watermark == 2
+        assert plog.high_watermark == 1
+        assert [b.base_offset for b in iter_batches(plog.read(0))] == [0]
+        assert plog.read(1) == b""
+        assert not pending.durable.done()
+        await release()
+        await pending
     assert plog.high_watermark == 2
     assert [b.base_offset for b in iter_batches(plog.read(0))] == [0, 1]
 
@@ -143,22 +163,17 @@ async def test_an_epoch_bump_waits_for_the_append_in_flight_and_the_new_owner_se
 async def test_a_connection_killed_mid_flight_fails_every_waiting_append_and_reopening_recovers(pool, plog, tmp_path):
     committed = [plog.append(one(i)) for i in range(3)]
     await asyncio.gather(*(r.durable for r in committed))
-    locker = await pool.acquire()
-    tx = locker.transaction()
-    await tx.start()
-    await locker.execute("SELECT 1 FROM kc_partitions WHERE topic_id = $1 FOR UPDATE", TOPIC)
-    in_flight = plog.append(one(3))
-    pid = await blocked_on_lock(pool, "kc_batches")
-    queued = [plog.append(one(i)) for i in (4, 5)]
-    assert await pool.fetchval("SELECT pg_terminate_backend($1)", pid)
-    outcomes = await asyncio.gather(in_flight.durable, *(r.durable for r in queued), return_exceptions=True)
-    assert all(isinstance(o, StoreUnavailableError) for o in outcomes), outcomes
-    assert isinstance(plog.failed, StoreUnavailableError)
-    with pytest.raises(StoreUnavailableError):
-        plog.append(one(6))
-    assert plog.high_watermark == 3 and plog.read(3) == b""
-    await tx.rollback()
-    await pool.release(locker)
+    async with holding_the_partition_row(pool):
+        in_flight = plog.append(one(3))
+        pid = await blocked_on_lock(pool, "kc_batches")
+        queued = [plog.append(one(i)) for i in (4, 5)]
+        assert await pool.fetchval("SELECT pg_terminate_backend($1)", pid)
+        outcomes = await asyncio.gather(in_flight.durable, *(r.durable for r in queued), return_exceptions=True)
+        assert all(isinstance(o, StoreUnavailableError) for o in outcomes), outcomes
+        assert isinstance(plog.failed, StoreUnavailableError)
+        with pytest.raises(StoreUnavailableError):
+            plog.append(one(6))
+        assert plog.high_watermark == 3 and plog.read(3) == b""
     reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, plog.path)
     try:
         rows = await stored(pool)
