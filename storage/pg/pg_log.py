@@ -295,7 +295,7 @@ class PgPartitionLog:
         await self.flush()  # nothing uncommitted in the replica when compact picks its segments
         first = self._replica.log_start_offset
         stats = await self._replica.compact(policy, now_ms, executor)
-        if stats is None or not stats.records_read or stats.records_kept == stats.records_read:
+        if stats is None:  # a rewritten batch may differ in bytes alone (a delete horizon): always replace
             return stats
         upper = self._replica.cleaned_upto
         while first < upper:
@@ -314,8 +314,11 @@ class PgPartitionLog:
             with unavailable_as_store_error(what):
                 async with self._pool.acquire() as conn:
                     await statement(conn)
+        except StorageError as exc:  # fenced, unavailable
+            self._fail(exc)
+            raise
         except Exception as exc:
-            error = exc if isinstance(exc, StorageError) else _unknown(exc)
+            error = _unknown(exc)
             self._fail(error)
             raise error from exc
 
