@@ -9,9 +9,10 @@ import uuid
 import asyncpg
 import pytest
 
-from storage.batch import build_batch, iter_batches
+from storage.batch import assign_offsets, build_batch, iter_batches
 from storage.errors import OffsetOutOfRangeError
 from storage.latest import LatestRecords
+from storage.log_compaction import CompactionPolicy
 from storage.pg import batches, leases, ownership
 from storage.pg.batches import BatchRow
 from storage.pg.connect import open_pool
@@ -33,9 +34,18 @@ async def pool(pg_url):
 
 @pytest.fixture
 async def plog(pool, tmp_path):
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "replica"))
-    yield log_
-    await log_.close()
+    async with opened(pool, tmp_path / "replica") as log_:
+        yield log_
+
+
+@contextlib.asynccontextmanager
+async def opened(pool, path, **options):
+    """PgPartitionLog.open of the test partition at EPOCH, closed at the end of the block."""
+    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(path), **options)
+    try:
+        yield log_
+    finally:
+        await log_.close()
 
 
 def one(i: int, key: bytes | None = None) -> bytes:
@@ -174,16 +184,13 @@ async def test_a_connection_killed_mid_flight_fails_every_waiting_append_and_reo
         with pytest.raises(StoreUnavailableError):
             plog.append(one(6))
         assert plog.high_watermark == 3 and plog.read(3) == b""
-    reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, plog.path)
-    try:
+    async with opened(pool, plog.path) as reopened:
         rows = await stored(pool)
         expected = b"".join(_renumbered(one(i), i) for i in range(3))
         assert b"".join(bytes(r["data"]) for r in rows) == reopened.read(0) == expected
         assert reopened.log_end_offset == reopened.high_watermark == 3
         await reopened.append(one(3))
         assert [r["base_offset"] for r in await stored(pool)] == [0, 1, 2, 3]
-    finally:
-        await reopened.close()
 
 
 async def test_kafka_bytes_round_trip_through_the_loader_reader(pool, plog, tmp_path):
@@ -193,16 +200,13 @@ async def test_kafka_bytes_round_trip_through_the_loader_reader(pool, plog, tmp_
         expected[key] = value
         plog.append(build_batch([(key, value, i)]))
     await plog.flush()
-    reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "again"), chunk_bytes=300)
-    try:
+    async with opened(pool, tmp_path / "again", chunk_bytes=300) as reopened:
         fold = LatestRecords()
         offset = 0
         while offset < reopened.high_watermark:
             offset = fold.add(reopened.read(offset, 500))
         assert offset == 50 and fold.records == 50
         assert fold.latest == expected
-    finally:
-        await reopened.close()
 
 
 async def test_open_keeps_offsets_gaps_and_the_log_start(pool, tmp_path):
@@ -212,8 +216,7 @@ async def test_open_keeps_offsets_gaps_and_the_log_start(pool, tmp_path):
     async with pool.acquire() as conn:
         await batches.append(conn, TOPIC, 0, EPOCH, rows)
         await batches.set_log_start(conn, TOPIC, 0, EPOCH, 1)
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"), chunk_bytes=100)
-    try:
+    async with opened(pool, tmp_path / "r", chunk_bytes=100) as log_:
         assert (log_.log_start_offset, log_.high_watermark, log_.log_end_offset) == (1, 10, 10)
         assert [b.base_offset for b in iter_batches(log_.read(1))] == [0, 5, 6, 9]
         assert [b.base_offset for b in iter_batches(log_.read(7))] == [9]
@@ -221,8 +224,6 @@ async def test_open_keeps_offsets_gaps_and_the_log_start(pool, tmp_path):
             log_.read(0)
         assert (await log_.append(one(10))) is None
         assert (await stored(pool))[-1]["base_offset"] == 10
-    finally:
-        await log_.close()
 
 
 async def test_all_rows_deleted_keeps_the_end(pool, plog, tmp_path):
@@ -233,17 +234,13 @@ async def test_all_rows_deleted_keeps_the_end(pool, plog, tmp_path):
     await plog.checkpoint_log_start()
     assert await stored(pool) == []
     assert await pool.fetchval("SELECT log_start FROM kc_partitions") == 4
-    reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"))
-    try:
+    async with opened(pool, tmp_path / "r") as reopened:
         assert (reopened.log_start_offset, reopened.log_end_offset) == (4, 4)
         assert (await reopened.append(one(4))) is None
-    finally:
-        await reopened.close()
 
 
 async def test_delete_records_and_retention_delete_rows_below_fenced(pool, tmp_path):
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"), segment_bytes=200)
-    try:
+    async with opened(pool, tmp_path / "r", segment_bytes=200) as log_:
         for i in range(6):
             await log_.append(one(i))
         assert len(log_.segment_infos()) > 2
@@ -261,30 +258,20 @@ async def test_delete_records_and_retention_delete_rows_below_fenced(pool, tmp_p
             await log_.delete_oldest(1, None)
         assert [r["base_offset"] for r in await stored(pool)] == list(range(start, 6))
         assert isinstance(log_.failed, FencedError)
-    finally:
-        await log_.close()
 
 
 async def test_compaction_replaces_the_rows_of_the_cleaned_range(pool, tmp_path):
-    from storage.log_compaction import CompactionPolicy
-
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"), segment_bytes=300)
-    try:
+    async with opened(pool, tmp_path / "r", segment_bytes=300) as log_:
         for i in range(12):
             await log_.append(one(i, key=b"k%d" % (i % 2)))
         stats = await log_.compact(CompactionPolicy(min_cleanable_dirty_ratio=0.0), 0, None)
         assert stats is not None and stats.records_kept < stats.records_read
-        reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "again"))
-        try:
+        async with opened(pool, tmp_path / "again") as reopened:
             kept = everything(log_)
             assert everything(reopened) == kept
             assert [b.base_offset for b in iter_batches(kept)] == [6, 7, 8, 9, 10, 11]
             assert reopened.log_end_offset == 12
-        finally:
-            await reopened.close()
         assert b"".join(bytes(r["data"]) for r in await stored(pool)) == kept
-    finally:
-        await log_.close()
 
 
 def everything(log_) -> bytes:
@@ -298,8 +285,6 @@ def everything(log_) -> bytes:
 
 
 def _renumbered(data: bytes, base: int) -> bytes:
-    from storage.batch import assign_offsets
-
     buf = bytearray(data)
     assign_offsets(buf, base)
     return bytes(buf)
