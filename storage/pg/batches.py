@@ -7,8 +7,9 @@ bump (ownership.acquire) waits for the write, and a load that starts after the b
 
 ``append`` is one statement (a CTE that locks the partition row, checks the epoch and inserts every
 row from arrays): in autocommit it is its own transaction, so a group commit costs one round trip.
-Measured against BEGIN + SELECT ... FOR SHARE + executemany(INSERT) + COMMIT by
-``bench/pg_log_append.py --compare-insert``: see the report in docs/BENCHMARKS.md / the commit.
+Against BEGIN + SELECT ... FOR SHARE + executemany(INSERT) + COMMIT (``python -m bench.pg_log_append
+--compare-insert``, local PostgreSQL 15, fsync on): 1 row/commit 377 vs 259 commits/s (p50 2.2 vs 3.2 ms),
+100 rows/commit 31k vs 16k rows/s.
 
 The log end offset of a partition is max(log_start, last row's last_offset + 1): deleting every row
 (retention) moves log_start up to the end, so the end is never lost.

@@ -87,7 +87,7 @@ class PgPartitionLog:
         self._scheduled = False
         self._inflight: asyncio.Task | None = None
         self._start_lock = asyncio.Lock()
-        self.failed: BaseException | None = None
+        self.failed: StorageError | None = None
         self._closed = False
         self.transactions = 0  # group commits done (tests and benchmarks read it)
 
@@ -176,8 +176,9 @@ class PgPartitionLog:
     def _check_writable(self) -> None:
         if self._closed:
             raise LogClosedError(f"log {self.path} is closed")
-        if self.failed is not None:
-            raise self.failed
+        failed = self.failed
+        if failed is not None:  # a new error of the same kind (fenced, unavailable), so the same answer
+            raise type(failed)(f"log {self.path} failed earlier and must be reopened: {failed}") from failed
 
     def _start_transaction(self) -> None:
         self._scheduled = False
@@ -213,7 +214,7 @@ class PgPartitionLog:
         if self._waiting:
             self._start_transaction()
 
-    def _fail(self, error: BaseException, waiting: list[asyncio.Future] | None = None) -> None:
+    def _fail(self, error: StorageError, waiting: list[asyncio.Future] | None = None) -> None:
         """Fail every waiting append with ``error`` and refuse the next ones."""
         if self.failed is None:
             self.failed = error
@@ -295,7 +296,7 @@ class PgPartitionLog:
         await self.flush()  # nothing uncommitted in the replica when compact picks its segments
         first = self._replica.log_start_offset
         stats = await self._replica.compact(policy, now_ms, executor)
-        if stats is None or not stats.records_read or stats.records_kept == stats.records_read:
+        if stats is None:  # a rewritten batch may differ in bytes alone (a delete horizon): always replace
             return stats
         upper = self._replica.cleaned_upto
         while first < upper:
@@ -314,8 +315,11 @@ class PgPartitionLog:
             with unavailable_as_store_error(what):
                 async with self._pool.acquire() as conn:
                     await statement(conn)
+        except StorageError as exc:  # fenced, unavailable
+            self._fail(exc)
+            raise
         except Exception as exc:
-            error = exc if isinstance(exc, StorageError) else _unknown(exc)
+            error = _unknown(exc)
             self._fail(error)
             raise error from exc
 

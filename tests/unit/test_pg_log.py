@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 import asyncpg
 import pytest
 
-from storage.batch import build_batch, iter_batches
+from storage.batch import assign_offsets, build_batch, iter_batches
 from storage.errors import OffsetOutOfRangeError
 from storage.latest import LatestRecords
+from storage.log_compaction import CompactionPolicy
 from storage.pg import batches, leases, ownership
 from storage.pg.batches import BatchRow
 from storage.pg.connect import open_pool
@@ -32,9 +34,18 @@ async def pool(pg_url):
 
 @pytest.fixture
 async def plog(pool, tmp_path):
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "replica"))
-    yield log_
-    await log_.close()
+    async with opened(pool, tmp_path / "replica") as log_:
+        yield log_
+
+
+@contextlib.asynccontextmanager
+async def opened(pool, path, **options):
+    """PgPartitionLog.open of the test partition at EPOCH, closed at the end of the block."""
+    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(path), **options)
+    try:
+        yield log_
+    finally:
+        await log_.close()
 
 
 def one(i: int, key: bytes | None = None) -> bytes:
@@ -56,6 +67,29 @@ async def blocked_on_lock(pool, query_part: str) -> int:
             return pid
         await asyncio.sleep(0.01)
     raise AssertionError(f"no statement with {query_part!r} waits for a lock")
+
+
+@contextlib.asynccontextmanager
+async def holding_the_partition_row(pool):
+    """Another connection holds the partition row FOR UPDATE (appends wait) until ``release()``
+    is awaited or the block ends, even when an assertion fails inside."""
+    locker = await pool.acquire()
+    tx = locker.transaction()
+    await tx.start()
+    await locker.execute("SELECT 1 FROM kc_partitions WHERE topic_id = $1 FOR UPDATE", TOPIC)
+    released = False
+
+    async def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            await tx.rollback()
+
+    try:
+        yield release
+    finally:
+        await release()
+        await pool.release(locker)
 
 
 async def test_appends_of_one_loop_turn_commit_in_one_transaction(pool, plog):
@@ -86,21 +120,17 @@ async def test_appends_arriving_during_a_commit_form_the_next_one_in_order(pool,
 
 async def test_high_watermark_moves_only_after_commit(pool, plog):
     await plog.append(one(0))
-    locker = await pool.acquire()
-    tx = locker.transaction()
-    await tx.start()
-    await locker.execute("SELECT 1 FROM kc_partitions WHERE topic_id = $1 FOR UPDATE", TOPIC)
-    pending = plog.append(one(1))
-    await blocked_on_lock(pool, "kc_batches")
-    await plog._replica.flush()  # the replica holds the bytes; readers must not see them
-    assert plog._replica.high_watermark == 2
-    assert plog.high_watermark == 1
-    assert [b.base_offset for b in iter_batches(plog.read(0))] == [0]
-    assert plog.read(1) == b""
-    assert not pending.durable.done()
-    await tx.rollback()
-    await pool.release(locker)
-    await pending
+    async with holding_the_partition_row(pool) as release:
+        pending = plog.append(one(1))
+        await blocked_on_lock(pool, "kc_batches")
+        await plog._replica.flush()  # the replica holds the bytes; readers must not see them
+        assert plog._replica.high_watermark == 2
+        assert plog.high_watermark == 1
+        assert [b.base_offset for b in iter_batches(plog.read(0))] == [0]
+        assert plog.read(1) == b""
+        assert not pending.durable.done()
+        await release()
+        await pending
     assert plog.high_watermark == 2
     assert [b.base_offset for b in iter_batches(plog.read(0))] == [0, 1]
 
@@ -143,32 +173,24 @@ async def test_an_epoch_bump_waits_for_the_append_in_flight_and_the_new_owner_se
 async def test_a_connection_killed_mid_flight_fails_every_waiting_append_and_reopening_recovers(pool, plog, tmp_path):
     committed = [plog.append(one(i)) for i in range(3)]
     await asyncio.gather(*(r.durable for r in committed))
-    locker = await pool.acquire()
-    tx = locker.transaction()
-    await tx.start()
-    await locker.execute("SELECT 1 FROM kc_partitions WHERE topic_id = $1 FOR UPDATE", TOPIC)
-    in_flight = plog.append(one(3))
-    pid = await blocked_on_lock(pool, "kc_batches")
-    queued = [plog.append(one(i)) for i in (4, 5)]
-    assert await pool.fetchval("SELECT pg_terminate_backend($1)", pid)
-    outcomes = await asyncio.gather(in_flight.durable, *(r.durable for r in queued), return_exceptions=True)
-    assert all(isinstance(o, StoreUnavailableError) for o in outcomes), outcomes
-    assert isinstance(plog.failed, StoreUnavailableError)
-    with pytest.raises(StoreUnavailableError):
-        plog.append(one(6))
-    assert plog.high_watermark == 3 and plog.read(3) == b""
-    await tx.rollback()
-    await pool.release(locker)
-    reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, plog.path)
-    try:
+    async with holding_the_partition_row(pool):
+        in_flight = plog.append(one(3))
+        pid = await blocked_on_lock(pool, "kc_batches")
+        queued = [plog.append(one(i)) for i in (4, 5)]
+        assert await pool.fetchval("SELECT pg_terminate_backend($1)", pid)
+        outcomes = await asyncio.gather(in_flight.durable, *(r.durable for r in queued), return_exceptions=True)
+        assert all(isinstance(o, StoreUnavailableError) for o in outcomes), outcomes
+        assert isinstance(plog.failed, StoreUnavailableError)
+        with pytest.raises(StoreUnavailableError):
+            plog.append(one(6))
+        assert plog.high_watermark == 3 and plog.read(3) == b""
+    async with opened(pool, plog.path) as reopened:
         rows = await stored(pool)
         expected = b"".join(_renumbered(one(i), i) for i in range(3))
         assert b"".join(bytes(r["data"]) for r in rows) == reopened.read(0) == expected
         assert reopened.log_end_offset == reopened.high_watermark == 3
         await reopened.append(one(3))
         assert [r["base_offset"] for r in await stored(pool)] == [0, 1, 2, 3]
-    finally:
-        await reopened.close()
 
 
 async def test_kafka_bytes_round_trip_through_the_loader_reader(pool, plog, tmp_path):
@@ -178,16 +200,13 @@ async def test_kafka_bytes_round_trip_through_the_loader_reader(pool, plog, tmp_
         expected[key] = value
         plog.append(build_batch([(key, value, i)]))
     await plog.flush()
-    reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "again"), chunk_bytes=300)
-    try:
+    async with opened(pool, tmp_path / "again", chunk_bytes=300) as reopened:
         fold = LatestRecords()
         offset = 0
         while offset < reopened.high_watermark:
             offset = fold.add(reopened.read(offset, 500))
         assert offset == 50 and fold.records == 50
         assert fold.latest == expected
-    finally:
-        await reopened.close()
 
 
 async def test_open_keeps_offsets_gaps_and_the_log_start(pool, tmp_path):
@@ -197,8 +216,7 @@ async def test_open_keeps_offsets_gaps_and_the_log_start(pool, tmp_path):
     async with pool.acquire() as conn:
         await batches.append(conn, TOPIC, 0, EPOCH, rows)
         await batches.set_log_start(conn, TOPIC, 0, EPOCH, 1)
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"), chunk_bytes=100)
-    try:
+    async with opened(pool, tmp_path / "r", chunk_bytes=100) as log_:
         assert (log_.log_start_offset, log_.high_watermark, log_.log_end_offset) == (1, 10, 10)
         assert [b.base_offset for b in iter_batches(log_.read(1))] == [0, 5, 6, 9]
         assert [b.base_offset for b in iter_batches(log_.read(7))] == [9]
@@ -206,8 +224,6 @@ async def test_open_keeps_offsets_gaps_and_the_log_start(pool, tmp_path):
             log_.read(0)
         assert (await log_.append(one(10))) is None
         assert (await stored(pool))[-1]["base_offset"] == 10
-    finally:
-        await log_.close()
 
 
 async def test_all_rows_deleted_keeps_the_end(pool, plog, tmp_path):
@@ -218,17 +234,13 @@ async def test_all_rows_deleted_keeps_the_end(pool, plog, tmp_path):
     await plog.checkpoint_log_start()
     assert await stored(pool) == []
     assert await pool.fetchval("SELECT log_start FROM kc_partitions") == 4
-    reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"))
-    try:
+    async with opened(pool, tmp_path / "r") as reopened:
         assert (reopened.log_start_offset, reopened.log_end_offset) == (4, 4)
         assert (await reopened.append(one(4))) is None
-    finally:
-        await reopened.close()
 
 
 async def test_delete_records_and_retention_delete_rows_below_fenced(pool, tmp_path):
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"), segment_bytes=200)
-    try:
+    async with opened(pool, tmp_path / "r", segment_bytes=200) as log_:
         for i in range(6):
             await log_.append(one(i))
         assert len(log_.segment_infos()) > 2
@@ -246,30 +258,20 @@ async def test_delete_records_and_retention_delete_rows_below_fenced(pool, tmp_p
             await log_.delete_oldest(1, None)
         assert [r["base_offset"] for r in await stored(pool)] == list(range(start, 6))
         assert isinstance(log_.failed, FencedError)
-    finally:
-        await log_.close()
 
 
 async def test_compaction_replaces_the_rows_of_the_cleaned_range(pool, tmp_path):
-    from storage.log_compaction import CompactionPolicy
-
-    log_ = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "r"), segment_bytes=300)
-    try:
+    async with opened(pool, tmp_path / "r", segment_bytes=300) as log_:
         for i in range(12):
             await log_.append(one(i, key=b"k%d" % (i % 2)))
         stats = await log_.compact(CompactionPolicy(min_cleanable_dirty_ratio=0.0), 0, None)
         assert stats is not None and stats.records_kept < stats.records_read
-        reopened = await PgPartitionLog.open(pool, TOPIC, 0, EPOCH, str(tmp_path / "again"))
-        try:
+        async with opened(pool, tmp_path / "again") as reopened:
             kept = everything(log_)
             assert everything(reopened) == kept
             assert [b.base_offset for b in iter_batches(kept)] == [6, 7, 8, 9, 10, 11]
             assert reopened.log_end_offset == 12
-        finally:
-            await reopened.close()
         assert b"".join(bytes(r["data"]) for r in await stored(pool)) == kept
-    finally:
-        await log_.close()
 
 
 def everything(log_) -> bytes:
@@ -283,8 +285,6 @@ def everything(log_) -> bytes:
 
 
 def _renumbered(data: bytes, base: int) -> bytes:
-    from storage.batch import assign_offsets
-
     buf = bytearray(data)
     assign_offsets(buf, base)
     return bytes(buf)
