@@ -81,8 +81,13 @@ class ClusterMembership:
         deregistration's NOTIFY makes the others look at once)."""
         await self._halt()
         await self.reconciler.stop()
-        if self.incarnation is not None:
-            await leases.deregister(self.pool, self.node_id, self.incarnation)
+        if self.incarnation is None:
+            return
+        try:
+            async with asyncio.timeout(self.lease.session_s):
+                await leases.deregister(self.pool, self.node_id, self.incarnation)
+        except Exception as exc:  # PostgreSQL unreachable: the lease expires by itself
+            log.warning("node %d: could not deregister (%s); its lease will expire", self.node_id, exc)
 
     async def _halt(self) -> None:
         if self._watchdog is not None:
@@ -101,6 +106,8 @@ class ClusterMembership:
         now = await leases.db_now(self.pool)
         rows = await ownership.partitions(self.pool)
         self.state.update([broker_of(n.node_id, n.listeners, n.rack) for n in nodes], rows)
+        if self.lapsed:  # PostgreSQL may still count our lease, but we must assume it is gone
+            self.state.drop_broker(self.node_id)
         others = [(n.expires_at - now).total_seconds() for n in nodes if n.node_id != self.node_id]
         self._next_expiry = asked + min(others) if others else None
         if not self.lapsed and not self.lease.lapsed():
@@ -133,7 +140,9 @@ class ClusterMembership:
         log.warning("node %d: %s; unloading every partition", self.node_id, why)
         self.lapsed = True
         self.lease.drop()
+        self.state.drop_broker(self.node_id)
         self.reconciler.lose_all()
+        self._wake.set()
 
     async def _register(self) -> None:
         self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,

@@ -61,7 +61,7 @@ class Cluster:
         self.pools.append(pool)
         hooks = self.hooks[node_id] = Hooks()
         reconciler = Reconciler(hooks, OwnershipStore.over(pool, node_id), node_id)
-        node = ClusterMembership(pool, reconciler, ClusterState(node_id, lambda name: None), node_id=node_id,
+        node = ClusterMembership(pool, reconciler, ClusterState(node_id, {"offsets": TOPIC}.get), node_id=node_id,
                                  listeners=advertised_listeners("127.0.0.1", 9000 + node_id), rack=None,
                                  heartbeat_ms=heartbeat_ms, session_ms=session_ms,
                                  connect=lambda: asyncpg.connect(self.url))
@@ -119,6 +119,8 @@ async def test_three_nodes_spread_the_partitions_evenly(cluster):
     assert {(r.topic_id, r.partition): r.owner for r in rows} == cluster.owners()
     assert all(r.epoch == cluster.hooks[r.owner].held[(r.topic_id, r.partition)] for r in rows)
     state = cluster.nodes[1].state
+    await until(lambda: all(state.leader("offsets", p) == cluster.owners()[(TOPIC, p)] for p in range(PARTITIONS)),
+                within_s=3)
     assert [b.node_id for b in state.brokers()] == [1, 2, 3] and state.controller_id() == 1
     assert state.broker(2).port == 9002
 
@@ -167,6 +169,7 @@ async def test_a_paused_node_loses_everything_and_its_stale_epochs_are_fenced(cl
     monkeypatch.setattr(paused, "_renew_once", never_answered)
     await until(lambda: cluster.hooks[2].held == {}, within_s=1.5 + 1)
     assert sorted(p for e, p in cluster.hooks[2].events if e == "lost") == sorted(p for _, p in stale)
+    assert not any(paused.state.owns("offsets", p) for p in range(PARTITIONS))
     await until(lambda: len(cluster.hooks[1].held) == PARTITIONS, within_s=5)
     pool = cluster.pools[1]
     for (topic_id, partition), epoch in stale.items():

@@ -56,3 +56,10 @@ def test_a_registered_listener_reads_back_as_the_broker():
     listeners = advertised_listeners("10.0.0.7", 9092)
     assert broker_of(7, json.dumps(listeners), "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a")
     assert broker_of(7, listeners, None) == Broker(7, "10.0.0.7", 9092)
+
+
+def test_a_dropped_broker_leads_nothing_until_the_next_update():
+    view = state(me=2)
+    view.drop_broker(2)
+    assert not view.owns("orders", 0) and view.leader("orders", 0) == NO_LEADER
+    assert [b.node_id for b in view.brokers()] == [3] and view.controller_id() == 3
