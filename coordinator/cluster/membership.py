@@ -5,10 +5,13 @@ Three tasks and a timer:
   back-off; a renew answered False (our row is gone) loses everything and registers again.
 - watchdog (a loop timer at the local lease deadline, see lease.py): when the lease may have lapsed, every
   partition is lost at once (`Reconciler.lose_all`), whatever the other tasks are waiting for.
-- listen: LISTEN on kc_cluster over a dedicated connection (reconnected when it drops); a notification wakes
+- listen: LISTEN on kc_cluster over a dedicated connection (reconnected when it drops); a notification (or
+  a take/release of our own finishing) wakes
 - refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
   expiry of another node's lease (so a dead node's partitions move within the session timeout + a little), and
   every heartbeat interval in case a notification was missed.
+
+Stopping (SIGTERM) hands every partition off at once and deregisters; `_halt` alone is a crash (tests).
 """
 
 from __future__ import annotations
