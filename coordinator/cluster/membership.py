@@ -43,6 +43,14 @@ async def wait_up_to(event: asyncio.Event, seconds: float) -> None:
             await event.wait()
 
 
+def next_look_s(now: float, next_expiry: float | None, heartbeat_s: float) -> float:
+    """How long the refresh task may sleep: until just after the earliest expiry of another node's lease, at
+    most one heartbeat interval (the safety net for a missed notification)."""
+    if next_expiry is None:
+        return heartbeat_s
+    return min(heartbeat_s, max(0.0, next_expiry - now) + EXPIRY_MARGIN_S)
+
+
 class ClusterMembership:
     def __init__(self, pool: Any, reconciler: Reconciler, state: ClusterState, *, node_id: int, listeners: Any,
                  rack: str | None, heartbeat_ms: int, session_ms: int,
@@ -181,15 +189,10 @@ class ClusterMembership:
 
     # -- watching the cluster -----------------------------------------------------------------------------------
 
-    def _wait_s(self) -> float:
-        if self._next_expiry is None:
-            return self.heartbeat_s
-        return min(self.heartbeat_s, max(0.0, self._next_expiry - self.clock()) + EXPIRY_MARGIN_S)
-
     async def _refresh_loop(self) -> None:
         backoff = FIRST_BACKOFF_S
         while True:
-            await wait_up_to(self._wake, self._wait_s())
+            await wait_up_to(self._wake, next_look_s(self.clock(), self._next_expiry, self.heartbeat_s))
             self._wake.clear()
             try:
                 await self.refresh()
