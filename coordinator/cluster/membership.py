@@ -5,10 +5,13 @@ Three tasks and a timer:
   back-off; a renew answered False (our row is gone) loses everything and registers again.
 - watchdog (a loop timer at the local lease deadline, see lease.py): when the lease may have lapsed, every
   partition is lost at once (`Reconciler.lose_all`), whatever the other tasks are waiting for.
-- listen: LISTEN on kc_cluster over a dedicated connection (reconnected when it drops); a notification wakes
+- listen: LISTEN on kc_cluster over a dedicated connection (reconnected when it drops); a notification (or
+  a take/release of our own finishing) wakes
 - refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
   expiry of another node's lease (so a dead node's partitions move within the session timeout + a little), and
   every heartbeat interval in case a notification was missed.
+
+Stopping (SIGTERM) hands every partition off at once and deregisters; `_halt` alone is a crash (tests).
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ async def wait_up_to(event: asyncio.Event, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await event.wait()
+
+
+def next_look_s(now: float, next_expiry: float | None, heartbeat_s: float) -> float:
+    """How long the refresh task may sleep: until just after the earliest expiry of another node's lease, at
+    most one heartbeat interval (the safety net for a missed notification)."""
+    if next_expiry is None:
+        return heartbeat_s
+    return min(heartbeat_s, max(0.0, next_expiry - now) + EXPIRY_MARGIN_S)
 
 
 class ClusterMembership:
@@ -81,8 +92,13 @@ class ClusterMembership:
         deregistration's NOTIFY makes the others look at once)."""
         await self._halt()
         await self.reconciler.stop()
-        if self.incarnation is not None:
-            await leases.deregister(self.pool, self.node_id, self.incarnation)
+        if self.incarnation is None:
+            return
+        try:
+            async with asyncio.timeout(self.lease.session_s):
+                await leases.deregister(self.pool, self.node_id, self.incarnation)
+        except Exception as exc:  # PostgreSQL unreachable: the lease expires by itself
+            log.warning("node %d: could not deregister (%s); its lease will expire", self.node_id, exc)
 
     async def _halt(self) -> None:
         if self._watchdog is not None:
@@ -101,6 +117,8 @@ class ClusterMembership:
         now = await leases.db_now(self.pool)
         rows = await ownership.partitions(self.pool)
         self.state.update([broker_of(n.node_id, n.listeners, n.rack) for n in nodes], rows)
+        if self.lapsed:  # PostgreSQL may still count our lease, but we must assume it is gone
+            self.state.drop_broker(self.node_id)
         others = [(n.expires_at - now).total_seconds() for n in nodes if n.node_id != self.node_id]
         self._next_expiry = asked + min(others) if others else None
         if not self.lapsed and not self.lease.lapsed():
@@ -133,7 +151,9 @@ class ClusterMembership:
         log.warning("node %d: %s; unloading every partition", self.node_id, why)
         self.lapsed = True
         self.lease.drop()
+        self.state.drop_broker(self.node_id)
         self.reconciler.lose_all()
+        self._wake.set()
 
     async def _register(self) -> None:
         self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
@@ -169,15 +189,10 @@ class ClusterMembership:
 
     # -- watching the cluster -----------------------------------------------------------------------------------
 
-    def _wait_s(self) -> float:
-        if self._next_expiry is None:
-            return self.heartbeat_s
-        return min(self.heartbeat_s, max(0.0, self._next_expiry - self.clock()) + EXPIRY_MARGIN_S)
-
     async def _refresh_loop(self) -> None:
         backoff = FIRST_BACKOFF_S
         while True:
-            await wait_up_to(self._wake, self._wait_s())
+            await wait_up_to(self._wake, next_look_s(self.clock(), self._next_expiry, self.heartbeat_s))
             self._wake.clear()
             try:
                 await self.refresh()

@@ -62,29 +62,48 @@ class Plan:
     """Held here but the row moved on (another owner or epoch, or the topic is gone): fenced, unload at once."""
 
 
+class DesiredOwners:
+    """`desired_owner` per partition for one set of live nodes, each computed once (a refresh re-plans every
+    partition; the hashes are the cost)."""
+
+    def __init__(self, live_node_ids: Iterable[int]) -> None:
+        self.live = tuple(sorted(set(live_node_ids)))
+        self._owners: dict[Key, int] = {}
+
+    def __call__(self, key: Key) -> int:
+        owner = self._owners.get(key)
+        if owner is None:
+            owner = self._owners[key] = desired_owner(key[0], key[1], self.live)
+        return owner
+
+
 def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
-         held: Mapping[Key, int], busy: Collection[Key] = frozenset()) -> Plan:
+         held: Mapping[Key, int], busy: Collection[Key] = frozenset(),
+         desired: DesiredOwners | None = None) -> Plan:
     """What this node should do now. `held`: the partitions it has taken, with the epoch it took them at."""
-    live = sorted(set(live_node_ids))
+    if desired is None or desired.live != tuple(sorted(set(live_node_ids))):
+        desired = DesiredOwners(live_node_ids)
+    live = set(desired.live)
     result = Plan()
     seen: set[Key] = set()
     for row in rows:
         key = (row.topic_id, row.partition)
         seen.add(key)
-        if key in busy:
-            continue
-        wanted_here = desired_owner(row.topic_id, row.partition, live) == me
+        owner = row.owner
+        if key in busy or (key not in held and owner != me and owner in live):
+            continue  # work under way, or another live node's
+        wanted_here = desired(key) == me
         if key in held:
-            if row.owner != me or row.epoch != held[key]:
+            if owner != me or row.epoch != held[key]:
                 result.lose.append(key)
             elif not wanted_here:
                 result.release.append((key, row.epoch, True))
-        elif row.owner == me:
+        elif owner == me:
             if wanted_here:
                 result.acquire.append(key)  # re-taking bumps the epoch: it fences what we wrote before
             else:
                 result.release.append((key, row.epoch, False))
-        elif wanted_here and (row.owner is None or row.owner not in live):
+        elif wanted_here:  # no owner, or a dead one
             result.acquire.append(key)
     result.lose.extend(key for key in held if key not in seen and key not in busy)
     return result
@@ -122,6 +141,7 @@ class Reconciler:
         self._stopped = False
         self._finishes = 0
         self._finished_at: dict[Key, int] = {}  # when each take or release ended, counted in `_finishes`
+        self._desired = DesiredOwners(())
         self.changed: Callable[[], None] = lambda: None  # called when a take or release finishes
 
     def mark(self) -> int:
@@ -139,7 +159,9 @@ class Reconciler:
         if as_of is not None:
             self._finished_at = {key: at for key, at in self._finished_at.items() if at > as_of}
             skip.update(self._finished_at)
-        decided = plan(rows, live, self.me, self.held, skip)
+        if self._desired.live != tuple(sorted(set(live))):
+            self._desired = DesiredOwners(live)
+        decided = plan(rows, live, self.me, self.held, skip, self._desired)
         for key in decided.lose:
             self._lose(key)
         for key, epoch, held in decided.release:

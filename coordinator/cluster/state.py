@@ -44,6 +44,10 @@ class ClusterState:
         self._brokers = {broker.node_id: broker for broker in brokers}
         self._owners = {(row.topic_id, row.partition): (row.owner, row.epoch) for row in rows}
 
+    def drop_broker(self, node_id: int) -> None:
+        """`node_id` is not live any more (our own lease lapsed): it leads nothing until the next refresh."""
+        self._brokers.pop(node_id, None)
+
     def live_node_ids(self) -> list[int]:
         return sorted(self._brokers)
 

@@ -116,6 +116,19 @@ class Hooks:
         self.events.append(("lost", partition))
 
 
+def one_partition() -> tuple[int, FakeStore, Hooks, Reconciler]:
+    """A free partition desired here, and node ME's reconciler over it."""
+    mine = wanted(ME)[0]
+    store = FakeStore([Row(T, mine, None, 0)], [1, 2, 3])
+    hooks = Hooks()
+    return mine, store, hooks, Reconciler(hooks, store.bind(ME), ME)
+
+
+async def one_round(reconciler: Reconciler, store: FakeStore) -> None:
+    reconciler.reconcile(store.rows.values(), store.live)
+    await reconciler.drain()
+
+
 async def test_reconciler_takes_what_is_desired_here_a_few_at_a_time():
     mine = wanted(ME, count=50)
     store = FakeStore([Row(T, p, None, 0) for p in range(50)], [1, 2, 3])
@@ -180,9 +193,7 @@ async def test_lose_all_unloads_at_once_and_takes_under_way_or_queued_do_not_cou
 
 
 async def test_a_failed_take_is_retried_by_the_next_reconcile_at_a_new_epoch():
-    mine = wanted(ME)[0]
-    store = FakeStore([Row(T, mine, None, 0)], [1, 2, 3])
-    hooks = Hooks()
+    mine, store, hooks, reconciler = one_partition()
     failing = True
 
     async def take(topic_id, partition, epoch):
@@ -190,22 +201,16 @@ async def test_a_failed_take_is_retried_by_the_next_reconcile_at_a_new_epoch():
             raise OSError("load failed")
         hooks.events.append(("take", partition, epoch))
     hooks.take = take
-    reconciler = Reconciler(hooks, store.bind(ME), ME)
-    reconciler.reconcile(store.rows.values(), [1, 2, 3])
-    await reconciler.drain()
+    await one_round(reconciler, store)
     assert reconciler.held == {} and store.rows[(T, mine)].owner == ME
     failing = False
-    reconciler.reconcile(store.rows.values(), [1, 2, 3])
-    await reconciler.drain()
+    await one_round(reconciler, store)
     assert reconciler.held == {(T, mine): 2} and hooks.events == [("take", mine, 2)]
     assert store.calls == [("acquire", mine), ("acquire", mine)]
 
 
 async def test_rows_read_before_a_take_ended_do_not_make_it_lost():
-    mine = wanted(ME)[0]
-    store = FakeStore([Row(T, mine, None, 0)], [1, 2, 3])
-    hooks = Hooks()
-    reconciler = Reconciler(hooks, store.bind(ME), ME)
+    mine, store, _, reconciler = one_partition()
     reconciler.reconcile(store.rows.values(), [1, 2, 3])
     as_of = reconciler.mark()
     before_the_take = [Row(T, mine, None, 0)]  # read while the acquire was not yet committed
@@ -217,14 +222,9 @@ async def test_rows_read_before_a_take_ended_do_not_make_it_lost():
 
 
 async def test_retake_forgets_a_broken_partition_and_the_next_plan_takes_it_at_a_new_epoch():
-    mine = wanted(ME)[0]
-    store = FakeStore([Row(T, mine, None, 0)], [1, 2, 3])
-    hooks = Hooks()
-    reconciler = Reconciler(hooks, store.bind(ME), ME)
-    reconciler.reconcile(store.rows.values(), [1, 2, 3])
-    await reconciler.drain()
+    mine, store, hooks, reconciler = one_partition()
+    await one_round(reconciler, store)
     reconciler.retake(T, mine)
     assert reconciler.held == {}
-    reconciler.reconcile(store.rows.values(), [1, 2, 3])
-    await reconciler.drain()
+    await one_round(reconciler, store)
     assert reconciler.held == {(T, mine): 2} and hooks.events == [("take", mine, 1), ("take", mine, 2)]

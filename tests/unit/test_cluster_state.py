@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
 
 from coordinator.cluster.state import ClusterState, advertised_listeners, broker_of
 from coordinator.cluster.view import NO_LEADER, Broker
+from storage.pg.ownership import PartitionRow
 
 ORDERS = uuid.UUID(int=11)
 
 
-@dataclass
-class Row:
-    topic_id: uuid.UUID
-    partition: int
-    owner: int | None
-    epoch: int
+def row(topic_id: uuid.UUID, partition: int, owner: int | None, epoch: int) -> PartitionRow:
+    return PartitionRow(topic_id, partition, owner, epoch, log_start=0)
 
 
 def state(me: int = 2) -> ClusterState:
     view = ClusterState(me, {"orders": ORDERS}.get)
     view.update([Broker(3, "c", 9094), Broker(2, "b", 9093, "r2")],
-                [Row(ORDERS, 0, 2, 5), Row(ORDERS, 1, 3, 7), Row(ORDERS, 2, None, 4), Row(ORDERS, 3, 1, 9)])
+                [row(ORDERS, 0, 2, 5), row(ORDERS, 1, 3, 7), row(ORDERS, 2, None, 4), row(ORDERS, 3, 1, 9)])
     return view
 
 
@@ -57,3 +53,10 @@ def test_a_registered_listener_reads_back_as_the_broker():
     listeners = advertised_listeners("10.0.0.7", 9092)
     assert broker_of(7, json.dumps(listeners), "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a")
     assert broker_of(7, listeners, None) == Broker(7, "10.0.0.7", 9092)
+
+
+def test_a_dropped_broker_leads_nothing_until_the_next_update():
+    view = state(me=2)
+    view.drop_broker(2)
+    assert not view.owns("orders", 0) and view.leader("orders", 0) == NO_LEADER
+    assert [b.node_id for b in view.brokers()] == [3] and view.controller_id() == 3
