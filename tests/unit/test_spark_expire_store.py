@@ -53,16 +53,17 @@ async def staging_blob(url, topic_id):
     try:
         async with pool.acquire() as conn:
             [info] = await blobs.names(conn, blobs.STAGING, topic_id, 0)
-            return staged_compaction.decode(await blobs.get(conn, blobs.STAGING, topic_id, 0, info.name))
+            return info.name, *staged_compaction.decode(await blobs.get(conn, blobs.STAGING, topic_id, 0, info.name))
     finally:
         await pool.close()
 
 
-async def apply(url, topic_id, epoch, header, cleaned):
+async def apply(url, topic_id, epoch, name, header, cleaned):
     pool = await open_pool(url)
     try:
         async with pool.acquire() as conn:
-            return await staged_compaction.apply(conn, topic_id, 0, epoch, header, cleaned)
+            problems = await staged_compaction.apply(conn, topic_id, 0, epoch, name, header, cleaned)
+            return problems, await blobs.names(conn, blobs.STAGING, topic_id, 0)
     finally:
         await pool.close()
 
@@ -70,7 +71,7 @@ async def apply(url, topic_id, epoch, header, cleaned):
 def test_staged_blob_decides_as_on_segments_and_keeps_state(staged_in_store, tmp_path):
     url, topic_id, path, data, summary = staged_in_store
     assert summary["segments"] > 3 and summary["segments_cleaned"] == summary["segments"] - 1
-    header, cleaned = asyncio.run(staging_blob(url, topic_id))
+    name, header, cleaned = asyncio.run(staging_blob(url, topic_id))
     assert {tomb_key(t) for t in header["tombstones"]["records"]} == EXPECTED  # as from the segment files
     assert store_state(url, topic_id, tmp_path) == replay(path)  # nothing changed before the owner applies
     index = log_reads.sync(url, lambda conn: log_reads.row_index(conn, topic_id, 0))
@@ -80,12 +81,12 @@ def test_staged_blob_decides_as_on_segments_and_keeps_state(staged_in_store, tmp
     assert len(cleaned) == summary["bytes_after"] < closed_bytes and summary["superseded_dropped"] > 0
 
     with pytest.raises(FencedError):
-        asyncio.run(apply(url, topic_id, EPOCH - 1, header, cleaned))  # not the owner's epoch: nothing changes
-    assert asyncio.run(apply(url, topic_id, EPOCH, header, cleaned)) == []
+        asyncio.run(apply(url, topic_id, EPOCH - 1, name, header, cleaned))  # not the owner's: nothing changes
+    assert asyncio.run(apply(url, topic_id, EPOCH, name, header, cleaned)) == ([], [])  # applied, blob dropped
     assert store_state(url, topic_id, tmp_path) == replay(path)  # compaction dropped superseded records only
     after = log_reads.sync(url, lambda conn: log_reads.row_index(conn, topic_id, 0))
     assert after[-len([r for r in index if r.base_offset >= last_chunk.first]):] == [
         r for r in index if r.base_offset >= last_chunk.first]
     assert sum(r.size for r in after) < len(data)
-    problems = asyncio.run(apply(url, topic_id, EPOCH, header, cleaned))  # the rows it read are gone now
+    problems, _ = asyncio.run(apply(url, topic_id, EPOCH, name, header, cleaned))  # the rows it read are gone
     assert problems and "changed since the job read them" in problems[0]
