@@ -31,6 +31,7 @@ import uuid
 
 from .common import (
     JobError,
+    PartitionInput,
     Progress,
     find_partition_dirs,
     parse_conf,
@@ -39,14 +40,22 @@ from .common import (
     spark_session,
     worker_error,
 )
+from .expire_store import clean_chunk, write_store_staging
 from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
+from .store_input import DEFAULT_CHUNK_BYTES, list_store, source_name
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m spark_jobs.expire", description=__doc__.split("\n")[0])
     p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
-    p.add_argument("--log-dirs", nargs="+", required=True,
-                   help="log.dirs (comma-separated allowed) or __consumer_offsets-N directories")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--log-dirs", nargs="+",
+                        help="log.dirs (comma-separated allowed) or __consumer_offsets-N directories")
+    source.add_argument("--storage-url", help="cluster mode: read the PostgreSQL store (storage.url) and stage "
+                        "each partition's result there (kc_blobs) for its owner to apply")
+    p.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES,
+                   help="with --storage-url: bytes of rows per chunk (the unit of scan and compaction, as a "
+                        "segment file is; a partition's last chunk is left uncompacted as an active segment is)")
     p.add_argument("--offsets-retention-minutes", type=int, default=10080, help="offsets.retention.minutes")
     p.add_argument("--delete-retention-ms", type=int, default=86_400_000, help="delete.retention.ms")
     p.add_argument("--now-ms", type=int, default=None, help="the time decisions are made at (default: now)")
@@ -124,10 +133,15 @@ def run(argv, spark=None, out=None) -> dict:
     own = spark is None
     if own:
         spark = spark_session(args.master, "kgc-expire", args.shuffle_partitions, parse_conf(args.conf))
-    parts = []
+    parts: list[PartitionInput] = []
     try:
-        parts = find_partition_dirs(args.log_dirs)
-        return _run(spark, args, progress, now_ms, staging_id, parts)
+        if args.storage_url:
+            store = list_store(args.storage_url, args.chunk_bytes)
+            parts, segs = store[1], store[2]
+        else:
+            parts = find_partition_dirs(args.log_dirs)
+            segs = {p.path: segment_paths(p.path) for p in parts}
+        return _run(spark, args, progress, now_ms, staging_id, parts, segs)
     except BaseException as exc:
         for part in parts:
             shutil.rmtree(os.path.join(part.path, staging_id), ignore_errors=True)
@@ -140,14 +154,14 @@ def run(argv, spark=None, out=None) -> dict:
             spark.stop()
 
 
-def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
+def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict:
     from pyspark import StorageLevel
     from pyspark.sql import Window, functions as F
 
     retention_ms = args.offsets_retention_minutes * 60_000
     ship_code(spark)
-    segs = {p.partition: segment_paths(p.path) for p in parts}
-    specs = segment_specs(parts, segment_paths)
+    segs = {p.partition: segs_by_path[p.path] for p in parts}
+    specs = segment_specs(parts, segs_by_path.__getitem__)
     progress.log(f"{len(parts)} partition(s), {len(specs)} segment(s); now_ms={now_ms} "
                  f"offsets.retention.ms={retention_ms} delete.retention.ms={args.delete_retention_ms}")
     summary: dict = {"partitions": len(parts), "segments": len(specs), "staging_id": staging_id}
@@ -168,8 +182,8 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
             progress.log(f"  partitions left out because of corrupt batches: {bad}")
         good = [p.partition for p in parts if p.partition not in bad]
         summary.update(records_read=sum(r.n_records for r in seg_rows), partitions_skipped=bad)
-        closed = [(p, base, path, segs[p][-1][0], info[(p, base)].offset - 1, info[(p, base)].n_bytes)
-                  for p in good for base, path, _ in segs[p][:-1]]
+        closed = [(p, base, source_name(source), segs[p][-1][0], info[(p, base)].offset - 1, info[(p, base)].n_bytes)
+                  for p in good for base, source, _ in segs[p][:-1]]
         summary["bytes_before"] = sum(c[5] for c in closed)
     records = scanned.filter(F.col("kind") != KIND_SUMMARY).filter(F.col("src_partition").isin(good))
     cleaned = []
@@ -184,7 +198,12 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
                                                  "upper_bound long, last_offset long, scanned_bytes long")
             jobs = jobs.join(keep, ["src_partition", "segment_base"], "left")
             sid, dr, iv = staging_id, args.delete_retention_ms, args.index_interval_bytes
-            cleaned = jobs.rdd.map(lambda r: _clean_task(r, sid, now_ms, dr, iv)).collect()
+            if args.storage_url:
+                sources = {(p, base): source for p in good for base, source, _ in segs[p][:-1]}
+                cleaned = jobs.rdd.map(lambda r: clean_chunk(r, sources[(r.src_partition, r.segment_base)],
+                                                             now_ms, dr)).collect()
+            else:
+                cleaned = jobs.rdd.map(lambda r: _clean_task(r, sid, now_ms, dr, iv)).collect()
     tombstones = []
     with progress.stage(4, 5, "expire offsets (KIP-211)"):
         if not args.no_expiry:
@@ -201,8 +220,13 @@ def _run(spark, args, progress, now_ms, staging_id, parts) -> dict:
                     "offsets.retention.ms": retention_ms, "delete.retention.ms": args.delete_retention_ms,
                     "now_ms": now_ms, "index.interval.bytes": args.index_interval_bytes,
                     "compaction": not args.no_compaction, "expiry": not args.no_expiry}
-        staged = []
-        for part in parts:
+        staged: list = []
+        if args.storage_url:
+            staged = write_store_staging(args.storage_url, staging_id, now_ms, settings, segs, good, cleaned,
+                                         tombstones, info)
+            for name in staged:
+                progress.log(f"  staged {name}")
+        for part in parts if not args.storage_url else ():
             if part.partition in bad:
                 continue
             p = part.partition

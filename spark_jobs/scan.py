@@ -1,5 +1,8 @@
 """The task side: walk one segment file with the project's own codecs, yield rows.
 
+A "segment" may also be a chunk of PostgreSQL rows (cluster mode, spark_jobs/store_input.py): its
+bytes are fetched instead of read from a file, and walked the same way.
+
 Segment files are packed into tasks by size (``scan_tasks``: 2 x the cores, or ~64
 MiB of segments per task, whichever is more): a task opens each file by path,
 checks every batch (length, magic, CRC-32C via storage.batch), decodes records
@@ -25,6 +28,8 @@ from storage.errors import RecordError
 from storage.placement import partition_for
 from storage.records import OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
 
+from .store_input import read_source, source_name, source_size
+
 KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_SUMMARY = 0, 1, 2, 9
 
 ROW_SCHEMA = (
@@ -40,7 +45,7 @@ class CorruptSegment(Exception):
 
 
 def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corrupt: bool):
-    """Rows of one segment. ``spec`` = (source partition, base offset, path, is_last).
+    """Rows of one segment. ``spec`` = (source partition, base offset, path or PgChunk, is_last).
 
     A partial batch at the end of the *last* segment is the server's in-flight
     append (or a torn write recovery would cut): it ends the data, with a note. A
@@ -48,9 +53,9 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
     skipped (a CRC failure: just that batch; an unreadable length: the rest of the
     file) and described in the summary row's note.
     """
-    src, base, path, is_last = spec
-    with open(path, "rb") as f:
-        data = f.read()
+    src, base, source, is_last = spec
+    data = read_source(source)
+    path = source_name(source)
     placed: dict[str, int] = {}
     latest: dict = {}  # map-side combine: only a segment's last record per key leaves the task
     notes: list[str] = []
@@ -155,7 +160,7 @@ def scan_tasks(specs: list[tuple], parallelism: int, target_bytes: int = TASK_TA
     cost one Spark task (~0.1-0.2 s of scheduling and Python worker overhead) each."""
     if not specs:
         return []
-    sizes = [os.path.getsize(s[2]) for s in specs]
+    sizes = [source_size(s[2]) for s in specs]
     count = min(len(specs), max(2 * max(1, parallelism), -(-sum(sizes) // target_bytes)))
     loads = [(0, i) for i in range(count)]
     tasks: list[list[tuple]] = [[] for _ in range(count)]

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.groups.admin import group_tombstones
-from coordinator.groups.expiry import expired_records
 from coordinator.runtime.shard import ShardState
+from coordinator.runtime.staged_tombstones import append_tombstones, offered_tombstones
+from coordinator.runtime.staging_store import check_store_partition
 from storage.compaction import list_staging, validate_staging
+from storage.pg.pg_log import PgPartitionLog
 
 if TYPE_CHECKING:
     from coordinator.runtime.coordinator import GroupCoordinator
@@ -47,6 +48,8 @@ async def check_partition(coordinator: GroupCoordinator, durable: DurableLog, pa
     shard = coordinator.shards.get(partition)
     if shard is None or shard.state is not ShardState.ACTIVE or partition not in durable.logs:
         return []
+    if isinstance(durable.logs[partition], PgPartitionLog):  # cluster mode: stagings are kc_blobs rows
+        return await check_store_partition(shard, durable, partition, durable.logs[partition])
     path = durable.path(partition)
     outcomes = []
     for staging, manifest in await asyncio.to_thread(list_staging, path):
@@ -60,10 +63,10 @@ async def check_partition(coordinator: GroupCoordinator, durable: DurableLog, pa
             outcomes.append("refused")
             continue
         shutil.rmtree(staging, ignore_errors=True)  # its segment files were moved into the log
-        written = _append_tombstones(shard, manifest)
+        written = append_tombstones(shard, manifest)
         outcomes.append("applied")
         log.info("staged compaction applied", partition=partition, staging=os.path.basename(staging),
-                 segments=len(manifest["segments"]), tombstones_offered=len(_tombstones(manifest)),
+                 segments=len(manifest["segments"]), tombstones_offered=len(offered_tombstones(manifest)),
                  tombstones_written=written)
     return outcomes
 
@@ -101,42 +104,6 @@ async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str,
     finally:
         durable.open_partition(partition)
     return []
-
-
-def _tombstones(manifest: dict) -> list[dict]:
-    tomb = manifest.get("tombstones") or {}
-    return list(tomb.get("records") or [])
-
-
-def _append_tombstones(shard: Shard, manifest: dict) -> int:
-    """Re-decide the job's expiry tombstones on live state; write those that still hold."""
-    offered = _tombstones(manifest)
-    if not offered:
-        return 0
-    settings = manifest.get("settings", {})
-    retention_ms = int(settings.get("offsets.retention.ms") or shard.settings.offsets_retention_ms)
-    now_ms = max(shard.scheduler.wall_ms(), int(settings.get("now_ms") or 0))
-    by_group: dict[str, set[tuple[str, int]]] = {}
-    deleted_groups: set[str] = set()
-    for t in offered:
-        if t["type"] == "offset_commit":
-            by_group.setdefault(t["group"], set()).add((t["topic"], t["partition"]))
-        else:
-            deleted_groups.add(t["group"])
-    records: list = []
-    for group_id in sorted(set(by_group) | deleted_groups):
-        group = shard.groups.get(group_id)
-        if group is None:
-            continue  # gone already: nothing to delete
-        only = by_group.get(group_id, set())
-        tombstones, delete = expired_records(shard.offsets, group, now_ms, retention_ms, only=only)
-        if delete and group_id in deleted_groups and len(tombstones) == sum(1 for _ in shard.offsets.items(group_id)):
-            records += group_tombstones(shard.offsets, group_id)  # all its offsets expire: the group goes too
-        else:
-            records += tombstones
-    if records:
-        shard.write(records)
-    return len(records)
 
 
 async def check_all(coordinator: GroupCoordinator, durable: DurableLog) -> None:

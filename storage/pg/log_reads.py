@@ -17,7 +17,7 @@ import asyncpg
 
 from storage.placement import OFFSETS_TOPIC
 
-from .errors import StoreUnavailableError
+from .connect import redact, unavailable_as_store_error
 
 T = TypeVar("T")
 CRC_AT = 17  # Kafka batch header: baseOffset(8) batchLength(4) partitionLeaderEpoch(4) magic(1) crc(4)
@@ -47,10 +47,8 @@ def sync(url: str, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
     """Run ``work(conn)`` on a fresh connection to ``url`` (no running event loop needed)."""
 
     async def run() -> T:
-        try:
+        with unavailable_as_store_error(f"connect to {redact(url)}"):
             conn = await asyncpg.connect(url)
-        except (OSError, asyncpg.PostgresConnectionError, asyncio.TimeoutError) as exc:
-            raise StoreUnavailableError(f"PostgreSQL unavailable: {type(exc).__name__}: {exc}") from exc
         try:
             return await work(conn)
         finally:

@@ -123,6 +123,11 @@ class PgPartitionLog:
 
     # --------------------------------------------------------------- properties
     @property
+    def pool(self):
+        """The pool this log writes through (the staged-compaction check applies blobs with it)."""
+        return self._pool
+
+    @property
     def log_start_offset(self) -> int:
         return self._replica.log_start_offset
 

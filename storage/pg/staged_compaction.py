@@ -8,9 +8,9 @@ whose base offset lies there are replaced), the rows the job read there (base, l
 CRC of each: ``replaced``), the job's settings and its expiry tombstones (``tombstones.records``,
 re-decided by the owner on live state, as in local mode).
 
-``apply`` is the owner's fenced write: in one transaction it checks the rows are still exactly the
-ones the job read (retention, DeleteRecords or the owner's own compaction since: refused, nothing
-changes) and replaces them.
+``apply`` is the owner's fenced write: in one transaction it drops the blob, checks the rows are still
+exactly the ones the job read (retention, DeleteRecords or the owner's own compaction since: refused,
+no row changes) and replaces them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import uuid
 
 from storage.batch import iter_batches
 
-from . import batches
+from . import batches, blobs
 from .batches import BatchRow
 from .log_reads import RowCrc, range_crcs
 
@@ -55,13 +55,18 @@ def rows_of(data: bytes) -> list[BatchRow]:
     return [BatchRow(b.base_offset, b.last_offset, b.max_timestamp, bytes(b.raw())) for b in iter_batches(data)]
 
 
-async def apply(conn, topic_id: uuid.UUID, partition: int, epoch: int, header: dict, cleaned: bytes) -> list[str]:
+async def apply(conn, topic_id: uuid.UUID, partition: int, epoch: int, name: str, header: dict,
+                cleaned: bytes) -> list[str]:
     """Fenced (FencedError): replace the rows in [first, last] by the cleaned ones if they are still
-    those the job read; returns the problems that refused it (empty: applied)."""
+    those the job read, and drop the staging blob ``name`` -- in one transaction, which holds the
+    partition row FOR UPDATE so that no other write of the partition (an append, the owner's own
+    compaction) interleaves. Returns the problems that refused it (empty: applied); refused, only
+    the blob goes."""
     first, last = int(header["first"]), int(header["last"])
     rows = rows_of(cleaned)
     async with conn.transaction():
-        await batches.check_epoch(conn, topic_id, partition, epoch)
+        await batches.check_epoch(conn, topic_id, partition, epoch, update=True)
+        await blobs.delete(conn, blobs.STAGING, topic_id, partition, name)
         live = replaced_rows(await range_crcs(conn, topic_id, partition, first, last))
         if live != header["replaced"]:
             return [f"rows {first}..{last} changed since the job read them "

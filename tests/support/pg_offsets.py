@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from storage.batch import iter_batches
+from storage.batch import decode_records, iter_batches
 from storage.pg import batches, ownership
 from storage.pg.connect import open_pool
 from storage.pg.staged_compaction import rows_of
@@ -37,3 +37,22 @@ def seed(url: str, logs: dict[int, bytes], partitions: int = 50, epoch: int = 1)
 
     asyncio.run(run())
     return topic_id
+
+
+async def stage_compaction(conn, topic_id: uuid.UUID, partition: int, upper: int, tombstones: list[dict],
+                           settings: dict, name: str = "job-1") -> dict:
+    """What the expire job stages for the rows below ``upper`` (their latest record per key kept) plus
+    ``tombstones``: a kc_blobs 'staging' row; returns its header."""
+    from storage.cleaner import clean_segment
+    from storage.pg import blobs, log_reads, staged_compaction
+
+    data = await log_reads.range_bytes(conn, topic_id, partition, 0, upper - 1)
+    rows = [(b.base_offset, b.last_offset, b.raw()) for b in iter_batches(data)]
+    latest = {r.key: r.offset for b in iter_batches(data) for r in decode_records(b)}
+    cleaned = clean_segment(data, set(latest.values()).__contains__, now_ms=settings["now_ms"],
+                            delete_retention_ms=86_400_000, upper_bound=upper)
+    header = {"id": name, "partition": partition, "settings": settings, "first": 0, "last": rows[-1][1],
+              "replaced": staged_compaction.replaced_rows(log_reads.crcs_of(rows)),
+              "tombstones": {"count": len(tombstones), "records": tombstones}}
+    await blobs.put(conn, blobs.STAGING, topic_id, partition, name, staged_compaction.encode(header, cleaned.data))
+    return header
