@@ -51,3 +51,21 @@ def test_commits_fail_retriably_while_postgres_is_down_and_recover_without_resta
         assert cluster.nodes[1].stop() == 0
     finally:
         cluster.close()
+
+
+def test_a_log_broken_by_a_short_outage_is_retaken_within_the_lease(postgres_server, pg_url, tmp_path):
+    """PostgreSQL down for less than the session: the lease holds, but the commit in the outage breaks the
+    partition's log; the supervisor unloads it and the Reconciler takes it again (a new epoch, reloaded)."""
+    cluster = ClusterNodes(pg_url, tmp_path)
+    try:
+        node = cluster.start(1)
+        with WireClient(node.host, node.port, timeout=30) as client:
+            wait_until(lambda: commit(client, 10) == ErrorCode.none, 30, "a first commit")
+            with postgres_server.down():
+                assert commit(client, 20) in RETRIABLE
+            node.wait_for_event("cluster.partition.log_broken", timeout=10)
+            wait_until(lambda: commit(client, 30) == ErrorCode.none, 30, "commits succeed again")
+            assert fetched(client) == (ErrorCode.none, 30)
+        assert cluster.nodes[1].stop() == 0
+    finally:
+        cluster.close()
