@@ -4,14 +4,17 @@ build(): PostgreSQL pool (unreachable or too-new schema: StartupError), the clus
 (cluster id, offsets partition count), a wiped scratch log.dirs, the catalog from kc_topics, the
 offsets runtime and data plane with no partition taken yet, and the hooks that take, give up and
 lose partitions through PostgreSQL logs. start(advertised): once listening, register the lease
-(node.id in use: StartupError) and let the Reconciler take this node's share. stop(): the SIGTERM
+(node.id held by another live node for a whole session: StartupError) and let the Reconciler take
+this node's share. stop(): the SIGTERM
 hand-off -- every partition given up and released at once, the lease deregistered -- so the next
 owners need not wait for the session to expire.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from functools import partial
 from typing import Any
 
@@ -38,6 +41,8 @@ from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
 
 log = structlog.get_logger(__name__)
+
+JOIN_MARGIN_SECONDS = 1.0  # past the session, before a node.id held by a lease is another node's
 
 
 class ClusterNode:
@@ -93,14 +98,26 @@ class ClusterNode:
             listeners=advertised_listeners(endpoint.host, endpoint.port), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
             connect=partial(asyncpg.connect, config.storage_url), refresh_catalog=self._refresh_catalog)
-        try:
-            await self.membership.start()
-        except NodeIdInUseError as exc:
-            self.membership = None
-            raise StartupError(f"node.id: {exc}") from None
+        await self._join(self.membership)
         self.supervisor.start()
         log.info("cluster.member", node_id=config.node_id, cluster_id=self.node.cluster_id,
                  storage=redact(config.storage_url))
+
+    async def _join(self, membership: ClusterMembership) -> None:
+        """Register; a node.id whose lease is still live may be this node's previous life (killed and
+        restarted at once), so registering is retried until one session has passed: a lease renewed
+        that long belongs to another live node with this node.id (StartupError)."""
+        config = self.config
+        deadline = time.monotonic() + config.broker_session_timeout_ms / 1000 + JOIN_MARGIN_SECONDS
+        while True:
+            try:
+                await membership.start()
+                return
+            except NodeIdInUseError as exc:
+                if time.monotonic() >= deadline:
+                    raise StartupError(f"node.id: {exc}") from None
+                log.warning("cluster.node_id_held", node_id=config.node_id, error=str(exc))
+                await asyncio.sleep(config.broker_heartbeat_interval_ms / 1000)
 
     async def stop(self) -> None:
         """SIGTERM: hand every partition off (give up, release), deregister."""

@@ -1,5 +1,6 @@
 """Cluster mode refuses to start with one clear line and exit code 2: PostgreSQL unreachable (no password
-in any line), a schema newer than the code, a node.id held by a live node, another offsets partition count."""
+in any line), a schema newer than the code, a node.id held by a live node, another offsets partition count.
+A node killed -9 and restarted at once is no other node: it waits for its old lease and takes a share."""
 
 from __future__ import annotations
 
@@ -77,5 +78,21 @@ def test_a_node_id_held_by_a_live_node_and_another_partition_count_are_refused(p
         assert line.startswith("error: offsets.topic.num.partitions: ")
         assert cluster.live_nodes() == {1}  # neither refused node registered
         assert cluster.nodes[1].stop() == 0
+    finally:
+        cluster.close()
+
+
+def test_a_node_killed_and_restarted_at_once_waits_for_its_old_lease_and_takes_a_share(pg_url, tmp_path):
+    cluster = ClusterNodes(pg_url, tmp_path)
+    try:
+        cluster.start_all(2)
+        cluster.settled({1, 2})
+        cluster.kill(2)
+        restarted = cluster.start(2, timeout=cluster.session_seconds + 15)  # its old lease is still live
+        assert restarted.events("cluster.node_id_held")  # it waited instead of refusing
+        again = cluster.settled({1, 2})
+        assert any(owner == 2 for owner, _epoch in again.values())
+        for node_id in (1, 2):
+            assert cluster.nodes[node_id].stop() == 0
     finally:
         cluster.close()

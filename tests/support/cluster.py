@@ -40,9 +40,9 @@ class ClusterNodes:
     def session_seconds(self) -> float:
         return int(self.settings["broker.session.timeout.ms"]) / 1000
 
-    def start(self, node_id: int, **overrides: str) -> ServerProcess:
+    def start(self, node_id: int, timeout: float = 20.0, **overrides: str) -> ServerProcess:
         scratch = self.tmp_path / f"node{node_id}"
-        node = start_server(str(scratch), {**self.settings, "node.id": str(node_id), **overrides})
+        node = start_server(str(scratch), {**self.settings, "node.id": str(node_id), **overrides}, timeout=timeout)
         self.nodes[node_id] = node
         self._all.append(node)
         return node
