@@ -23,9 +23,9 @@ from storage.pg import blobs, log_reads, staged_compaction
 from storage.pg.connect import open_pool
 from storage.pg.errors import FencedError
 from storage.pg.pg_log import PgPartitionLog
+from tests.support.expire_cases import DELETE_RETENTION, EXPECTED, NOW, RETENTION_MIN, build_log, tomb_key
 from tests.support.pg_offsets import seed
 from tests.support.spark import offsets_dir, replay
-from tests.unit.test_spark_expire import DELETE_RETENTION, EXPECTED, NOW, RETENTION_MIN, build_log, tomb_key
 
 EPOCH = 3
 CHUNK = 700  # bytes of rows per chunk: several closed chunks and an active one
