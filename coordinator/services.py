@@ -1,7 +1,8 @@
-"""What handlers are given: the settings, this node, and the domain objects."""
+"""What handlers are given: the settings, this node, the cluster view, and the domain objects."""
 
 from __future__ import annotations
 
+from coordinator.cluster.view import ClusterView, LocalView
 from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings
 from coordinator.data_plane.topic_catalog import TopicCatalog
@@ -11,13 +12,15 @@ from coordinator.runtime.coordinator import GroupCoordinator
 
 
 class Services:
-    """`groups` and `data` (the embedded data plane: topic logs) are built from `config` when not given."""
+    """`groups` and `data` (the embedded data plane: topic logs) are built from `config` when not given;
+    `view` (who leads what) is LocalView(node) unless cluster mode gives its own."""
 
     def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
-                 data: DataPlane | None = None) -> None:
+                 data: DataPlane | None = None, view: ClusterView | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
         self.groups: GroupCoordinator = GroupCoordinator(GroupSettings.from_config(config)) if groups is None \
             else groups
         self.data: DataPlane = DataPlane(DataPlaneSettings.from_config(config), topics) if data is None else data
+        self.view: ClusterView = LocalView(node) if view is None else view

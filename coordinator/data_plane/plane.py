@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.data_plane import topic_configs
+from coordinator.data_plane import ownership, topic_configs
 from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.purgatory import FetchPurgatory
@@ -51,7 +51,6 @@ from storage.log_dirs import delete_dir_path, is_delete_dir
 log = structlog.get_logger(__name__)
 
 MAX_PARTITIONS_PER_TOPIC = 1000  # each partition holds 3 open files; Kafka has no such cap
-LEADER_EPOCH = 0  # what Metadata reports; stamped into every batch
 
 
 @dataclass(frozen=True)
@@ -91,8 +90,10 @@ class Appended(NamedTuple):
 
 
 class DataPlane:
-    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog) -> None:
+    def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog, take_all: bool = True) -> None:
+        """`take_all`: local mode, every partition hosted; else those taken (data_plane/ownership.py)."""
         self.settings = settings
+        self.take_all = take_all
         self.catalog = catalog
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = FetchPurgatory()
@@ -145,14 +146,14 @@ class DataPlane:
         """Open (creating) the topic's partition logs; blocking I/O, run off the loop for new topics."""
         config = EffectiveConfig.resolve(topic.config_map(), self.base_configs)
         opened: list[Partition] = []
+        if not self.take_all:  # cluster mode: partitions are hosted once taken (take_partition)
+            return opened
         try:
             for index in range(topic.partitions):
                 path = partition_dir(self.settings.log_dir, topic.name, index)
                 if fresh and os.path.exists(path):  # left over from a delete cut short by a crash
                     shutil.rmtree(path)
-                log_ = PartitionLog.open(path, segment_bytes=config.segment_bytes,
-                                         flush_policy=self.settings.flush_policy,
-                                         flush_interval_ms=self.settings.flush_interval_ms)
+                log_ = self.new_log(topic.name, index, config)
                 part = Partition(topic.name, index, log_, config)
                 opened.append(part)
                 if not fresh:
@@ -165,6 +166,12 @@ class DataPlane:
                 part.log.close_sync()
             raise
         return opened
+
+    def new_log(self, topic: str, index: int, config: EffectiveConfig) -> PartitionLog:
+        """Open (and recover the tail of) a topic partition's local log under log.dirs."""
+        return PartitionLog.open(partition_dir(self.settings.log_dir, topic, index), segment_bytes=config.segment_bytes,
+                                 flush_policy=self.settings.flush_policy,
+                                 flush_interval_ms=self.settings.flush_interval_ms)
 
     def _open_new(self, topics: list[TopicInfo]) -> list[list[Partition] | Exception]:
         """In a worker thread: each new topic's logs, or the error that stopped them (say the
@@ -187,6 +194,15 @@ class DataPlane:
     # ---------------------------------------------------------------- topics
     def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
+
+    async def take_partition(self, topic: str, index: int, log_: Any, epoch: int | None = None) -> Partition:
+        return await ownership.take_partition(self, topic, index, log_, epoch)
+
+    async def give_up_partition(self, topic: str, index: int) -> None:
+        await ownership.give_up_partition(self, topic, index)
+
+    def lose_partition(self, topic: str, index: int) -> None:
+        ownership.lose_partition(self, topic, index)
 
     def check_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                     assignments: list[tuple[int, list[int]]] | None = None,
@@ -421,7 +437,7 @@ class DataPlane:
             append_time = int(time.time() * 1000)
             payload = bytearray(data)
             stamp_log_append_time(payload, append_time)
-        result = log_.append(payload, partition_leader_epoch=LEADER_EPOCH)
+        result = log_.append(payload, partition_leader_epoch=part.leader_epoch)
         if pid >= 0:
             part.producers.record(pid, info.producer_epoch, info.base_sequence, last_seq, result.base_offset,
                                   result.last_offset, append_time if append_time >= 0 else info.max_timestamp)

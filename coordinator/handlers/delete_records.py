@@ -22,6 +22,7 @@ import asyncio
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import KafkaError, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -46,7 +47,7 @@ class DeleteRecordsHandler:
             return -1, ErrorCode.invalid_topic_exception
         part = data.partition(topic, index)
         if part is None:
-            return -1, ErrorCode.unknown_topic_or_partition
+            return -1, not_hosted_error(data, topic, index)
         try:
             return await data.delete_records(part, offset), ErrorCode.none
         except (KafkaError, OffsetOutOfRangeError, StorageError) as exc:

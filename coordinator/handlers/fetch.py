@@ -10,7 +10,8 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 * topics by name before v13, by id from v13 (unknown id -> UNKNOWN_TOPIC_ID);
   unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; an offset outside
   [log start, log end] -> OFFSET_OUT_OF_RANGE; a current_leader_epoch above ours ->
-  UNKNOWN_LEADER_EPOCH, below -> FENCED_LEADER_EPOCH; errors carry -1 offsets;
+  UNKNOWN_LEADER_EPOCH, below -> FENCED_LEADER_EPOCH; errors carry -1 offsets; a partition of a
+  known topic not hosted here (cluster mode) -> NOT_LEADER_OR_FOLLOWER;
 * a partition listed more than once is read once (Kafka keys the request's partitions
   in a LinkedHashMap: the first place, the last listing's offset and limits);
 * limits: the request reads at most min(max_bytes, fetch.max.bytes) (Kafka's
@@ -33,7 +34,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
-from coordinator.data_plane.plane import LEADER_EPOCH
+from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
@@ -94,7 +95,7 @@ class FetchHandler:
                 if info is None:
                     target = missing
                 else:
-                    target = data.partition(info.name, fp.partition) or ErrorCode.unknown_topic_or_partition
+                    target = data.partition(info.name, fp.partition) or not_hosted_error(data, info.name, fp.partition)
                 planned.append((fp.partition, target, fp.fetch_offset, fp.partition_max_bytes,
                                 getattr(fp, "current_leader_epoch", -1)))
             out.append((head, planned))
@@ -114,8 +115,8 @@ class FetchHandler:
                     parts.append(_error(index, target))
                     errors = True
                     continue
-                if leader_epoch != -1 and leader_epoch != LEADER_EPOCH:
-                    parts.append(_error(index, ErrorCode.unknown_leader_epoch if leader_epoch > LEADER_EPOCH
+                if leader_epoch != -1 and leader_epoch != target.leader_epoch:
+                    parts.append(_error(index, ErrorCode.unknown_leader_epoch if leader_epoch > target.leader_epoch
                                         else ErrorCode.fenced_leader_epoch))
                     errors = True
                     continue

@@ -1,31 +1,35 @@
-"""FindCoordinator v0-v6: every group is coordinated by this node.
+"""FindCoordinator v0-v6: a group is coordinated by the leader of its offsets partition.
 
-In the embedded single-process mode this node leads every __consumer_offsets
-partition, so a group key (whatever partition_for places it on) answers with this
-node. Transaction keys get COORDINATOR_NOT_AVAILABLE (no transaction coordinator),
-share keys INVALID_REQUEST (as Kafka without a share coordinator), unknown key types
-INVALID_REQUEST. An empty group id gets INVALID_GROUP_ID. v4+ batches keys, each with
-its own error; before v4 an error answers with Kafka's "no node" (-1, "", -1) and the
-error's default message.
+The cluster view names the leader of the __consumer_offsets partition partition_for
+places the group on (in local mode this node leads them all); a partition with no
+leader answers COORDINATOR_NOT_AVAILABLE, which clients retry. Transaction keys get
+COORDINATOR_NOT_AVAILABLE (no transaction coordinator), share keys INVALID_REQUEST (as
+Kafka without a share coordinator), unknown key types INVALID_REQUEST. An empty group
+id gets INVALID_GROUP_ID. v4+ batches keys, each with its own error; before v4 an error
+answers with Kafka's "no node" (-1, "", -1) and the error's default message.
 """
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.cluster.view import Broker, ClusterView
 from coordinator.errors import error_message
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.node import Node
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from storage.placement import OFFSETS_TOPIC, partition_for
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4
 
 
-def locate(key_type: int, key: str) -> ErrorCode:
+NO_NODE = {"node_id": -1, "host": "", "port": -1}
+
+
+def error_for(key_type: int, key: str) -> ErrorCode:
     if key_type == GROUP:
         return ErrorCode.invalid_group_id if not key else ErrorCode.none
     if key_type == TRANSACTION:
@@ -34,13 +38,20 @@ def locate(key_type: int, key: str) -> ErrorCode:
 
 
 class FindCoordinatorHandler:
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(self, view: ClusterView, offsets_partitions: int) -> None:
+        self.view = view
+        self.offsets_partitions = offsets_partitions
 
-    def endpoint(self, code: ErrorCode) -> dict:
-        if code is ErrorCode.none:
-            return {"node_id": self.node.node_id, "host": self.node.host, "port": self.node.port}
-        return {"node_id": -1, "host": "", "port": -1}
+    def locate(self, key_type: int, key: str) -> tuple[ErrorCode, dict]:
+        """The error and the endpoint (Kafka's "no node" unless the error is NONE) for one key."""
+        code = error_for(key_type, key)
+        if code is not ErrorCode.none:
+            return code, NO_NODE
+        view = self.view
+        broker: Broker | None = view.broker(view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions)))
+        if broker is None:  # no leader now (or it is gone): retriable
+            return ErrorCode.coordinator_not_available, NO_NODE
+        return code, {"node_id": broker.node_id, "host": broker.host, "port": broker.port}
 
     def handle(self, ctx: RequestContext, request) -> object:
         cls = API_TABLE[ApiKey.FIND_COORDINATOR].responses[ctx.api_version]
@@ -48,13 +59,14 @@ class FindCoordinatorHandler:
         if ctx.api_version >= BATCHED_FROM:
             coordinators = []
             for key in request.coordinator_keys:
-                code = locate(key_type, key)
-                coordinators.append({"key": key, "error_code": code, "error_message": None, **self.endpoint(code)})
+                code, endpoint = self.locate(key_type, key)
+                coordinators.append({"key": key, "error_code": code, "error_message": None, **endpoint})
             return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
-        code = locate(key_type, request.key)
+        code, endpoint = self.locate(key_type, request.key)
         return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=error_message(code),
-                     **self.endpoint(code))
+                     **endpoint)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.FIND_COORDINATOR, FindCoordinatorHandler(services.node).handle)
+    handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions)
+    dispatcher.register(ApiKey.FIND_COORDINATOR, handler.handle)

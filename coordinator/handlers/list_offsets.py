@@ -8,9 +8,9 @@ Follows KafkaApis.handleListOffsetRequest and UnifiedLog.fetchOffsetByTimestamp:
   with the largest timestamp; -5 LATEST_TIERED -> offset -1 (no remote storage);
   a timestamp >= 0 -> the first record at or after it below the high watermark, or
   offset -1 / timestamp -1 when there is none. Special timestamps answer timestamp -1;
-* leader_epoch (v4+) is this node's epoch 0 for a found offset, -1 otherwise;
-  current_leader_epoch above 0 -> UNKNOWN_LEADER_EPOCH, below (other than -1) ->
-  FENCED_LEADER_EPOCH;
+* leader_epoch (v4+) is the partition's leader epoch for a found offset, -1 otherwise;
+  current_leader_epoch above the partition's (0 in local mode) -> UNKNOWN_LEADER_EPOCH, below (other
+  than -1) -> FENCED_LEADER_EPOCH; a partition of a known topic not hosted here -> NOT_LEADER_OR_FOLLOWER;
 * a partition named twice -> INVALID_REQUEST for it; unknown topic or partition ->
   UNKNOWN_TOPIC_OR_PARTITION.
 """
@@ -22,7 +22,7 @@ from collections import Counter
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
-from coordinator.data_plane.plane import LEADER_EPOCH
+from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -39,13 +39,13 @@ def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, 
             "leader_epoch": epoch}
 
 
-def lookup(lg, timestamp: int, version: int) -> tuple[int, int, int]:
-    """(timestamp, offset, leader epoch) for one partition log."""
+def lookup(lg, timestamp: int, version: int, leader_epoch: int = 0) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for one partition log led at `leader_epoch`."""
     hw = lg.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return -1, lg.log_start_offset, LEADER_EPOCH
+        return -1, lg.log_start_offset, leader_epoch
     if timestamp == LATEST:
-        return -1, hw, LEADER_EPOCH
+        return -1, hw, leader_epoch
     if timestamp == LATEST_TIERED:
         return -1, -1, -1
     if timestamp == MAX_TIMESTAMP and version >= 7:
@@ -54,7 +54,7 @@ def lookup(lg, timestamp: int, version: int) -> tuple[int, int, int]:
         found = lg.offset_for_timestamp(timestamp)
     if found is None or found.offset >= hw:
         return -1, -1, -1
-    return found.timestamp, found.offset, LEADER_EPOCH
+    return found.timestamp, found.offset, leader_epoch
 
 
 class ListOffsetsHandler:
@@ -75,15 +75,15 @@ class ListOffsetsHandler:
                     continue
                 part = data.partition(topic.name, index)
                 if part is None:
-                    parts.append(_answer(index, ErrorCode.unknown_topic_or_partition))
+                    parts.append(_answer(index, not_hosted_error(data, topic.name, index)))
                     continue
-                epoch = getattr(lp, "current_leader_epoch", -1)
-                if epoch != -1 and epoch != LEADER_EPOCH:
-                    parts.append(_answer(index, ErrorCode.unknown_leader_epoch if epoch > LEADER_EPOCH
+                epoch, ours = getattr(lp, "current_leader_epoch", -1), part.leader_epoch
+                if epoch != -1 and epoch != ours:
+                    parts.append(_answer(index, ErrorCode.unknown_leader_epoch if epoch > ours
                                          else ErrorCode.fenced_leader_epoch))
                     continue
                 try:
-                    ts, offset, leader_epoch = lookup(part.log, lp.timestamp, version)
+                    ts, offset, leader_epoch = lookup(part.log, lp.timestamp, version, ours)
                 except (RecordError, StorageError) as exc:
                     parts.append(_answer(index, error_code_for(exc)))
                     continue

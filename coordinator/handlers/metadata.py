@@ -1,4 +1,8 @@
-"""Metadata v0-v12: this node as the only broker and the leader of every partition.
+"""Metadata v0-v12: the brokers and each partition's leader, as the cluster view tells them.
+
+In local mode (LocalView) this node is the only broker and the leader of every partition.
+A partition with no leader (cluster mode, between owners) answers LEADER_NOT_AVAILABLE with
+leader -1 and no replicas, as Kafka does for a partition whose leader is offline.
 
 Follows KafkaApis.handleTopicMetadataRequest: null topics (or, in v0, an empty list)
 mean all topics, internal ones included; v10/v11 requests naming a topic by id only,
@@ -19,6 +23,7 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.cluster.view import NO_LEADER
 from coordinator.completion import settled
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.handlers import sliced_encoding
@@ -39,15 +44,19 @@ class MetadataHandler:
         self.node = services.node
         self.catalog = services.topics
         self.data = services.data
+        self.view = services.view
 
     def partitions(self, topic: TopicInfo) -> list[dict]:
-        node_id = self.node.node_id
-        nodes = [node_id]
-        return [
-            {"error_code": ErrorCode.none, "partition_index": index, "leader_id": node_id,
-             "leader_epoch": 0, "replica_nodes": nodes, "isr_nodes": nodes, "offline_replicas": []}
-            for index in range(topic.partitions)
-        ]
+        view, name = self.view, topic.name
+        answers = []
+        for index in range(topic.partitions):
+            leader = view.leader(name, index)
+            nodes = [] if leader == NO_LEADER else [leader]
+            code = ErrorCode.leader_not_available if leader == NO_LEADER else ErrorCode.none
+            answers.append({"error_code": code, "partition_index": index, "leader_id": leader,
+                            "leader_epoch": view.leader_epoch(name, index), "replica_nodes": nodes,
+                            "isr_nodes": nodes, "offline_replicas": []})
+        return answers
 
     def described(self, topic: TopicInfo, topic_ops: int) -> dict:
         return {"error_code": ErrorCode.none, "name": topic.name, "topic_id": topic.topic_id,
@@ -120,9 +129,11 @@ class MetadataHandler:
             else NOT_REQUESTED
         cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
             else NOT_REQUESTED
-        node = self.node
-        head = {"throttle_time": NO_THROTTLE, "cluster_id": node.cluster_id, "controller_id": node.node_id,
-                "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}],
+        view = self.view
+        head = {"throttle_time": NO_THROTTLE, "cluster_id": self.node.cluster_id,
+                "controller_id": view.controller_id(),
+                "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                            for b in view.brokers()],
                 "cluster_authorized_operations": cluster_ops}
 
         def respond(topics: list[dict]) -> object:

@@ -10,7 +10,8 @@ Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
 * an unknown topic is created first when auto.create.topics.enable (Kafka itself only
   auto-creates on Metadata; clients always ask Metadata before producing, so this only
   matters to hand-written clients); otherwise, or for an unknown partition,
-  UNKNOWN_TOPIC_OR_PARTITION; the internal topic -> INVALID_TOPIC_EXCEPTION;
+  UNKNOWN_TOPIC_OR_PARTITION; the internal topic -> INVALID_TOPIC_EXCEPTION; a partition of a known
+  topic not hosted here (cluster mode) -> NOT_LEADER_OR_FOLLOWER;
 * every rejected batch leaves its log untouched; other partitions are unaffected,
   except that the request's batches share one budget of record bytes to walk
   (message.max.decompressed.bytes): a batch past what is left is INVALID_RECORD;
@@ -37,6 +38,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion, settled
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
@@ -134,6 +136,9 @@ class ProduceHandler:
             known = data.catalog.get(name)
             if known is not None and known.internal:
                 raise InvalidTopic(f"Cannot append to internal topic {name}")
+            if not_hosted_error(data, name, pd.index) is ErrorCode.not_leader_or_follower:
+                raise KafkaError(f"This server is not the leader of {name}-{pd.index}.",
+                                 ErrorCode.not_leader_or_follower)
             raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")
         if _is_transactional(pd.records):
             raise InvalidTxnState("This server has no transaction coordinator; "

@@ -71,6 +71,15 @@ class GroupCoordinator:
         """The shards of the owned partitions (created LOADING), in partition order."""
         return [self.shards.get(p) or self._new_shard(p) for p in sorted(self.owned or ())]
 
+    def take(self, partition: int) -> Shard:
+        """The partition is ours now: its shard goes LOADING (the loader makes it ACTIVE)."""
+        if self.owned is None:
+            self.owned = set(range(self.settings.offsets_partitions))
+        self.owned.add(partition)
+        shard = self.shards.get(partition) or self._new_shard(partition)
+        shard.set_state(ShardState.LOADING)
+        return shard
+
     def group(self, group_id: str) -> ClassicGroup | None:
         return self.shard_for(group_id).groups.get(group_id)
 

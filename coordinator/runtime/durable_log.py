@@ -63,13 +63,25 @@ class DurableLog:
     def path(self, partition: int) -> str:
         return partition_dir(self.root, OFFSETS_TOPIC, partition)
 
-    def open_partition(self, partition: int) -> PartitionLog:
-        """Open (and recover the tail of) the partition's log; reopening replaces it."""
-        plog = PartitionLog.open(self.path(partition), segment_bytes=self.segment_bytes,
+    def new_log(self, partition: int) -> PartitionLog:
+        """Open (and recover the tail of) the partition's local log under log.dirs, unattached."""
+        return PartitionLog.open(self.path(partition), segment_bytes=self.segment_bytes,
                                  flush_policy=self.flush_policy, flush_interval_ms=self.flush_interval_ms,
                                  fsync=self._fsync)
-        self.logs[partition] = plog
+
+    def open_partition(self, partition: int) -> PartitionLog:
+        """Open the partition's local log and write to it; reopening replaces it."""
+        plog = self.logs[partition] = self.new_log(partition)
         return plog
+
+    def attach(self, partition: int, plog) -> None:
+        """Use a log opened elsewhere (cluster mode: a PgPartitionLog) for the partition."""
+        self.logs[partition] = plog
+
+    def detach(self, partition: int):
+        """Stop writing to the partition's log (writes queued for it fail NOT_COORDINATOR); the
+        caller closes it."""
+        return self.logs.pop(partition, None)
 
     # --- RecordLog -------------------------------------------------------------------------
 
@@ -108,7 +120,8 @@ class DurableLog:
                 continue
             result.durable.add_done_callback(partial(_resolve_all, members))
 
-    def _flush_queued(self) -> None:
+    def flush_queued(self) -> None:
+        """Hand this loop turn's queued writes to their logs now."""
         if self._queued:
             self._append_queued()
 
@@ -117,11 +130,11 @@ class DurableLog:
         return bool(self._queued.get(partition))
 
     async def flush(self) -> None:
-        self._flush_queued()
+        self.flush_queued()
         await asyncio.gather(*(plog.flush() for plog in self.logs.values()))
 
     async def close(self) -> None:
-        self._flush_queued()
+        self.flush_queued()
         logs, self.logs = list(self.logs.values()), {}
         for plog in logs:
             try:
@@ -130,7 +143,7 @@ class DurableLog:
                 log.exception("closing offsets log failed", dir=plog.path)
 
     async def close_partition(self, partition: int) -> None:
-        self._flush_queued()
+        self.flush_queued()
         plog = self.logs.pop(partition, None)
         if plog is not None:
             await plog.close()

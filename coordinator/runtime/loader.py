@@ -173,13 +173,14 @@ async def load_all(shards: list[Shard], durable: DurableLog, snapshot_root: str 
                    chunk_bytes: int = 5 << 20) -> list[dict]:
     """Load partitions concurrently (interleaved chunk by chunk on the one loop)."""
     started = time.monotonic()
-    results = await asyncio.gather(*(_load_logged(s, durable, snapshot_root, chunk_bytes) for s in shards))
+    results = await asyncio.gather(*(load_logged(s, durable, snapshot_root, chunk_bytes) for s in shards))
     log.info("offsets partitions loaded", partitions=len(shards), ms=round((time.monotonic() - started) * 1000, 1),
              records=sum(r.get("log_records", 0) + r.get("snapshot_records", 0) for r in results))
     return results
 
 
-async def _load_logged(shard: Shard, durable: DurableLog, snapshot_root: str | None, chunk_bytes: int) -> dict:
+async def load_logged(shard: Shard, durable: DurableLog, snapshot_root: str | None, chunk_bytes: int) -> dict:
+    """load_shard; a partition that fails to load is logged and left UNLOADED."""
     try:
         return await load_shard(shard, durable, snapshot_root, chunk_bytes)
     except Exception:

@@ -5,14 +5,30 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kio.index import load_entity_module
 from kio.serial import entity_reader
+from kio.static.constants import EntityType
 
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.node import Node
 from coordinator.services import Services
+from protocol.build import build
 from tests.support.wire_client import request_frame, response_class_for
+
+
+def named_request(api: str, version: int, **fields):
+    """A request of `api` (kio's module name, e.g. "metadata") built from keywords; Metadata's
+    flags default to False."""
+    if api == "metadata":
+        for flag in ("allow_auto_topic_creation", "include_cluster_authorized_operations",
+                     "include_topic_authorized_operations"):
+            fields.setdefault(flag, False)
+    module = load_entity_module(api, version, EntityType.request)
+    cls = next(v for v in vars(module).values()
+               if isinstance(v, type) and getattr(v, "__type__", None) is EntityType.request)
+    return build(cls, **fields)
 
 
 def make_services(**overrides: str) -> Services:

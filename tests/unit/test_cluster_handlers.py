@@ -11,23 +11,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.net.dispatch import CloseConnection
 from protocol.apis import API_TABLE, ApiKey
 from protocol.header import encode_request_header
-from tests.support.dispatch import InProcess, make_services
-
-
-def req(api: str, version: int, **fields):
-    from kio.index import load_entity_module
-    from kio.static.constants import EntityType
-
-    from protocol.build import build
-
-    if api == "metadata":
-        for flag in ("allow_auto_topic_creation", "include_cluster_authorized_operations",
-                     "include_topic_authorized_operations"):
-            fields.setdefault(flag, False)
-    module = load_entity_module(api, version, EntityType.request)
-    cls = next(v for v in vars(module).values()
-               if isinstance(v, type) and getattr(v, "__type__", None) is EntityType.request)
-    return build(cls, **fields)
+from tests.support.dispatch import InProcess, make_services, named_request as req
 
 
 @pytest.fixture
