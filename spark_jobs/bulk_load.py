@@ -3,6 +3,10 @@
     python -m spark_jobs.bulk_load --master local[*] --input LOGDIR... [--export FILE]
         --output DIR [--offsets-partitions 50] [--skip-corrupt]
 
+Cluster mode: ``--storage-url URL`` reads the __consumer_offsets rows of a PostgreSQL store
+(spark_jobs/store_input.py), and ``--output postgresql://...`` publishes the snapshots as kc_blobs
+rows of that store (spark_jobs/bulk_load_store.py) instead of directories.
+
 Stages: (1) scan every segment in parallel with the project's codecs (one task per
 file); (2) check the scan (corrupt batches fail the job here, before anything is
 written); (3) keep the latest record per key (DataFrame aggregation), drop
@@ -29,17 +33,17 @@ import sys
 import time
 from typing import Any
 
+from .bulk_load_store import is_store, publish_to_store, shown, store_writer
 from .common import (
     JobError,
     Progress,
-    find_partition_dirs,
     parse_conf,
     print_summary,
-    segment_paths,
     spark_session,
     worker_error,
 )
 from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
+from .store_input import DEFAULT_CHUNK_BYTES, find_inputs, source_size
 
 
 def parse_args(argv):
@@ -50,15 +54,19 @@ def parse_args(argv):
     p.add_argument("--export", nargs="*", action="extend", default=[],
                    help="offsets export(s): .csv (header), .json/.jsonl (JSON lines), .parquet")
     p.add_argument("--export-format", choices=["csv", "json", "parquet"])
-    p.add_argument("--output", required=True, help="snapshot root (the server's snapshot dir)")
+    p.add_argument("--storage-url", help="also read the __consumer_offsets rows of this PostgreSQL store")
+    p.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES,
+                   help="with --storage-url: bytes of rows per scan chunk")
+    p.add_argument("--output", required=True, help="snapshot root (the server's snapshot dir), or a "
+                   "postgresql:// URL: the snapshots go to that store (cluster mode)")
     p.add_argument("--offsets-partitions", type=int, default=50, help="offsets.topic.num.partitions of the target")
     p.add_argument("--skip-corrupt", action="store_true",
                    help="skip corrupt batches (reported) instead of failing the job")
     p.add_argument("--shuffle-partitions", type=int, default=None)
     p.add_argument("--conf", action="append", help="extra Spark setting key=value")
     args = p.parse_args(argv)
-    if not args.input and not args.export:
-        p.error("give at least one --input or --export")
+    if not args.input and not args.export and not args.storage_url:
+        p.error("give at least one --input, --storage-url or --export")
     if args.offsets_partitions < 1:
         p.error("--offsets-partitions must be >= 1")
     return args
@@ -101,7 +109,7 @@ def run(argv, spark=None, out=None) -> dict:
     own = spark is None
     if own:
         spark = spark_session(args.master, "kgc-bulk-load", args.shuffle_partitions, parse_conf(args.conf))
-    output = os.path.abspath(args.output)
+    output = args.output if is_store(args.output) else os.path.abspath(args.output)
     try:
         return _run(spark, args, progress, job_ms, output)
     except BaseException as exc:
@@ -122,9 +130,9 @@ def _run(spark, args, progress, job_ms, output) -> dict:
 
     n = args.offsets_partitions
     ship_code(spark)
-    parts = find_partition_dirs(args.input)
-    specs = segment_specs(parts, segment_paths)
-    bytes_in = sum(os.path.getsize(s[2]) for s in specs)
+    parts, segs = find_inputs(args.input, args.storage_url, args.chunk_bytes)
+    specs = segment_specs(parts, segs.__getitem__)
+    bytes_in = sum(source_size(s[2]) for s in specs)
     progress.log(f"{len(parts)} partition dir(s), {len(specs)} segment file(s), {bytes_in} bytes; "
                  f"{len(args.export)} export(s); target offsets partitions: {n}")
     summary: dict[str, Any] = {"partition_dirs": len(parts), "segments": len(specs), "bytes_before": bytes_in}
@@ -147,7 +155,9 @@ def _run(spark, args, progress, job_ms, output) -> dict:
                 progress.log(f"  note: {r.note}")
         misplaced = sum(r.misplaced for r in seg_rows)
         same_layout = misplaced == 0 and all(p.partition < n for p in parts)
-        covers = {p: off for p, off in next_offset.items()} if same_layout else {}
+        # the log offsets covered are those of the logs read: only meaningful where the snapshots go
+        same_log = (args.output == args.storage_url and not args.input) if is_store(output) else not args.storage_url
+        covers = {p: off for p, off in next_offset.items()} if same_layout and same_log else {}
         if not same_layout and parts:
             progress.log(f"  {misplaced} record(s) belong to another partition with {n} partitions: "
                          "layout differs, snapshots will cover no log offsets")
@@ -179,19 +189,26 @@ def _run(spark, args, progress, job_ms, output) -> dict:
                 "commit_timestamp", "expire_timestamp", "target"))
     with progress.stage(4, 5, f"write {n} snapshot(s) (temp directories)"):
         sources = {"inputs": [p.path for p in parts], "exports": list(args.export), "job_ms": job_ms}
-        write = _partition_writer(output, covers, n, job_ms, sources)
+        if is_store(output):
+            write = store_writer(lambda root: _partition_writer(root, covers, n, job_ms, sources))
+        else:
+            write = _partition_writer(output, covers, n, job_ms, sources)
         results = (final.rdd.map(lambda r: (r.target, r)).partitionBy(n, lambda k: k)
                    .mapPartitionsWithIndex(write).collect())
         scanned.unpersist()
     with progress.stage(5, 5, "publish"):
         from storage.snapshot import publish_snapshot
 
-        published = [publish_snapshot(r[1]) for r in sorted(results)]
-    bytes_after = sum(os.path.getsize(os.path.join(d, f)) for d in published for f in os.listdir(d))
+        if is_store(output):
+            published = publish_to_store(output, results)
+            bytes_after = sum(len(r[5]) for r in results)
+        else:
+            published = [publish_snapshot(r[1]) for r in sorted(results)]
+            bytes_after = sum(os.path.getsize(os.path.join(d, f)) for d in published for f in os.listdir(d))
     summary.update(groups=sum(r[2] for r in results), simple_groups=sum(r[4] for r in results),
                    offsets=sum(r[3] for r in results),
                    keys_kept=sum(r[2] + r[3] for r in results), tombstones_written=0,
-                   snapshots=len(published), bytes_after=bytes_after, output=output,
+                   snapshots=len(published), bytes_after=bytes_after, output=shown(output),
                    wall_time_s=round(progress.elapsed, 2))
     print_summary(progress, summary)
     return summary

@@ -33,16 +33,14 @@ from .common import (
     JobError,
     PartitionInput,
     Progress,
-    find_partition_dirs,
     parse_conf,
     print_summary,
-    segment_paths,
     spark_session,
     worker_error,
 )
 from .expire_store import clean_chunk, write_store_staging
 from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
-from .store_input import DEFAULT_CHUNK_BYTES, list_store, source_name
+from .store_input import DEFAULT_CHUNK_BYTES, find_inputs, source_name
 
 
 def parse_args(argv):
@@ -135,12 +133,7 @@ def run(argv, spark=None, out=None) -> dict:
         spark = spark_session(args.master, "kgc-expire", args.shuffle_partitions, parse_conf(args.conf))
     parts: list[PartitionInput] = []
     try:
-        if args.storage_url:
-            store = list_store(args.storage_url, args.chunk_bytes)
-            parts, segs = store[1], store[2]
-        else:
-            parts = find_partition_dirs(args.log_dirs)
-            segs = {p.path: segment_paths(p.path) for p in parts}
+        parts, segs = find_inputs(args.log_dirs, args.storage_url, args.chunk_bytes)
         return _run(spark, args, progress, now_ms, staging_id, parts, segs)
     except BaseException as exc:
         for part in parts:

@@ -15,7 +15,7 @@ import os
 import uuid
 from typing import NamedTuple
 
-from .common import PartitionInput
+from .common import JobError, PartitionInput, find_partition_dirs, segment_paths
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 
@@ -77,3 +77,20 @@ def source_name(source) -> str:
     if isinstance(source, str):
         return source
     return f"{label(source.partition)} rows {source.first}..{source.last}"
+
+
+def find_inputs(log_dirs: list[str], storage_url: str | None, chunk_bytes: int
+                ) -> tuple[list[PartitionInput], dict[str, list[tuple]]]:
+    """The partitions to read and, by PartitionInput.path, their (base, source, size) "segments":
+    from log directories, and/or from the PostgreSQL store."""
+    parts = find_partition_dirs(log_dirs) if log_dirs else []
+    segs = {p.path: segment_paths(p.path) for p in parts}
+    if storage_url:
+        _, store_parts, store_segs = list_store(storage_url, chunk_bytes)
+        taken = {p.partition for p in parts}
+        if taken & {p.partition for p in store_parts}:
+            raise JobError(f"partitions {sorted(taken & {p.partition for p in store_parts})} given twice "
+                           "(log directories and --storage-url)")
+        parts = sorted(parts + store_parts, key=lambda p: p.partition)
+        segs.update(store_segs)
+    return parts, segs

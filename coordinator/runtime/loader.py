@@ -9,7 +9,8 @@ GroupMetadataManager.onLoaded):
    (columns, in a worker thread: pyarrow releases the GIL) and replayed in chunks.
    A snapshot that covers no log offset (an export, or another partition layout) is the
    whole state as of its creation: only log records written after `created_at_ms` are
-   replayed over it.
+   replayed over it. In cluster mode the snapshots are kc_blobs rows (storage/pg/snapshot_blobs.py),
+   copied into a snapshot root in the scratch directory first.
 2. The log from the snapshot's offset (or the log start) to its end, `chunk_bytes` at a
    time, folded by storage.latest.LatestRecords into the latest record per key (plus
    what a replay of every record would keep: see there); only those records are
@@ -24,6 +25,7 @@ GroupMetadataManager.onLoaded):
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from itertools import islice
 
@@ -36,10 +38,13 @@ from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots
 from storage.errors import CorruptRecordError
 from storage.latest import LatestRecords
+from storage.pg import snapshot_blobs
+from storage.pg.pg_log import PgPartitionLog
 
 log = structlog.get_logger("coordinator.runtime.loader")
 
 SNAPSHOT_ROWS_PER_CHUNK = 50_000
+STORE_SNAPSHOTS_DIR = ".snapshots"  # cluster mode: snapshot blobs copied beside the replicas (scratch)
 REPLAY_PER_TURN = 50_000  # survivors replayed between yields to the event loop
 
 
@@ -58,6 +63,8 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     stats: dict[str, object] = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
     start = plog.log_start_offset
     min_timestamp = None
+    if isinstance(plog, PgPartitionLog):  # cluster mode: the bulk-load snapshots are kc_blobs rows
+        snapshot_root = await _fetch_store_snapshots(plog)
     info = choose_snapshot(snapshot_root, partition, plog.log_end_offset) if snapshot_root else None
     if info is not None:
         stats["snapshot"] = info.path
@@ -96,6 +103,14 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     stats["ms"] = round((time.monotonic() - started) * 1000, 1)
     (log.info if count or info is not None else log.debug)("offsets partition loaded", **stats)
     return stats
+
+
+async def _fetch_store_snapshots(plog: PgPartitionLog) -> str:
+    """Copy the partition's snapshot blobs into a local snapshot root; returns the root."""
+    root = os.path.join(os.path.dirname(plog.path), STORE_SNAPSHOTS_DIR)
+    async with plog.pool.acquire() as conn:
+        await snapshot_blobs.fetch(conn, plog.topic_id, plog.partition, root)
+    return root
 
 
 async def _replay_pairs(replay_all, pairs) -> int:

@@ -26,13 +26,12 @@ from storage.compaction import (
     tombstone_batches,
     write_json_atomic,
 )
-from storage.placement import partition_for
+from tests.support.expire_cases import RETENTION, same_partition_groups
 from tests.support.groups import subscription
 from tests.support.offsets import OffsetsHarness, commit_request
 
 E = ErrorCode
 HOUR = 3_600_000
-RETENTION = 10 * 60_000  # shorter than the session timeouts below: members stay
 
 
 def offsets_of(h: OffsetsHarness, group: str) -> dict:
@@ -103,15 +102,6 @@ async def test_expire_all_logs_kafka_line(capsys):
 
 # --- staging swap ------------------------------------------------------------------------------
 
-GROUP_DEAD, GROUP_ALIVE = "dead-one", "alive-one"
-
-
-def _same_partition_groups() -> tuple[str, str, int]:
-    p = partition_for(GROUP_DEAD, 50)
-    alive = next(g for g in (f"alive-{i}" for i in range(10_000)) if partition_for(g, 50) == p)
-    return GROUP_DEAD, alive, p
-
-
 def stage(partition_dir: str, tombstones: list[dict], now_ms: int, staging_id: str = ".staging-1-test") -> dict:
     """What spark_jobs.expire leaves, built with the same storage helpers (no Spark)."""
     live = live_segments(partition_dir)
@@ -166,7 +156,7 @@ async def _coordinator(root: str, partition: int, clock: FakeScheduler):
 
 
 async def test_staging_swap_applied_and_tombstones_rechecked(tmp_path):
-    dead, alive, p = _same_partition_groups()
+    dead, alive, p = same_partition_groups()
     clock = FakeScheduler()
     durable, coordinator, shard = await _coordinator(str(tmp_path), p, clock)
     old = clock.wall_ms()
@@ -204,7 +194,7 @@ async def test_staging_swap_applied_and_tombstones_rechecked(tmp_path):
 
 
 async def test_staging_refused_when_log_moved(tmp_path, capsys):
-    dead, alive, p = _same_partition_groups()
+    dead, alive, p = same_partition_groups()
     clock = FakeScheduler()
     durable, coordinator, shard = await _coordinator(str(tmp_path), p, clock)
     for i in range(30):

@@ -19,8 +19,8 @@ from coordinator.runtime.timers import FakeScheduler
 from storage.pg import blobs, log_reads, ownership
 from storage.pg.connect import open_pool
 from storage.pg.pg_log import PgPartitionLog
+from tests.support.expire_cases import RETENTION, same_partition_groups
 from tests.support.pg_offsets import stage_compaction
-from tests.unit.test_offsets_expiry import RETENTION, _same_partition_groups
 
 TOPIC = uuid.UUID("00000000-0000-0000-0000-0000000000c0")
 
@@ -54,7 +54,7 @@ async def rows(pool, partition):
 
 
 async def test_staging_blob_applied_replica_rebuilt_tombstones_rechecked(pool, tmp_path):
-    dead, alive, p = _same_partition_groups()
+    dead, alive, p = same_partition_groups()
     epoch = await take(pool, p, 1)
     clock = FakeScheduler()
     durable, coordinator, shard = await owner(pool, str(tmp_path), p, clock, epoch)
@@ -100,7 +100,7 @@ async def test_staging_blob_applied_replica_rebuilt_tombstones_rechecked(pool, t
 
 
 async def test_staging_blob_refused_when_rows_changed(pool, tmp_path, capsys):
-    dead, alive, p = _same_partition_groups()
+    dead, alive, p = same_partition_groups()
     epoch = await take(pool, p, 1)
     clock = FakeScheduler()
     durable, coordinator, shard = await owner(pool, str(tmp_path), p, clock, epoch)

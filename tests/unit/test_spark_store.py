@@ -1,5 +1,8 @@
-"""spark_jobs.expire --storage-url: reads __consumer_offsets rows from PostgreSQL, stages a blob per
-partition, and the blob applied (fenced) keeps the state while KIP-211 decides as on segment files."""
+"""The Spark jobs in cluster mode, on a real PostgreSQL (one Spark session, two job runs).
+
+expire --storage-url reads __consumer_offsets rows, stages a blob per partition, and the blob applied
+(fenced) keeps the state while KIP-211 decides as on segment files. bulk_load --storage-url --output URL
+reads the rows and publishes snapshot blobs, which the loader of a cluster-mode owner uses."""
 
 from __future__ import annotations
 
@@ -8,35 +11,49 @@ import os
 
 import pytest
 
+from coordinator.groups.settings import GroupSettings
+from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.loader import load_all
+from coordinator.runtime.timers import FakeScheduler
+from spark_jobs.bulk_load import run as bulk_load
 from spark_jobs.common import spark_session
 from spark_jobs.expire import run
 from storage.pg import blobs, log_reads, staged_compaction
 from storage.pg.connect import open_pool
 from storage.pg.errors import FencedError
+from storage.pg.pg_log import PgPartitionLog
+from tests.support.expire_cases import DELETE_RETENTION, EXPECTED, NOW, RETENTION_MIN, build_log, tomb_key
 from tests.support.pg_offsets import seed
 from tests.support.spark import offsets_dir, replay
-from tests.unit.test_spark_expire import DELETE_RETENTION, EXPECTED, NOW, RETENTION_MIN, build_log, tomb_key
 
 EPOCH = 3
 CHUNK = 700  # bytes of rows per chunk: several closed chunks and an active one
 
 
 @pytest.fixture(scope="module")
-def staged_in_store(tmp_path_factory, postgres_server):
-    root = str(tmp_path_factory.mktemp("logdirs"))
-    path = offsets_dir(root, 0)
+def spark():
+    session = spark_session("local[2]", "test-spark-store", 2, {"spark.ui.enabled": "false",
+                                                                "spark.default.parallelism": "2"})
+    yield session
+    session.stop()
+
+
+def seeded(tmp_path_factory, postgres_server):
+    """The expire tests' log (partition 0, several segments) as rows of a fresh database."""
+    path = offsets_dir(str(tmp_path_factory.mktemp("logdirs")), 0)
     build_log(path)
     data = b"".join(open(os.path.join(path, n), "rb").read() for n in sorted(os.listdir(path)) if n.endswith(".log"))
     url = postgres_server.new_database()
-    topic_id = seed(url, {0: data}, epoch=EPOCH)
-    spark = spark_session("local[2]", "test-expire-store", 2, {"spark.ui.enabled": "false",
-                                                                 "spark.default.parallelism": "2"})
-    try:
-        summary = run(["--storage-url", url, "--chunk-bytes", str(CHUNK), "--offsets-retention-minutes",
-                       str(RETENTION_MIN), "--delete-retention-ms", str(DELETE_RETENTION), "--now-ms", str(NOW)],
-                      spark=spark)
-    finally:
-        spark.stop()
+    return url, seed(url, {0: data}, epoch=EPOCH), path, data
+
+
+@pytest.fixture(scope="module")
+def staged_in_store(spark, tmp_path_factory, postgres_server):
+    url, topic_id, path, data = seeded(tmp_path_factory, postgres_server)
+    summary = run(["--storage-url", url, "--chunk-bytes", str(CHUNK), "--offsets-retention-minutes",
+                   str(RETENTION_MIN), "--delete-retention-ms", str(DELETE_RETENTION), "--now-ms", str(NOW)],
+                  spark=spark)
     return url, topic_id, path, data, summary
 
 
@@ -90,3 +107,33 @@ def test_staged_blob_decides_as_on_segments_and_keeps_state(staged_in_store, tmp
     assert sum(r.size for r in after) < len(data)
     problems, _ = asyncio.run(apply(url, topic_id, EPOCH, name, header, cleaned))  # the rows it read are gone
     assert problems and "changed since the job read them" in problems[0]
+
+
+async def load_owner(url, topic_id, root):
+    """Take partition 0 as a cluster-mode owner would: replica from the rows, then load_all."""
+    pool = await open_pool(url)
+    try:
+        async with pool.acquire() as conn:
+            [info] = await blobs.names(conn, blobs.SNAPSHOT, topic_id, 0)
+        durable = DurableLog(root)
+        coordinator = GroupCoordinator(GroupSettings(), FakeScheduler(), durable, owned=[0])
+        durable.logs[0] = await PgPartitionLog.open(pool, topic_id, 0, EPOCH, durable.path(0))
+        [stats] = await load_all(coordinator.owned_shards(), durable, None)
+        await durable.close()
+    finally:
+        await pool.close()
+    return info.name, stats, coordinator.owned_shards()[0]
+
+
+def test_bulk_load_snapshot_blobs_loaded_by_the_owner(spark, tmp_path_factory, postgres_server, tmp_path):
+    url, topic_id, path, _ = seeded(tmp_path_factory, postgres_server)
+    summary = bulk_load(["--storage-url", url, "--chunk-bytes", str(CHUNK), "--output", url,
+                         "--offsets-partitions", "1"], spark=spark)  # every group in partition 0: same layout
+    assert summary["snapshots"] == 1 and summary["covers_log_offsets"] == {0: summary["records_read"]}
+    assert "postgres@" in summary["output"]
+    name, stats, shard = asyncio.run(load_owner(url, topic_id, str(tmp_path / "scratch")))
+    assert stats["snapshot"].endswith(name) and stats["log_records"] == 0  # the snapshot covers the rows
+    groups, offsets = replay(path)
+    assert {(g, t, p): v.offset for g in shard.groups for t, p, v in shard.offsets.items(g)} == {
+        (k.group, k.topic, k.partition): v.offset for k, v in offsets.items()}
+    assert {g for g, v in groups.items() if v is not None} <= set(shard.groups)
