@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coordinator.cluster.assignment import desired_owner
+from coordinator.cluster.assignment import assign_topic, partition_counts
 from storage.pg import ownership
 
 log = logging.getLogger(__name__)
@@ -63,18 +63,18 @@ class Plan:
 
 
 class DesiredOwners:
-    """`desired_owner` per partition for one set of live nodes, each computed once (a refresh re-plans every
-    partition; the hashes are the cost)."""
+    """The desired owner of each partition for one set of live nodes (`assign_topic`, computed once per topic and
+    partition count: a refresh re-plans every partition, and the hashes are the cost)."""
 
     def __init__(self, live_node_ids: Iterable[int]) -> None:
         self.live = tuple(sorted(set(live_node_ids)))
-        self._owners: dict[Key, int] = {}
+        self._owners: dict[tuple[Any, int], list[int]] = {}
 
-    def __call__(self, key: Key) -> int:
-        owner = self._owners.get(key)
-        if owner is None:
-            owner = self._owners[key] = desired_owner(key[0], key[1], self.live)
-        return owner
+    def owner(self, key: Key, partitions: int) -> int:
+        owners = self._owners.get((key[0], partitions))
+        if owners is None:
+            owners = self._owners[(key[0], partitions)] = assign_topic(key[0], partitions, self.live)
+        return owners[key[1]]
 
 
 def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
@@ -84,6 +84,8 @@ def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
     if desired is None or desired.live != tuple(sorted(set(live_node_ids))):
         desired = DesiredOwners(live_node_ids)
     live = set(desired.live)
+    rows = list(rows)
+    counts = partition_counts((row.topic_id, row.partition) for row in rows)
     result = Plan()
     seen: set[Key] = set()
     for row in rows:
@@ -92,7 +94,7 @@ def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
         owner = row.owner
         if key in busy or (key not in held and owner != me and owner in live):
             continue  # work under way, or another live node's
-        wanted_here = desired(key) == me
+        wanted_here = desired.owner(key, counts[row.topic_id]) == me
         if key in held:
             if owner != me or row.epoch != held[key]:
                 result.lose.append(key)

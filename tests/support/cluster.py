@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coordinator.cluster.assignment import desired_owner
+from coordinator.cluster.assignment import desired_owners
 from tests.support.server_process import ServerProcess, start_server
 
 #: Short leases so that a test's failover takes seconds (defaults: 2000 / 9000).
@@ -84,18 +84,19 @@ class ClusterNodes:
         return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
 
     def settled(self, node_ids: set[int], timeout: float = 30) -> dict[tuple[str, int], tuple[int | None, int]]:
-        """kc_partitions (as `owners`) once every partition is owned by the node that rendezvous hashing
+        """kc_partitions (as `owners`) once every partition is owned by the node that the assignment
         over `node_ids` wants: the live nodes have taken their shares and given up the others."""
         live = sorted(node_ids)
 
         def steady() -> dict | None:
             rows = self.query("SELECT t.name, p.topic_id, p.partition, p.owner, p.epoch FROM kc_partitions p "
                               "JOIN kc_topics t USING (topic_id)")
-            if any(r["owner"] != desired_owner(r["topic_id"], r["partition"], live) for r in rows):
+            wanted = desired_owners([(r["topic_id"], r["partition"]) for r in rows], live)
+            if any(r["owner"] != wanted[(r["topic_id"], r["partition"])] for r in rows):
                 return None
             return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
 
-        return wait_until(steady, timeout, f"every partition owned as rendezvous over nodes {live} wants")
+        return wait_until(steady, timeout, f"every partition owned as the assignment over nodes {live} wants")
 
     def live_nodes(self) -> set[int]:
         return {r["node_id"] for r in self.query("SELECT node_id FROM kc_nodes WHERE expires_at > now()")}

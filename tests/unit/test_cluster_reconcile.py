@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
-from coordinator.cluster.assignment import desired_owner
+from coordinator.cluster.assignment import assign_topic
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler, plan
 
 T = uuid.UUID(int=7)
@@ -22,28 +22,39 @@ class Row:
 
 
 def wanted(node: int, live=(1, 2, 3), count: int = 12) -> list[int]:
-    return [p for p in range(count) if desired_owner(T, p, live) == node]
+    return [p for p, owner in enumerate(assign_topic(T, count, live)) if owner == node]
+
+
+def owned_by_others(mine: list[int], count: int = 12) -> list[Row]:
+    """Rows for the topic's other partitions, each owned by a live node other than ME (the plan counts a
+    topic's partitions from its rows, as kc_partitions has them all)."""
+    return [Row(T, p, 2, 1) for p in range(count) if p not in mine]
 
 
 def test_plan_acquires_free_or_dead_partitions_desired_here():
     mine = wanted(ME)
     rows = [Row(T, p, None if i % 2 else 9, 3) for i, p in enumerate(mine)]  # node 9 is not live
+    rows += owned_by_others(mine)
     assert plan(rows, [1, 2, 3], ME, {}).acquire == [(T, p) for p in mine]
 
 
 def test_plan_leaves_alone_what_a_live_node_owns_or_what_is_desired_elsewhere():
     theirs = wanted(2)
     rows = [Row(T, p, None, 0) for p in theirs] + [Row(T, p, 2, 5) for p in wanted(ME)]
+    rows += [Row(T, p, 3, 1) for p in wanted(3)]
     assert plan(rows, [1, 2, 3], ME, {}) == plan([], [1, 2, 3], ME, {})
 
 
 def test_plan_releases_held_partitions_desired_elsewhere_and_keeps_the_rest():
-    # with node 4 joining, node 1 hands over exactly what node 4 now wins
+    # with node 4 joining, node 1 hands over exactly what is now desired elsewhere (mostly node 4's share)
     count = 40
-    rows = [Row(T, p, ME, 2) for p in wanted(ME, count=count)]
+    mine = wanted(ME, count=count)
+    rows = [Row(T, p, ME, 2) for p in mine]
     held = {(r.topic_id, r.partition): r.epoch for r in rows}
+    rows += owned_by_others(mine, count)
     decided = plan(rows, [1, 2, 3, 4], ME, held)
-    moved = [p for p in wanted(ME, count=count) if desired_owner(T, p, [1, 2, 3, 4]) == 4]
+    after = assign_topic(T, count, [1, 2, 3, 4])
+    moved = [p for p in mine if after[p] != ME]
     assert moved and decided.release == [((T, p), 2, True) for p in moved]
     assert decided.acquire == [] and decided.lose == []
 
@@ -152,13 +163,14 @@ async def test_reconciler_gives_up_before_it_releases_and_stop_hands_off_everyth
     hooks.events.clear(), store.calls.clear()
     reconciler.reconcile(store.rows.values(), [1, 2, 3, 4])
     await reconciler.drain()
-    moved = [p for p in mine if desired_owner(T, p, [1, 2, 3, 4]) == 4]
-    assert [e for e in hooks.events] == [("give_up", p) for p in moved]
-    assert store.calls == [("release", p) for p in moved]
+    after = assign_topic(T, 40, [1, 2, 3, 4])
+    moved = [p for p in mine if after[p] != ME]
+    assert [e for e in hooks.events if e[0] == "give_up"] == [("give_up", p) for p in moved]
+    assert [c for c in store.calls if c[0] == "release"] == [("release", p) for p in moved]
     assert all(store.rows[(T, p)].owner is None for p in moved)
     hooks.events.clear()
     await reconciler.stop()
-    kept = [p for p in mine if p not in moved]
+    kept = [p for p, owner in enumerate(after) if owner == ME]  # its share of four nodes
     assert sorted(e[1] for e in hooks.events if e[0] == "give_up") == kept
     assert all(store.rows[(T, p)].owner is None for p in mine) and reconciler.held == {}
     assert reconciler.reconcile(store.rows.values(), [1, 2, 3]).acquire == []
