@@ -93,7 +93,9 @@ async def test_a_lost_connection_is_store_unavailable(pg_url):
     conn = await asyncpg.connect(pg_url)
     admin = await asyncpg.connect(pg_url)
     try:
-        await admin.execute("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+        # with a timeout, pg_terminate_backend returns once the backend has exited: without one it only signals
+        # it, and the next query could still be answered (this test failed that way under load)
+        assert await admin.fetchval("SELECT pg_terminate_backend($1, 10000)", conn.get_server_pid())
         with pytest.raises(StoreUnavailableError):
             with unavailable_as_store_error("select"):
                 await conn.fetchval("SELECT 1")
