@@ -39,12 +39,12 @@ async def check_store_partition(shard: Shard, durable: DurableLog, partition: in
     """Apply or refuse every staging blob of one owned partition; returns their outcomes."""
     async with plog.pool.acquire() as conn:
         found = await blobs.names(conn, blobs.STAGING, plog.topic_id, partition)
-    outcomes = []
+    outcomes: list[str] = []
     for info in found:
-        if shard.state is not ShardState.ACTIVE or durable.logs.get(partition) is not plog:
-            break  # unloaded or reopened meanwhile: the blobs wait for the next check (or owner)
-        outcomes.append(await _apply(shard, durable, partition, plog, info.name))
-        plog = durable.logs[partition]  # a reload swapped it
+        current = durable.logs.get(partition)  # a reload swaps it
+        if shard.state is not ShardState.ACTIVE or not isinstance(current, PgPartitionLog):
+            break  # unloaded meanwhile: the blobs wait for the next check (or owner)
+        outcomes.append(await _apply(shard, durable, partition, current, info.name))
     return outcomes
 
 
@@ -82,6 +82,6 @@ async def _reload_replica(durable: DurableLog, partition: int, plog: PgPartition
             or plog.log_end_offset != fresh.log_end_offset):
         await fresh.delete()
         return False
-    durable.logs[partition] = fresh
+    durable.attach(partition, fresh)
     await plog.delete()  # nothing in flight: closes at once and removes the old replica's directory
     return True
