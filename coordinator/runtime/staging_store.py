@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("coordinator.runtime.staging_store")
 
+
 async def check_store_partition(shard: Shard, durable: DurableLog, partition: int, plog: PgPartitionLog) -> list[str]:
     """Apply or refuse every staging blob of one owned partition; returns their outcomes."""
     async with plog.pool.acquire() as conn:
@@ -59,7 +60,8 @@ async def _apply(shard: Shard, durable: DurableLog, partition: int, plog: PgPart
         log.warning("staged compaction refused", partition=partition, staging=name, problems=problems)
         return "refused"
     reloaded = await plog.reload_replica()
-    written = append_tombstones(shard, header)
+    # unloaded meanwhile: no tombstones (the new owner's expiry decides them on its own)
+    written = append_tombstones(shard, header) if shard.state is ShardState.ACTIVE else 0
     log.info("staged compaction applied", partition=partition, staging=name, rows_first=header["first"],
              rows_last=header["last"], replica_reloaded=reloaded,
              tombstones_offered=len(offered_tombstones(header)), tombstones_written=written)
