@@ -18,6 +18,10 @@ expired offsets, plus groups left empty with no offsets, become tombstones;
 Nothing in the live log changes: the server validates the staging area
 (storage.compaction.validate_staging), swaps the segments and appends the tombstones
 after re-checking them against its live state. See docs/SPARK_JOBS.md.
+
+Cluster mode: ``--storage-url URL`` (instead of ``--log-dirs``) reads the rows of the PostgreSQL
+store in chunks (spark_jobs/store_input.py) and stages one kc_blobs row per partition for its owner
+(spark_jobs/expire_store.py). See docs/SPARK_JOBS.md, "Cluster mode".
 """
 
 from __future__ import annotations
@@ -136,7 +140,7 @@ def run(argv, spark=None, out=None) -> dict:
         parts, segs = find_inputs(args.log_dirs, args.storage_url, args.chunk_bytes)
         return _run(spark, args, progress, now_ms, staging_id, parts, segs)
     except BaseException as exc:
-        for part in parts:
+        for part in parts if not args.storage_url else ():  # (the store's staging is one transaction)
             shutil.rmtree(os.path.join(part.path, staging_id), ignore_errors=True)
         line = worker_error(exc)
         if line and not isinstance(exc, JobError):

@@ -48,8 +48,9 @@ async def check_partition(coordinator: GroupCoordinator, durable: DurableLog, pa
     shard = coordinator.shards.get(partition)
     if shard is None or shard.state is not ShardState.ACTIVE or partition not in durable.logs:
         return []
-    if isinstance(durable.logs[partition], PgPartitionLog):  # cluster mode: stagings are kc_blobs rows
-        return await check_store_partition(shard, durable, partition, durable.logs[partition])
+    plog = durable.logs[partition]
+    if isinstance(plog, PgPartitionLog):  # cluster mode: stagings are kc_blobs rows
+        return await check_store_partition(shard, durable, partition, plog)
     path = durable.path(partition)
     outcomes = []
     for staging, manifest in await asyncio.to_thread(list_staging, path):

@@ -8,9 +8,8 @@ blob of an ACTIVE shard:
    if the rows of the range are still exactly those the job read (base offsets + batch CRCs), replaces
    them. Otherwise it is refused (a log line says why): the job can run again on the current rows.
    Fenced (this node lost the partition): the error propagates and the blob stays for the new owner.
-2. The local replica is rebuilt from the compacted rows in the partition's other scratch directory and
-   swapped in with no await between the check and the swap: only if no append happened meanwhile
-   (else the old replica stays; it holds the same state, and the next take rebuilds it).
+2. The log rebuilds its local replica from the compacted rows (PgPartitionLog.reload_replica: switched
+   to only if no append happened meanwhile; else the old replica stays, holding the same state).
 3. The expiry tombstones are re-decided on live state and written (staged_tombstones.py), as in local
    mode. Compaction drops superseded records only, so the in-memory state is unchanged.
 """
@@ -32,19 +31,16 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("coordinator.runtime.staging_store")
 
-RELOAD_SUFFIX = ".reloaded"  # a replica rebuilt after a staged compaction alternates between two dirs
-
 
 async def check_store_partition(shard: Shard, durable: DurableLog, partition: int, plog: PgPartitionLog) -> list[str]:
     """Apply or refuse every staging blob of one owned partition; returns their outcomes."""
     async with plog.pool.acquire() as conn:
         found = await blobs.names(conn, blobs.STAGING, plog.topic_id, partition)
-    outcomes = []
+    outcomes: list[str] = []
     for info in found:
         if shard.state is not ShardState.ACTIVE or durable.logs.get(partition) is not plog:
-            break  # unloaded or reopened meanwhile: the blobs wait for the next check (or owner)
+            break  # unloaded meanwhile: the blobs wait for the next check (or owner)
         outcomes.append(await _apply(shard, durable, partition, plog, info.name))
-        plog = durable.logs[partition]  # a reload swapped it
     return outcomes
 
 
@@ -63,25 +59,10 @@ async def _apply(shard: Shard, durable: DurableLog, partition: int, plog: PgPart
     if problems:
         log.warning("staged compaction refused", partition=partition, staging=name, problems=problems)
         return "refused"
-    reloaded = await _reload_replica(durable, partition, plog)
-    written = append_tombstones(shard, header)
+    reloaded = await plog.reload_replica()
+    # unloaded meanwhile: no tombstones (the new owner's expiry decides them on its own)
+    written = append_tombstones(shard, header) if shard.state is ShardState.ACTIVE else 0
     log.info("staged compaction applied", partition=partition, staging=name, rows_first=header["first"],
              rows_last=header["last"], replica_reloaded=reloaded,
              tombstones_offered=len(offered_tombstones(header)), tombstones_written=written)
     return "applied"
-
-
-async def _reload_replica(durable: DurableLog, partition: int, plog: PgPartitionLog) -> bool:
-    """Rebuild the replica from PostgreSQL and swap it in if nothing was appended meanwhile."""
-    home = durable.path(partition)
-    scratch = home if plog.path != home else home + RELOAD_SUFFIX
-    fresh = await PgPartitionLog.open(plog.pool, plog.topic_id, partition, plog.epoch, scratch)
-    # -- from here to the swap nothing awaits: no append can interleave --
-    if (durable.logs.get(partition) is not plog or plog.failed is not None or plog.flushing
-            or durable.has_queued(partition) or plog.high_watermark != fresh.high_watermark
-            or plog.log_end_offset != fresh.log_end_offset):
-        await fresh.delete()
-        return False
-    durable.logs[partition] = fresh
-    await plog.delete()  # nothing in flight: closes at once and removes the old replica's directory
-    return True

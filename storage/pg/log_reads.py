@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, TypeVar
 
 import asyncpg
@@ -100,7 +100,7 @@ async def range_crcs(conn, topic_id: uuid.UUID, partition: int, first: int, last
     return [RowCrc(*r) for r in rows]
 
 
-def crcs_of(rows_data: list[tuple[int, int, bytes]]) -> list[RowCrc]:
+def crcs_of(rows_data: Sequence[tuple[int, int, bytes | memoryview]]) -> list[RowCrc]:
     """``range_crcs``'s answer computed from (base, last, batch bytes) of rows already read."""
     return [RowCrc(base, last, bytes(data[CRC_AT:CRC_AT + 4])) for base, last, data in rows_data]
 

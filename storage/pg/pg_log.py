@@ -49,6 +49,7 @@ log = structlog.get_logger(__name__)
 
 COPY_CHUNK_BYTES = 8 << 20  # rows read per query while opening
 REPLICA_SEGMENT_BYTES = 1 << 30
+RELOADED_SUFFIX = ".reloaded"  # a replica rebuilt while the log is open alternates between two dirs
 _OFFSET_LENGTH = struct.Struct(">qi")  # a batch's base offset and length
 
 
@@ -313,6 +314,24 @@ class PgPartitionLog:
                                      conn, self.topic_id, self.partition, self.epoch, a, b, rs))
             first = last + 1
         return stats
+
+    async def reload_replica(self) -> bool:
+        """Rebuild the replica from the committed rows (after rows were replaced under it: a staged
+        compaction applied) in the sibling scratch directory and switch to it -- with no await between
+        the check and the switch -- if nothing was appended meanwhile; returns whether it switched
+        (if not, the old replica stays: the same records but for superseded ones)."""
+        suffix = RELOADED_SUFFIX
+        other = self.path[:-len(suffix)] if self.path.endswith(suffix) else self.path + suffix
+        fresh = await PgPartitionLog.open(self._pool, self.topic_id, self.partition, self.epoch, other,
+                                          segment_bytes=self._replica.segment_bytes)
+        if (self.failed is not None or self._closed or self.flushing or self._rows
+                or fresh.high_watermark != self._hw or fresh.log_end_offset != self.log_end_offset):
+            await fresh.delete()
+            return False
+        old, self._replica, self.path = self._replica, fresh._replica, fresh.path
+        await old.close()
+        shutil.rmtree(old.path, ignore_errors=True)
+        return True
 
     async def _in_store(self, what: str, statement: Callable) -> None:
         """Run one fenced statement; any failure fails the log (the owner reloads it) and is raised."""

@@ -9,6 +9,7 @@ local mode (runtime/loader.py picks the newest usable one).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import shutil
@@ -47,11 +48,14 @@ async def fetch(conn, topic_id: uuid.UUID, partition: int, root: str) -> int:
         data = await blobs.get(conn, blobs.SNAPSHOT, topic_id, partition, info.name)
         if data is None:
             continue  # deleted meanwhile
-        tmp = os.path.join(base, TMP_PREFIX + info.name[len(PREFIX):])
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-            tar.extractall(tmp, filter="data")
-        publish_snapshot(tmp)
+        await asyncio.to_thread(_unpack, data, os.path.join(base, TMP_PREFIX + info.name[len(PREFIX):]))
         copied += 1
     return copied
+
+
+def _unpack(data: bytes, tmp: str) -> None:
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        tar.extractall(tmp, filter="data")
+    publish_snapshot(tmp)

@@ -14,11 +14,10 @@ from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.staging import check_partition
-from coordinator.runtime.staging_store import RELOAD_SUFFIX
 from coordinator.runtime.timers import FakeScheduler
 from storage.pg import blobs, log_reads, ownership
 from storage.pg.connect import open_pool
-from storage.pg.pg_log import PgPartitionLog
+from storage.pg.pg_log import RELOADED_SUFFIX, PgPartitionLog
 from tests.support.expire_cases import RETENTION, same_partition_groups
 from tests.support.pg_offsets import stage_compaction
 
@@ -82,8 +81,8 @@ async def test_staging_blob_applied_replica_rebuilt_tombstones_rechecked(pool, t
     async with pool.acquire() as conn:
         assert await blobs.names(conn, blobs.STAGING, TOPIC, p) == []
     reloaded = durable.logs[p]
-    assert reloaded is not old_log and reloaded.path == durable.path(p) + RELOAD_SUFFIX
-    assert not os.path.exists(old_log.path)
+    assert reloaded is old_log and reloaded.path == durable.path(p) + RELOADED_SUFFIX  # a rebuilt replica
+    assert not os.path.exists(durable.path(p))
     await durable.flush()
     assert coordinator.group(dead) is None
     assert {(t, q): v.offset for t, q, v in shard.offsets.items(alive)} == {("t", 0): 99}
