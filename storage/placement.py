@@ -7,6 +7,8 @@ and Utils.abs(Integer.MIN_VALUE) is 0 (not MIN_VALUE, as Math.abs would give).
 
 from __future__ import annotations
 
+import uuid
+
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_PARTITIONS = 50
 
@@ -23,6 +25,13 @@ def java_string_hash(value: str) -> int:
 def kafka_abs(value: int) -> int:
     """org.apache.kafka.common.utils.Utils.abs: MIN_VALUE maps to 0."""
     return 0 if value == -0x80000000 else abs(value)
+
+
+def offsets_topic_id(cluster_id: str) -> uuid.UUID:
+    """The internal topic's id, derived from the cluster id (stable without extra state; cluster mode keys
+    the offsets partitions' rows by it)."""
+    namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
+    return uuid.uuid5(namespace, OFFSETS_TOPIC)
 
 
 def partition_for(group_id: str, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:

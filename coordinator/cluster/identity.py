@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncpg
 
 from coordinator.config import ConfigError
-from coordinator.data_plane.topic_catalog import offsets_topic_id
 from coordinator.node import new_cluster_id
 from storage.pg import catalog, cluster_meta
-from storage.placement import OFFSETS_TOPIC
+from storage.placement import OFFSETS_TOPIC, offsets_topic_id
 
 
 async def join_cluster(pool: asyncpg.Pool, offsets_partitions: int) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from storage.placement import OFFSETS_TOPIC
+from storage.placement import OFFSETS_TOPIC, offsets_topic_id
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
@@ -71,12 +71,6 @@ class CatalogStore(Protocol):
     async def write(self, visible: Sequence[TopicInfo], added: Sequence[TopicInfo],
                     removed: Sequence[TopicInfo]) -> list[TopicInfo]:
         ...
-
-
-def offsets_topic_id(cluster_id: str) -> uuid.UUID:
-    """The internal topic's id, derived from the cluster id (stable without extra state)."""
-    namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
-    return uuid.uuid5(namespace, OFFSETS_TOPIC)
 
 
 class TopicCatalog:

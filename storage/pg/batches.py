@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from typing import NamedTuple
 
-from storage.batch import HEADER_SIZE
+from storage.batch import HEADER_SIZE, iter_batches
 
 from .errors import FencedError
 
@@ -30,6 +30,11 @@ class BatchRow(NamedTuple):
     last_offset: int
     max_timestamp: int
     data: bytes
+
+
+def rows_of(data: bytes) -> list[BatchRow]:
+    """The rows of the record batches in ``data`` (whole Kafka batches, their bytes unchanged)."""
+    return [BatchRow(b.base_offset, b.last_offset, b.max_timestamp, bytes(b.raw())) for b in iter_batches(data)]
 
 
 class PartitionEnds(NamedTuple):

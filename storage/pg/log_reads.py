@@ -15,6 +15,7 @@ from typing import NamedTuple, TypeVar
 
 import asyncpg
 
+from storage import placement
 from storage.placement import OFFSETS_TOPIC
 
 from .connect import redact, unavailable_as_store_error
@@ -66,7 +67,7 @@ async def offsets_topic_id(conn) -> uuid.UUID:
     cluster_id = await conn.fetchval("SELECT value FROM kc_cluster WHERE name = 'cluster.id'")
     if cluster_id is None:
         raise LookupError("no cluster.id in kc_cluster: no node of this cluster has started yet")
-    return uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}"), OFFSETS_TOPIC)
+    return placement.offsets_topic_id(cluster_id)
 
 
 async def partitions(conn, topic_id: uuid.UUID) -> list[int]:

@@ -307,7 +307,7 @@ class PgPartitionLog:
         upper = self._replica.cleaned_upto
         while first < upper:
             data = self._replica.read(first, COPY_CHUNK_BYTES) if first < self._replica.high_watermark else b""
-            rows = [r for r in _rows_of(data) if r.base_offset < upper]
+            rows = [r for r in batches.rows_of(data) if r.base_offset < upper]
             last = rows[-1].last_offset if rows else upper - 1
             await self._in_store(f"compact {self.topic_id}/{self.partition}",
                                  lambda conn, a=first, b=last, rs=rows: batches.replace_range(
@@ -371,11 +371,6 @@ def _unknown(exc: BaseException) -> StoreUnavailableError:
 def _retrieve(fut: asyncio.Future) -> None:
     if not fut.cancelled():
         fut.exception()
-
-
-def _rows_of(data: bytes) -> list[BatchRow]:
-    return [BatchRow(b.base_offset, b.last_offset, b.max_timestamp, bytes(b.raw()))
-            for b in batch_format.iter_batches(data)]
 
 
 def _wipe(scratch_dir: str, base_offset: int) -> None:

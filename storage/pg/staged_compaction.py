@@ -19,10 +19,7 @@ import json
 import struct
 import uuid
 
-from storage.batch import iter_batches
-
 from . import batches, blobs
-from .batches import BatchRow
 from .log_reads import RowCrc, range_crcs
 
 FORMAT = "kgc-pg-compaction-staging"
@@ -51,10 +48,6 @@ def replaced_rows(crcs: list[RowCrc]) -> list[list]:
     return [[r.base_offset, r.last_offset, r.crc.hex()] for r in crcs]
 
 
-def rows_of(data: bytes) -> list[BatchRow]:
-    return [BatchRow(b.base_offset, b.last_offset, b.max_timestamp, bytes(b.raw())) for b in iter_batches(data)]
-
-
 async def apply(conn, topic_id: uuid.UUID, partition: int, epoch: int, name: str, header: dict,
                 cleaned: bytes) -> list[str]:
     """Fenced (FencedError): replace the rows in [first, last] by the cleaned ones if they are still
@@ -63,7 +56,7 @@ async def apply(conn, topic_id: uuid.UUID, partition: int, epoch: int, name: str
     compaction) interleaves. Returns the problems that refused it (empty: applied); refused, only
     the blob goes."""
     first, last = int(header["first"]), int(header["last"])
-    rows = rows_of(cleaned)
+    rows = batches.rows_of(cleaned)
     async with conn.transaction():
         await batches.check_epoch(conn, topic_id, partition, epoch, update=True)
         await blobs.delete(conn, blobs.STAGING, topic_id, partition, name)

@@ -7,8 +7,8 @@ import uuid
 
 from storage.batch import decode_records, iter_batches
 from storage.pg import batches, ownership
+from storage.pg.batches import rows_of
 from storage.pg.connect import open_pool
-from storage.pg.staged_compaction import rows_of
 
 CLUSTER_ID = "tools-test-cluster"
 

@@ -11,10 +11,10 @@ from kio.schema.errors import ErrorCode
 from coordinator.cluster.identity import join_cluster
 from coordinator.config import ConfigError
 from coordinator.data_plane.producer_ids import BLOCK_SIZE, ProducerIdAllocator
-from coordinator.data_plane.topic_catalog import offsets_topic_id
 from protocol.apis import ApiKey
 from storage.pg.cluster_meta import reserve_producer_ids
 from storage.pg.connect import open_pool
+from storage.placement import offsets_topic_id
 from tests.support.data_plane import Plane, ms, req
 
 
