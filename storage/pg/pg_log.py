@@ -356,6 +356,15 @@ class PgPartitionLog:
         self._closed = True
         await self._replica.close()
 
+    def rename_dir(self, new_path: str) -> None:
+        """DeleteTopics renames the replica's directory first, as a local log's (storage/log_files.py)."""
+        self._replica.rename_dir(new_path)
+        self.path = new_path
+
+    def moved_to(self, new_path: str) -> None:
+        self._replica.moved_to(new_path)
+        self.path = new_path
+
     async def delete(self) -> None:
         """Close and remove the replica (the rows are the catalog's: ``batches.delete_topic``)."""
         await self.close()
