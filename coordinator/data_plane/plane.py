@@ -31,6 +31,7 @@ from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, 
 from coordinator.data_plane.retention import RetentionManager
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
 from coordinator.data_plane.topic_configs import EffectiveConfig
+from coordinator.data_plane.topic_dirs import remove_renamed_dirs, undo_renames
 from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
 from coordinator.errors import (
     InvalidPartitions,
@@ -346,19 +347,10 @@ class DataPlane:
             except OSError as exc:
                 log.warning("data_plane.topic.rename_failed", topic=topic.name, partition=part.index,
                             error=repr(exc))
-                self._undo_renames(topic, renamed)
+                undo_renames(topic, renamed)
                 raise KafkaError(f"Cannot delete topic {topic.name}: renaming the directory of partition "
                                  f"{part.index} failed: {exc.strerror or exc}", ErrorCode.kafka_storage_error) from exc
             renamed.append((part, original))
-
-    @staticmethod
-    def _undo_renames(topic: TopicInfo, renamed: list[tuple[Partition, str]]) -> None:
-        for part, original in renamed:
-            try:
-                part.log.rename_dir(original)
-            except OSError as exc:  # the partition keeps working from its renamed directory until restart
-                log.error("data_plane.topic.rename_undo_failed", topic=topic.name, partition=part.index,
-                          directory=part.log.path, error=repr(exc))
 
     async def delete_topics(self, detached: list[tuple[TopicInfo, list[Partition]]]) -> None:
         """Write the catalog without the detached topics (once, off the loop), then close
@@ -377,16 +369,7 @@ class DataPlane:
                 except Exception as exc:  # a failed log still gets removed
                     log.warning("data_plane.topic.close_failed", topic=topic.name, partition=part.index,
                                 error=repr(exc))
-            await loop.run_in_executor(None, self._remove_dirs, parts)
-
-    @staticmethod
-    def _remove_dirs(parts: list[Partition]) -> None:
-        """Only renamed (`-delete`) directories: never a path a new topic may have taken."""
-        for part in parts:
-            if is_delete_dir(os.path.basename(part.log.path)):
-                shutil.rmtree(part.log.path, ignore_errors=True)
-            else:
-                log.error("data_plane.topic.not_removed", directory=part.log.path)
+            await loop.run_in_executor(None, remove_renamed_dirs, parts)
 
     # ------------------------------------------------------------ delete records
     async def delete_records(self, part: Partition, offset: int) -> int:
