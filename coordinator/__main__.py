@@ -2,6 +2,7 @@
 
     python -m coordinator serve [FILE.properties] [--override name=value ...]   (as kafka-server-start)
     python -m coordinator dump-log PATH... [--json]   (decode __consumer_offsets segments)
+    python -m coordinator dump-log --storage-url URL [--partition N ...] [--json]   (cluster mode's rows)
 """
 
 from __future__ import annotations
@@ -24,19 +25,30 @@ def _parser() -> argparse.ArgumentParser:
                        help="set a property; beats the file and the environment")
     dump = commands.add_parser(
         "dump-log", help="decode __consumer_offsets segments or partition directories, one line per record")
-    dump.add_argument("paths", nargs="+", metavar="PATH", help="a .log segment or a __consumer_offsets-N directory")
+    dump.add_argument("paths", nargs="*", metavar="PATH", help="a .log segment or a __consumer_offsets-N directory")
     dump.add_argument("--json", action="store_true", help="one JSON object per record")
+    dump.add_argument("--storage-url", default="", help="read the PostgreSQL store (storage.url) instead of PATHs")
+    dump.add_argument("--partition", type=int, action="append", help="with --storage-url: only this offsets "
+                      "partition (repeatable; default all)")
     return parser
 
 
-def dump_log(paths: list[str], as_json: bool) -> int:
+def dump_log(args: argparse.Namespace) -> int:
     from storage.dump import DumpError, dump
 
+    if bool(args.paths) == bool(args.storage_url):
+        print("error: give PATHs or --storage-url (one of them)", file=sys.stderr)
+        return 2
     try:
-        dump(paths, as_json, sys.stdout)
+        if args.storage_url:
+            from storage.pg.dump import dump_store
+
+            dump_store(args.storage_url, args.partition, args.json, sys.stdout)
+        else:
+            dump(args.paths, args.json, sys.stdout)
     except BrokenPipeError:  # e.g. piped into head
         return 0
-    except (DumpError, OSError) as exc:
+    except (DumpError, OSError, LookupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -45,7 +57,7 @@ def dump_log(paths: list[str], as_json: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "dump-log":
-        return dump_log(args.paths, args.json)
+        return dump_log(args)
     from coordinator.log_setup import configure_logging
 
     overrides: dict[str, str] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .batch import decode_records, ensure_valid, iter_batches
@@ -43,19 +43,25 @@ def iter_log_records(path: str) -> Iterator[tuple[int, bytes | None, bytes | Non
     for segment in segment_files(path):
         with open(segment, "rb") as handle:
             data = handle.read()
-        position = 0
-        try:
-            for batch in iter_batches(data):
-                position = batch.position
-                ensure_valid(batch)
-                if not batch.is_control:
-                    for record in decode_records(batch):
-                        yield record.offset, record.key, record.value
-                position += batch.size
-        except RecordError as exc:
-            raise DumpError(f"{segment}: bad batch at position {position}: {exc}") from None
-        if position != len(data):
-            raise DumpError(f"{segment}: {len(data) - position} bytes of a partial batch at position {position}")
+        yield from iter_batch_records(segment, data)
+
+
+def iter_batch_records(label: str, data: bytes) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record of ``data`` (whole batches: a segment file's content, or
+    PostgreSQL rows' bytes in offset order), verifying each batch's CRC; errors name ``label``."""
+    position = 0
+    try:
+        for batch in iter_batches(data):
+            position = batch.position
+            ensure_valid(batch)
+            if not batch.is_control:
+                for record in decode_records(batch):
+                    yield record.offset, record.key, record.value
+            position += batch.size
+    except RecordError as exc:
+        raise DumpError(f"{label}: bad batch at position {position}: {exc}") from None
+    if position != len(data):
+        raise DumpError(f"{label}: {len(data) - position} bytes of a partial batch at position {position}")
 
 
 def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, Any]:
@@ -111,11 +117,13 @@ def text_line(record: dict[str, Any]) -> str:
 
 def dump(paths: list[str], as_json: bool, out) -> int:
     """Write one line per record to `out`; returns the number of records."""
-    count = 0
-    for path in paths:
-        for offset, key, value in iter_log_records(path):
-            record = describe(offset, key, value)
-            out.write((json.dumps(record) if as_json else text_line(record)) + "\n")
-            count += 1
-    return count
+    return write_records((record for path in paths for record in iter_log_records(path)), as_json, out)
 
+
+def write_records(records: Iterable[tuple[int, bytes | None, bytes | None]], as_json: bool, out) -> int:
+    count = 0
+    for offset, key, value in records:
+        record = describe(offset, key, value)
+        out.write((json.dumps(record) if as_json else text_line(record)) + "\n")
+        count += 1
+    return count

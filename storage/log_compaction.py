@@ -131,6 +131,11 @@ class CompactionMixin(LogFields):
 
     _cleaned_upto = 0  # offsets below were cleaned by this process (not persisted)
 
+    @property
+    def cleaned_upto(self) -> int:
+        """Offsets below were cleaned by the last compaction (0: none yet)."""
+        return self._cleaned_upto
+
     def _cleanable(self) -> list[Segment]:
         out = []
         for seg, nxt in zip(self._segments, self._segments[1:]):

@@ -32,6 +32,14 @@ FIRST_BACKOFF_S = 0.05
 EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's clock, before we look
 
 
+async def wait_up_to(event: asyncio.Event, seconds: float) -> None:
+    """Until `event` is set or `seconds` pass. Not asyncio.wait_for: on Python 3.11 it may swallow a cancel
+    that arrives as the event is set, and then a stopping loop would never end."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
+
+
 class ClusterMembership:
     def __init__(self, pool: Any, reconciler: Reconciler, state: ClusterState, *, node_id: int, listeners: Any,
                  rack: str | None, heartbeat_ms: int, session_ms: int,
@@ -88,7 +96,7 @@ class ClusterMembership:
         """Read the cluster into the view, then reconcile (unless our lease may have lapsed)."""
         if self.refresh_catalog is not None:
             await self.refresh_catalog()
-        asked = self.clock()
+        asked, as_of = self.clock(), self.reconciler.mark()
         nodes = await leases.live_nodes(self.pool)
         now = await leases.db_now(self.pool)
         rows = await ownership.partitions(self.pool)
@@ -96,7 +104,7 @@ class ClusterMembership:
         others = [(n.expires_at - now).total_seconds() for n in nodes if n.node_id != self.node_id]
         self._next_expiry = asked + min(others) if others else None
         if not self.lapsed and not self.lease.lapsed():
-            self.reconciler.reconcile(rows, [n.node_id for n in nodes])
+            self.reconciler.reconcile(rows, [n.node_id for n in nodes], as_of)
 
     # -- the lease ----------------------------------------------------------------------------------------------
 
@@ -144,7 +152,8 @@ class ClusterMembership:
         while True:
             sent = self.clock()
             try:
-                renewed = await asyncio.wait_for(self._renew_once(), self.lease.session_s)
+                async with asyncio.timeout(self.lease.session_s):
+                    renewed = await self._renew_once()
             except Exception as exc:  # PostgreSQL unreachable, a timeout, a node id in use: try again
                 log.warning("node %d: lease renewal failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
                 await asyncio.sleep(backoff)
@@ -168,8 +177,7 @@ class ClusterMembership:
     async def _refresh_loop(self) -> None:
         backoff = FIRST_BACKOFF_S
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._wait_s())
+            await wait_up_to(self._wake, self._wait_s())
             self._wake.clear()
             try:
                 await self.refresh()
@@ -196,8 +204,7 @@ class ClusterMembership:
                 self._wake.set()  # whatever changed while we were not listening
                 backoff = FIRST_BACKOFF_S
                 while not connection.is_closed():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(dropped.wait(), self.heartbeat_s)
+                    await wait_up_to(dropped, self.heartbeat_s)
                 log.warning("node %d: the LISTEN connection dropped; reconnecting", self.node_id)
             except Exception as exc:
                 log.warning("node %d: LISTEN failed (%s); retrying in %.2f s", self.node_id, exc, backoff)

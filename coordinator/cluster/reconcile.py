@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,7 +56,7 @@ class Plan:
 
 
 def plan(rows: Iterable[PartitionState], live_node_ids: Iterable[int], me: int,
-         held: Mapping[Key, int], busy: frozenset[Key] | set[Key] = frozenset()) -> Plan:
+         held: Mapping[Key, int], busy: Collection[Key] = frozenset()) -> Plan:
     """What this node should do now. `held`: the partitions it has taken, with the epoch it took them at."""
     live = sorted(set(live_node_ids))
     result = Plan()
@@ -113,14 +113,26 @@ class Reconciler:
         self._takes = asyncio.Semaphore(max_takes)
         self._generation = 0  # bumped by lose_all: a take that started before it must not count as held
         self._stopped = False
+        self._finishes = 0
+        self._finished_at: dict[Key, int] = {}  # when each take or release ended, counted in `_finishes`
         self.changed: Callable[[], None] = lambda: None  # called when a take or release finishes
 
-    def reconcile(self, rows: Iterable[PartitionState], live_node_ids: Iterable[int]) -> Plan:
+    def mark(self) -> int:
+        """Call before reading the rows for `reconcile(..., as_of=mark)`: work that ends after this point is
+        not judged by those rows (they may predate it: a take's own acquire, say)."""
+        return self._finishes
+
+    def reconcile(self, rows: Iterable[PartitionState], live_node_ids: Iterable[int],
+                  as_of: int | None = None) -> Plan:
         """Plan against the rows and start the work (in background tasks); losses are handled at once."""
         if self._stopped:
             return Plan()
         live = list(live_node_ids)
-        decided = plan(rows, live, self.me, self.held, frozenset(self._busy))
+        skip = set(self._busy)
+        if as_of is not None:
+            self._finished_at = {key: at for key, at in self._finished_at.items() if at > as_of}
+            skip.update(self._finished_at)
+        decided = plan(rows, live, self.me, self.held, skip)
         for key in decided.lose:
             self._lose(key)
         for key, epoch, held in decided.release:
@@ -165,6 +177,8 @@ class Reconciler:
 
     def _finished(self, key: Key) -> None:
         self._busy.pop(key, None)
+        self._finishes += 1
+        self._finished_at[key] = self._finishes
         self.changed()
 
     async def _acquire(self, key: Key, live: list[int], generation: int) -> None:

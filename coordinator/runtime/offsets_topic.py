@@ -114,11 +114,7 @@ class OffsetsRuntime:
         if shard is not None and shard.state is ShardState.ACTIVE:
             writes = list(shard.offsets.inflight)  # every write of the shard until it settles
             self.durable.flush_queued()
-            for write in writes:
-                try:
-                    await write
-                except BaseException:  # a failed write was answered with its error already
-                    pass
+            await _settled(writes)
         self.coordinator.unload(partition)
         await self.durable.close_partition(partition)
 
@@ -157,3 +153,13 @@ class OffsetsRuntime:
 def _log_close_failure(closing: asyncio.Future) -> None:
     if not closing.cancelled() and closing.exception() is not None:
         log.warning("closing a lost offsets partition log failed", error=repr(closing.exception()))
+
+
+async def _settled(writes: list) -> None:
+    """Until every write is settled, durable or failed (a failure was answered already)."""
+    loop = asyncio.get_running_loop()
+    for write in writes:
+        if not write.done():
+            settled = loop.create_future()
+            write.add_done_callback(lambda _write, done=settled: done.done() or done.set_result(None))
+            await settled

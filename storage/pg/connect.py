@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from storage.errors import StorageError
 from storage.pg.errors import StoreUnavailableError
 from storage.pg.schema import migrate
 from storage.pg.url import redact
@@ -32,7 +33,7 @@ def unavailable_as_store_error(what: str) -> Iterator[None]:
     """Re-raise a driver error that means PostgreSQL is unreachable as StoreUnavailableError."""
     try:
         yield
-    except StoreUnavailableError:
+    except StorageError:  # ours (FencedError too), though an OSError: never re-labelled
         raise
     except UNAVAILABLE_ERRORS as exc:
         raise StoreUnavailableError(f"{what}: PostgreSQL unavailable ({type(exc).__name__}: {exc})") from exc

@@ -56,11 +56,11 @@ def test_groups_continue_through_a_kill_9_with_nothing_skipped_or_lost(pg_url, t
             wait_all(members, lambda m=members: all(acknowledged(m).get(p, -1) >= PER_ROUND // PARTITIONS
                                                     for p in range(PARTITIONS)), 60, f"{name} committed round 1")
 
-        # the victim coordinates at least one group and leads topic partitions
+        # the victim coordinates at least one group
         owners = cluster.owners()
         coordinators = {name: owners[(OFFSETS_TOPIC, partition_for(name, OFFSETS_PARTITIONS))][0] for name in groups}
         victim = max(cluster.running(), key=lambda n: sum(c == n for c in coordinators.values()))
-        assert victim in coordinators.values() and any(o == victim for o, _ in owners.values())
+        assert victim in coordinators.values()
         before = {name: acknowledged(members) for name, members in groups.items()}
         survivors = [n for n in cluster.running() if n != victim]
 

@@ -21,9 +21,9 @@ TOPIC = "fenced"
 PARTITIONS = 6
 
 
-def produce_request(partition: int, value: bytes):
+def produce_request(topic: str, partition: int, value: bytes):
     return req(ApiKey.PRODUCE, 9, acks=-1, timeout=ms(5000), transactional_id=None,
-               topic_data=[{"name": TOPIC, "partition_data": [{"index": partition, "records": batch(value)}]}])
+               topic_data=[{"name": topic, "partition_data": [{"index": partition, "records": batch(value)}]}])
 
 
 def produce_code(response) -> ErrorCode:
@@ -40,29 +40,32 @@ def test_a_paused_node_makes_no_write_visible_after_sigcont(pg_url, tmp_path):
     cluster = ClusterNodes(pg_url, tmp_path)
     try:
         nodes = cluster.start_all(3)
-        create_topic(nodes[0].bootstrap, TOPIC, PARTITIONS)
-        owners = wait_until(lambda: (o := cluster.owners()) and all(v[0] for v in o.values()) and o, 30,
-                            "every partition owned")
-        victim = owners[(TOPIC, 0)][0]
-        group = next(g for g in (f"fence-{i}" for i in range(1000))
-                     if owners[(OFFSETS_TOPIC, partition_for(g, OFFSETS_PARTITIONS))][0] == victim)
+        group = "fence"
         offsets_partition = partition_for(group, OFFSETS_PARTITIONS)
+        victim = cluster.settled({1, 2, 3})[(OFFSETS_TOPIC, offsets_partition)][0]  # the group's coordinator
+        for attempt in range(10):  # a topic with a partition the victim leads too (rendezvous decides)
+            topic = f"{TOPIC}-{attempt}"
+            create_topic(nodes[0].bootstrap, topic, PARTITIONS)
+            owners = cluster.settled({1, 2, 3})
+            led = [p for p in range(PARTITIONS) if owners[(topic, p)][0] == victim]
+            if led:
+                break
+        tp = (topic, led[0])
         node = cluster.nodes[victim]
 
         with WireClient(node.host, node.port, timeout=30) as client:
-            assert client.call(commit_request(8, group, {(TOPIC, 0): 10})).topics[0].partitions[0].error_code \
-                == ErrorCode.none
-            assert produce_code(client.call(produce_request(0, b"before"))) == ErrorCode.none
-            offsets_rows, topic_rows = rows_of(cluster, OFFSETS_TOPIC, offsets_partition), rows_of(cluster, TOPIC, 0)
+            assert client.call(commit_request(8, group, {tp: 10})).topics[0].partitions[0].error_code == ErrorCode.none
+            assert produce_code(client.call(produce_request(*tp, b"before"))) == ErrorCode.none
+            offsets_rows, topic_rows = rows_of(cluster, OFFSETS_TOPIC, offsets_partition), rows_of(cluster, *tp)
 
             cluster.pause(victim)
-            late_commit = commit_request(8, group, {(TOPIC, 0): 20})
-            late_produce = produce_request(0, b"after")
+            late_commit = commit_request(8, group, {tp: 20})
+            late_produce = produce_request(*tp, b"after")
             commit_id, produce_id = client.send(late_commit), client.send(late_produce)  # wait in its socket
             moved = wait_until(
                 lambda: all(owner not in (None, victim) for owner, _ in cluster.owners().values()) and
                 cluster.owners(), cluster.session_seconds + 10, "the paused node's partitions taken by the others")
-            assert moved[(TOPIC, 0)][1] > owners[(TOPIC, 0)][1]  # a new epoch
+            assert moved[tp][1] > owners[tp][1]  # a new epoch
             cluster.resume(victim)
 
             commit_code = client.receive(late_commit, commit_id).topics[0].partitions[0].error_code
@@ -71,14 +74,14 @@ def test_a_paused_node_makes_no_write_visible_after_sigcont(pg_url, tmp_path):
             assert produce_code(client.receive(late_produce, produce_id)) in (
                 ErrorCode.not_leader_or_follower, ErrorCode.request_timed_out, ErrorCode.kafka_storage_error)
         assert rows_of(cluster, OFFSETS_TOPIC, offsets_partition) == offsets_rows
-        assert rows_of(cluster, TOPIC, 0) == topic_rows
+        assert rows_of(cluster, *tp) == topic_rows
 
         node.wait_for_event("cluster.partition.lost", timeout=10)
-        wait_until(lambda: any(owner == victim for owner, _ in cluster.owners().values()), 30,
-                   "the resumed node takes a share again")
-        coordinator = cluster.nodes[cluster.owners()[(OFFSETS_TOPIC, offsets_partition)][0]]
+        again = cluster.settled({1, 2, 3})  # the resumed node takes its share again
+        assert again[(OFFSETS_TOPIC, offsets_partition)][0] == victim
+        coordinator = cluster.nodes[victim]
         with WireClient(coordinator.host, coordinator.port) as client:
-            fetched = wait_until(lambda: (r := client.call(fetch_request(8, group, {TOPIC: [0]})).groups[0])
+            fetched = wait_until(lambda: (r := client.call(fetch_request(8, group, {tp[0]: [tp[1]]})).groups[0])
                                  .error_code == ErrorCode.none and r, 20, "the group's offsets loaded")
         assert fetched.topics[0].partitions[0].committed_offset == 10
     finally:

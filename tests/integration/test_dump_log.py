@@ -16,6 +16,7 @@ from storage.records import (
     encode_key,
     encode_value,
 )
+from tests.support.pg_offsets import seed
 from tests.support.server_process import ROOT
 
 MEMBER = MemberMetadata(member_id="m-1", group_instance_id="i-1", client_id="c", client_host="/127.0.0.1",
@@ -89,3 +90,30 @@ def test_corrupt_segment_names_file_and_position(tmp_path):
     assert f"{path}: bad batch at position {first_batch_size}" in result.stderr
     assert "CRC" in result.stderr
     assert len(result.stdout.splitlines()) == 2  # the records before the bad batch were printed
+
+
+def test_storage_url_prints_the_same_lines_as_the_segment(tmp_path, pg_url):
+    path = write_segment(tmp_path / "__consumer_offsets-7")
+    seed(pg_url, {7: open(path, "rb").read()})
+    from_file = run("--json", path)
+    from_store = run("--json", "--storage-url", pg_url)  # every partition: only 7 has rows
+    assert from_store.returncode == 0, from_store.stderr
+    assert from_store.stdout == from_file.stdout
+    assert len(from_store.stdout.splitlines()) == 5
+    assert run("--storage-url", pg_url, "--partition", "3").stdout == ""
+
+
+def test_storage_url_corrupt_row_names_the_rows(tmp_path, pg_url):
+    path = write_segment(tmp_path / "p")
+    data = bytearray(open(path, "rb").read())
+    data[-3] ^= 0xFF
+    seed(pg_url, {2: bytes(data)})
+    result = run("--storage-url", pg_url, "--partition", "2")
+    assert result.returncode == 1
+    assert "__consumer_offsets-2 rows 0..4: bad batch at position" in result.stderr and "CRC" in result.stderr
+    assert len(result.stdout.splitlines()) == 2
+
+
+def test_paths_or_storage_url(tmp_path, pg_url):
+    assert run().returncode == 2
+    assert run(write_segment(tmp_path / "p"), "--storage-url", pg_url).returncode == 2

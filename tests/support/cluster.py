@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from coordinator.cluster.assignment import desired_owner
 from tests.support.server_process import ServerProcess, start_server
 
 #: Short leases so that a test's failover takes seconds (defaults: 2000 / 9000).
@@ -82,17 +83,19 @@ class ClusterNodes:
                           "JOIN kc_topics t USING (topic_id)")
         return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
 
-    def settled(self, node_ids: set[int], quiet_seconds: float = 1.0) -> dict[tuple[str, int], tuple[int | None, int]]:
-        """kc_partitions once every partition is owned by one of `node_ids`, each of them owns some, and
-        nothing moved for `quiet_seconds` (the nodes have taken their shares)."""
-        def steady() -> dict | None:
-            owners = self.owners()
-            if {owner for owner, _ in owners.values()} != node_ids:
-                return None
-            time.sleep(quiet_seconds)
-            return owners if self.owners() == owners else None
+    def settled(self, node_ids: set[int], timeout: float = 30) -> dict[tuple[str, int], tuple[int | None, int]]:
+        """kc_partitions (as `owners`) once every partition is owned by the node that rendezvous hashing
+        over `node_ids` wants: the live nodes have taken their shares and given up the others."""
+        live = sorted(node_ids)
 
-        return wait_until(steady, 30 + quiet_seconds, f"partitions settled on nodes {sorted(node_ids)}")
+        def steady() -> dict | None:
+            rows = self.query("SELECT t.name, p.topic_id, p.partition, p.owner, p.epoch FROM kc_partitions p "
+                              "JOIN kc_topics t USING (topic_id)")
+            if any(r["owner"] != desired_owner(r["topic_id"], r["partition"], live) for r in rows):
+                return None
+            return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
+
+        return wait_until(steady, timeout, f"every partition owned as rendezvous over nodes {live} wants")
 
     def live_nodes(self) -> set[int]:
         return {r["node_id"] for r in self.query("SELECT node_id FROM kc_nodes WHERE expires_at > now()")}

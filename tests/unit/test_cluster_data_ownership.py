@@ -97,3 +97,19 @@ async def test_local_mode_still_answers_unknown_for_a_partition_not_hosted(tmp_p
         await plane.create("t")
         await plane.data.give_up_partition("t", 0)  # never happens in local mode; the answer stays Kafka's
         assert (await plane.produce("t", 0, batch(b"x"))).error_code == E.unknown_topic_or_partition
+
+
+async def test_a_retake_rebuilds_the_producer_state_from_the_log(tmp_path):
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("t")
+        data = plane.data
+        data.take_all = False
+        first = batch(b"once", producer_id=9, producer_epoch=0, base_sequence=0)
+        assert (await plane.produce("t", 0, batch(b"before"))).base_offset == 0
+        assert (await plane.produce("t", 0, first)).base_offset == 1
+        await data.give_up_partition("t", 0)
+        plog = await LocalLogFactory(None, data).open_topic_partition(data.catalog.get("t"), 0, 1)
+        await data.take_partition("t", 0, plog, epoch=1)
+        retried = await plane.produce("t", 0, first)  # the producer's retry after the move
+        assert (retried.error_code, retried.base_offset) == (E.none, 1)  # recognised: not appended twice
+        assert data.partition("t", 0).log.log_end_offset == 2

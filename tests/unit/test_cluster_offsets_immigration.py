@@ -154,3 +154,16 @@ async def test_a_lost_partition_fails_its_write_in_flight_and_can_be_taken_again
     await (await node.take(epoch=2))
     code, offsets = await node.offsets()
     assert code == E.none and offsets[("t", 0)][0] in (1, 2)  # the failed write may still have reached the log
+
+
+async def test_give_up_lets_the_writes_in_flight_finish_first(node):
+    await (await node.take(epoch=1))
+    request = commit_request(9, GROUP, {("t", 0): 5})
+    out = node.dispatcher.dispatch(request_frame(request, 3)[4:], "127.0.0.1", 1)
+    assert isinstance(out, Deferred) and not out.future.done()  # its write is queued
+    await node.runtime.give_up(node.partition)
+    assert out.future.done()
+    assert set(codes(decode(request, Dispatcher.finish(out))).values()) == {E.none}  # durable, answered so
+
+    await (await node.take(epoch=2))
+    assert (await node.offsets())[1][("t", 0)][0] == 5

@@ -199,3 +199,18 @@ async def test_a_failed_take_is_retried_by_the_next_reconcile_at_a_new_epoch():
     await reconciler.drain()
     assert reconciler.held == {(T, mine): 2} and hooks.events == [("take", mine, 2)]
     assert store.calls == [("acquire", mine), ("acquire", mine)]
+
+
+async def test_rows_read_before_a_take_ended_do_not_make_it_lost():
+    mine = wanted(ME)[0]
+    store = FakeStore([Row(T, mine, None, 0)], [1, 2, 3])
+    hooks = Hooks()
+    reconciler = Reconciler(hooks, store.bind(ME), ME)
+    reconciler.reconcile(store.rows.values(), [1, 2, 3])
+    as_of = reconciler.mark()
+    before_the_take = [Row(T, mine, None, 0)]  # read while the acquire was not yet committed
+    await reconciler.drain()
+    assert reconciler.reconcile(before_the_take, [1, 2, 3], as_of).lose == []
+    assert reconciler.held == {(T, mine): 1}
+    assert reconciler.reconcile(store.rows.values(), [1, 2, 3], reconciler.mark()) == plan([], [], ME, {})
+    assert reconciler.reconcile(before_the_take, [1, 2, 3]).lose == [(T, mine)]  # what as_of prevents
