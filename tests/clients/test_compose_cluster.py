@@ -55,7 +55,7 @@ class ComposeCluster(ClusterDatabase):
 
 def test_groups_continue_when_a_node_container_is_killed():
     cluster = ComposeCluster()
-    wait_until(lambda: cluster.live_nodes() == set(NODES), 60, "every node registered")
+    wait_until(lambda: cluster.live_nodes() == set(NODES), 60, "every node registered")  # ./dev waited healthy
     topic = f"compose-cluster-{RUN}"
     create_topic(cluster.bootstrap(), topic, PARTITIONS)
     cluster.settled(set(NODES), timeout=60)
