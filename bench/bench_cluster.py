@@ -65,7 +65,8 @@ class SteadyProducer:
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float = 200.0) -> None:
         from confluent_kafka import Producer
 
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        # log_level 2: no line per refused connection to the killed node (expected, and counted as errors)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 2})
         self.topic, self.partitions, self.pause = topic, partitions, 1.0 / rate
         self.errors = 0
         self._stop = threading.Event()
