@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import tempfile
 import threading
 import time
@@ -54,6 +55,9 @@ from bench.lib.report import command_line, machine_facts, markdown_table, median
 HEARTBEAT_SESSION_MS = 45000  # members stay alive while the other server is measured
 FAILOVER_TOPIC, FAILOVER_PARTITIONS = "bench-failover", 6
 SLACK_SECONDS = 3.0
+NOTES = ("Notes: the cluster's OffsetCommit is answered after PostgreSQL's COMMIT (fsync on, same disk, same two "
+         "cores); PostgreSQL's CPU is in \"other CPU\", which also holds whatever else runs on the machine. "
+         "Failover leases: --session-ms/--heartbeat-ms (defaults 3000/500, the integration tests' values).")
 
 
 # --- failover --------------------------------------------------------------------------------------------------
@@ -243,11 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         comparison_text("Durable OffsetCommit (1 topic x 10 partitions per request)", "partition-offsets/s",
                         commits, PARTITIONS),
         comparison_text("Heartbeats/s, 100-member group", "heartbeats/s", heartbeats),
-        "Failures: " + "; ".join(failures) if failures else "") if part)
+        NOTES + "".join(f"\n- {f}" for f in failures)) if part)
     print("\n" + text)
     if not args.no_docs:
         write_section("cluster", "Cluster mode: failover, OffsetCommit through PostgreSQL, heartbeats "
-                      "(bench/bench_cluster.py)", command_line("bench.bench_cluster", argv), facts, text)
+                      "(bench/bench_cluster.py)", command_line("bench.bench_cluster", sys.argv[1:] if argv is None else argv), facts, text)
     return 0
 
 
