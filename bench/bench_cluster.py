@@ -250,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         NOTES + "".join(f"\n- {f}" for f in failures)) if part)
     print("\n" + text)
     if not args.no_docs:
+        command = command_line("bench.bench_cluster", sys.argv[1:] if argv is None else argv)
         write_section("cluster", "Cluster mode: failover, OffsetCommit through PostgreSQL, heartbeats "
-                      "(bench/bench_cluster.py)", command_line("bench.bench_cluster", sys.argv[1:] if argv is None else argv), facts, text)
+                      "(bench/bench_cluster.py)", command, facts, text)
     return 0
 
 
