@@ -3,6 +3,7 @@
 #   coordinator (default, last stage)  the server only: no Java, no pyspark
 #   spark                              + openjdk-17-jre-headless + pyspark, runs spark_jobs.* on the data volume
 #   test                               + the Python Kafka clients and kcat: the compose test runner
+#   postgres                           Debian's PostgreSQL 15: the log of record of the cluster profile
 # Works with docker/buildx and with podman/buildah (the base image built locally there, docs/CONTAINERS.md).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -73,6 +74,25 @@ RUN chown -R coordinator:coordinator /app
 USER coordinator
 ENV COORDINATOR_BOOTSTRAP=coordinator:9092
 CMD ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/clients/test_compose.py"]
+
+# ---------------------------------------------------------------- postgres: the cluster profile's log of record
+# Debian bookworm's PostgreSQL 15 on the same base (no registry needed: docs/CONTAINERS.md). Not a production setup:
+# one server, no replication or backups (docs/CLUSTER.md).
+FROM ${PYTHON_IMAGE} AS postgres
+RUN mkdir -p /etc/postgresql-common/createcluster.d \
+ && echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/no-main.conf \
+ && apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null \
+ && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /var/lib/postgresql/data && chown postgres:postgres /var/lib/postgresql/data && chmod 700 /var/lib/postgresql/data
+COPY docker/postgres-entrypoint.sh /usr/local/bin/postgres-entrypoint
+ENV PGDATA=/var/lib/postgresql/data
+USER postgres
+VOLUME ["/var/lib/postgresql/data"]
+EXPOSE 5432
+STOPSIGNAL SIGINT
+HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=6 CMD ["/usr/lib/postgresql/15/bin/pg_isready", "-h", "127.0.0.1", "-q"]
+CMD ["/usr/local/bin/postgres-entrypoint"]
 
 # ---------------------------------------------------------------- coordinator (default target): the server
 FROM runtime AS coordinator

@@ -25,10 +25,9 @@ import shutil
 import tempfile
 import time
 
-from bench.lib.commits import PARTITIONS, TOPIC, commit_check, commit_frames
+from bench.lib.commits import PARTITIONS, TOPIC, commit_workload
 from bench.lib.compare import (
     MODES,
-    PIPELINED,
     Mode,
     interleaved,
     medians,
@@ -41,13 +40,6 @@ from bench.lib.compare import (
 )
 from bench.lib.loadgen import Workload
 from bench.lib.report import machine_facts, markdown_table, median, write_section
-
-
-def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
-    per_connection = [commit_frames(c) for c in range(mode.connections)]
-    return Workload(per_connection[0], connections=mode.connections, in_flight=mode.in_flight, duration=seconds,
-                    warmup=1.0, check=commit_check, frames_for=lambda c: per_connection[c])
-
 
 # --- load rate ---------------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from kio.schema.offset_commit.v7.request import (
 )
 from kio.static.primitive import i32, i64
 
+from bench.lib.compare import PIPELINED, Mode
+from bench.lib.loadgen import Workload
 from bench.lib.wire import request_frame
 
 TOPIC = "bench-offsets"
@@ -51,3 +53,10 @@ def commit_check(body: bytes) -> None:
             pos += 6
             if code != 0:
                 raise ValueError(f"OffsetCommit answered error code {code}")
+
+
+def commit_workload(seconds: float, mode: Mode = PIPELINED) -> Workload:
+    """Every connection its own group's frames (so several offsets partitions take part), checked answers."""
+    per_connection = [commit_frames(c) for c in range(mode.connections)]
+    return Workload(per_connection[0], connections=mode.connections, in_flight=mode.in_flight, duration=seconds,
+                    warmup=1.0, check=commit_check, frames_for=lambda c: per_connection[c])

@@ -43,7 +43,7 @@ def test_a_paused_node_makes_no_write_visible_after_sigcont(pg_url, tmp_path):
         group = "fence"
         offsets_partition = partition_for(group, OFFSETS_PARTITIONS)
         victim = cluster.settled({1, 2, 3})[(OFFSETS_TOPIC, offsets_partition)][0]  # the group's coordinator
-        for attempt in range(10):  # a topic with a partition the victim leads too (rendezvous decides)
+        for attempt in range(10):  # a topic with a partition the victim leads too (the assignment decides)
             topic = f"{TOPIC}-{attempt}"
             create_topic(nodes[0].bootstrap, topic, PARTITIONS)
             owners = cluster.settled({1, 2, 3})

@@ -25,9 +25,49 @@ SESSION_MS = 3000
 OFFSETS_PARTITIONS = 6
 
 
-class ClusterNodes:
-    def __init__(self, pg_url: str, tmp_path: Path, **overrides: str) -> None:
+class ClusterDatabase:
+    """What the nodes sharing the database at `pg_url` wrote there (also for nodes this process did not start,
+    e.g. the compose cluster's containers: tests/clients/test_compose_cluster.py)."""
+
+    def __init__(self, pg_url: str) -> None:
         self.pg_url = pg_url
+
+    def query(self, sql: str, *args: Any) -> list[dict]:
+        return asyncio.run(_query(self.pg_url, sql, args))
+
+    def owners(self) -> dict[tuple[str, int], tuple[int | None, int]]:
+        """(topic name, partition) -> (owner node id or None, epoch), as kc_partitions says."""
+        rows = self.query("SELECT t.name, p.partition, p.owner, p.epoch FROM kc_partitions p "
+                          "JOIN kc_topics t USING (topic_id)")
+        return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
+
+    def settled(self, node_ids: set[int], timeout: float = 30) -> dict[tuple[str, int], tuple[int | None, int]]:
+        """kc_partitions (as `owners`) once every partition is owned by the node that the assignment
+        over `node_ids` wants: the live nodes have taken their shares and given up the others."""
+        live = sorted(node_ids)
+
+        def steady() -> dict | None:
+            rows = self.query("SELECT t.name, p.topic_id, p.partition, p.owner, p.epoch FROM kc_partitions p "
+                              "JOIN kc_topics t USING (topic_id)")
+            wanted = desired_owners([(r["topic_id"], r["partition"]) for r in rows], live)
+            if any(r["owner"] != wanted[(r["topic_id"], r["partition"])] for r in rows):
+                return None
+            return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
+
+        return wait_until(steady, timeout, f"every partition owned as the assignment over nodes {live} wants")
+
+    def live_nodes(self) -> set[int]:
+        return {r["node_id"] for r in self.query("SELECT node_id FROM kc_nodes WHERE expires_at > now()")}
+
+    def batch_count(self) -> int:
+        return self.query("SELECT count(*) AS n FROM kc_batches")[0]["n"]
+
+
+class ClusterNodes(ClusterDatabase):
+    """Server processes (one per node id) on the database at `pg_url`."""
+
+    def __init__(self, pg_url: str, tmp_path: Path, **overrides: str) -> None:
+        super().__init__(pg_url)
         self.tmp_path = tmp_path
         self.settings = {"storage.url": pg_url, "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
                          "broker.session.timeout.ms": str(SESSION_MS),
@@ -72,37 +112,6 @@ class ClusterNodes:
             if node.process.poll() is None:
                 os.kill(node.process.pid, signal.SIGCONT)
             node.kill()
-
-    # ------------------------------------------------------------ the shared database
-    def query(self, sql: str, *args: Any) -> list[dict]:
-        return asyncio.run(_query(self.pg_url, sql, args))
-
-    def owners(self) -> dict[tuple[str, int], tuple[int | None, int]]:
-        """(topic name, partition) -> (owner node id or None, epoch), as kc_partitions says."""
-        rows = self.query("SELECT t.name, p.partition, p.owner, p.epoch FROM kc_partitions p "
-                          "JOIN kc_topics t USING (topic_id)")
-        return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
-
-    def settled(self, node_ids: set[int], timeout: float = 30) -> dict[tuple[str, int], tuple[int | None, int]]:
-        """kc_partitions (as `owners`) once every partition is owned by the node that the assignment
-        over `node_ids` wants: the live nodes have taken their shares and given up the others."""
-        live = sorted(node_ids)
-
-        def steady() -> dict | None:
-            rows = self.query("SELECT t.name, p.topic_id, p.partition, p.owner, p.epoch FROM kc_partitions p "
-                              "JOIN kc_topics t USING (topic_id)")
-            wanted = desired_owners([(r["topic_id"], r["partition"]) for r in rows], live)
-            if any(r["owner"] != wanted[(r["topic_id"], r["partition"])] for r in rows):
-                return None
-            return {(r["name"], r["partition"]): (r["owner"], r["epoch"]) for r in rows}
-
-        return wait_until(steady, timeout, f"every partition owned as the assignment over nodes {live} wants")
-
-    def live_nodes(self) -> set[int]:
-        return {r["node_id"] for r in self.query("SELECT node_id FROM kc_nodes WHERE expires_at > now()")}
-
-    def batch_count(self) -> int:
-        return self.query("SELECT count(*) AS n FROM kc_batches")[0]["n"]
 
 
 async def _query(url: str, sql: str, args: tuple) -> list[dict]:
