@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import structlog
 
 from coordinator.cluster.lease import LocalLease
 from coordinator.cluster.reconcile import Reconciler
@@ -29,7 +30,7 @@ from coordinator.cluster.state import ClusterState, broker_of
 from storage.pg import leases, ownership
 from storage.pg.notify import CHANNEL
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 FIRST_BACKOFF_S = 0.05
 EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's clock, before we look
@@ -98,7 +99,7 @@ class ClusterMembership:
             async with asyncio.timeout(self.lease.session_s):
                 await leases.deregister(self.pool, self.node_id, self.incarnation)
         except Exception as exc:  # PostgreSQL unreachable: the lease expires by itself
-            log.warning("node %d: could not deregister (%s); its lease will expire", self.node_id, exc)
+            log.warning("cluster.deregister_failed", node_id=self.node_id, error=repr(exc), note="its lease will expire")
 
     async def _halt(self) -> None:
         if self._watchdog is not None:
@@ -131,7 +132,7 @@ class ClusterMembership:
             self._lapse("a renew was answered after the lease may have lapsed")
             return
         if self.lapsed:
-            log.info("node %d: lease regained", self.node_id)
+            log.info("cluster.lease_regained", node_id=self.node_id)
             self.lapsed = False
             self._wake.set()
         if self._watchdog is not None:
@@ -148,7 +149,7 @@ class ClusterMembership:
         """Another node may own our partitions now: unload them all at once."""
         if self.lapsed:
             return
-        log.warning("node %d: %s; unloading every partition", self.node_id, why)
+        log.warning("cluster.lease_lost", node_id=self.node_id, reason=why, action="unloading every partition")
         self.lapsed = True
         self.lease.drop()
         self.state.drop_broker(self.node_id)
@@ -175,7 +176,7 @@ class ClusterMembership:
                 async with asyncio.timeout(self.lease.session_s):
                     renewed = await self._renew_once()
             except Exception as exc:  # PostgreSQL unreachable, a timeout, a node id in use: try again
-                log.warning("node %d: lease renewal failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
+                log.warning("cluster.renew_failed", node_id=self.node_id, error=repr(exc), retry_s=round(backoff, 2))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.heartbeat_s)
                 continue
@@ -197,7 +198,7 @@ class ClusterMembership:
             try:
                 await self.refresh()
             except Exception as exc:
-                log.warning("node %d: cluster refresh failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
+                log.warning("cluster.refresh_failed", node_id=self.node_id, error=repr(exc), retry_s=round(backoff, 2))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.heartbeat_s)
                 self._wake.set()
@@ -212,10 +213,10 @@ class ClusterMembership:
         while True:
             try:
                 await self._listen()
-                log.warning("node %d: the LISTEN connection dropped; reconnecting", self.node_id)
+                log.warning("cluster.listen_dropped", node_id=self.node_id, action="reconnecting")
                 backoff = FIRST_BACKOFF_S
             except Exception as exc:
-                log.warning("node %d: LISTEN failed (%s); retrying in %.2f s", self.node_id, exc, backoff)
+                log.warning("cluster.listen_failed", node_id=self.node_id, error=repr(exc), retry_s=round(backoff, 2))
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.heartbeat_s)
 

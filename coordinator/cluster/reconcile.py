@@ -9,15 +9,16 @@ or give-up is under way is left out of later plans until that finishes.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import structlog
+
 from coordinator.cluster.assignment import assign_topic, partition_counts
 from storage.pg import ownership
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 Key = tuple[Any, int]  # (topic id, partition)
 
@@ -199,7 +200,7 @@ class Reconciler:
         try:
             self.hooks.lost(*key)
         except Exception:
-            log.exception("lost(%s, %d) failed", *key)
+            log.exception("cluster.lost_failed", topic_id=str(key[0]), partition=key[1])
 
     def _start(self, key: Key, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -222,7 +223,7 @@ class Reconciler:
                     return
                 await self.hooks.take(key[0], key[1], epoch)
             except Exception:
-                log.exception("taking %s-%d failed; the next reconcile tries again", *key)
+                log.exception("cluster.take_failed", topic_id=str(key[0]), partition=key[1], action="the next reconcile tries again")
                 return
             if generation != self._generation:
                 self.hooks.lost(*key)
@@ -235,9 +236,9 @@ class Reconciler:
             try:
                 await self.hooks.give_up(*key)
             except Exception:
-                log.exception("giving up %s-%d failed; unloading it", *key)
+                log.exception("cluster.give_up_failed", topic_id=str(key[0]), partition=key[1], action="unloading it")
                 self.hooks.lost(*key)
         try:
             await self.store.release(key[0], key[1], epoch)
         except Exception:
-            log.exception("releasing %s-%d failed; the next reconcile tries again", *key)
+            log.exception("cluster.release_failed", topic_id=str(key[0]), partition=key[1], action="the next reconcile tries again")
