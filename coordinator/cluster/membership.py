@@ -99,7 +99,8 @@ class ClusterMembership:
             async with asyncio.timeout(self.lease.session_s):
                 await leases.deregister(self.pool, self.node_id, self.incarnation)
         except Exception as exc:  # PostgreSQL unreachable: the lease expires by itself
-            log.warning("cluster.deregister_failed", node_id=self.node_id, error=repr(exc), note="its lease will expire")
+            log.warning("cluster.deregister_failed", node_id=self.node_id, error=repr(exc),
+                        note="its lease will expire")
 
     async def _halt(self) -> None:
         if self._watchdog is not None:

@@ -223,7 +223,8 @@ class Reconciler:
                     return
                 await self.hooks.take(key[0], key[1], epoch)
             except Exception:
-                log.exception("cluster.take_failed", topic_id=str(key[0]), partition=key[1], action="the next reconcile tries again")
+                log.exception("cluster.take_failed", topic_id=str(key[0]), partition=key[1],
+                              action="the next reconcile tries again")
                 return
             if generation != self._generation:
                 self.hooks.lost(*key)
@@ -241,4 +242,5 @@ class Reconciler:
         try:
             await self.store.release(key[0], key[1], epoch)
         except Exception:
-            log.exception("cluster.release_failed", topic_id=str(key[0]), partition=key[1], action="the next reconcile tries again")
+            log.exception("cluster.release_failed", topic_id=str(key[0]), partition=key[1],
+                          action="the next reconcile tries again")
