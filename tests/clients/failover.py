@@ -87,8 +87,11 @@ class Failover:
         producer.join(90)
         assert not producer.is_alive() and len(round_two) == self.partitions, "round 2 was not delivered"
         bound = self.cluster.session_seconds + SLACK_SECONDS
-        assert set(continued) == set(self.groups) and max(continued.values()) <= bound, \
-            f"groups continued after {continued} s (bound {bound} s, victim node {victim})"
+        if set(continued) != set(self.groups) or max(continued.values()) > bound:
+            stuck = [m.describe(events=30) for name, members in self.groups.items()
+                     if continued.get(name, bound + 1) > bound for m in members]
+            raise AssertionError(f"groups continued after {continued} s (bound {bound} s, victim node {victim}), "
+                                 f"owners {self.cluster.owners()}\n" + "\n".join(stuck))
         self._everything_consumed({v for values in [*sent.values(), *round_two.values()] for v in values})
         self._no_acknowledged_commit_lost()
         return victim, continued
