@@ -76,21 +76,27 @@ class Failover:
         victim = self.victim()
         before = {name: acknowledged(members, self.topic) for name, members in self.groups.items()}
         survivors = [n for n in self.cluster.running() if n != victim]
-        killed_at = time.monotonic()
+        killed_at, killed_wall = time.monotonic(), time.strftime("%H:%M:%S", time.gmtime())
         self.cluster.kill(victim)
+        timeline = {"kill confirmed": time.monotonic() - killed_at}
         round_two: dict[int, list[str]] = {}
-        producer = threading.Thread(target=lambda: round_two.update(produce(
-            self.cluster.bootstrap(*survivors), self.topic, self.partitions, self.per_round, start=self.per_round,
-            timeout=60)))
+
+        def produce_round_two() -> None:
+            round_two.update(produce(self.cluster.bootstrap(*survivors), self.topic, self.partitions,
+                                     self.per_round, start=self.per_round, timeout=60))
+            timeline["round 2 produced"] = time.monotonic() - killed_at
+
+        producer = threading.Thread(target=produce_round_two)
         producer.start()
         continued = self._continued(before, killed_at)
         producer.join(90)
         assert not producer.is_alive() and len(round_two) == self.partitions, "round 2 was not delivered"
         bound = self.cluster.session_seconds + SLACK_SECONDS
         if set(continued) != set(self.groups) or max(continued.values()) > bound:
-            stuck = [m.describe(events=30) for name, members in self.groups.items()
+            stuck = [m.describe(events=30, lines=60) for name, members in self.groups.items()
                      if continued.get(name, bound + 1) > bound for m in members]
-            raise AssertionError(f"groups continued after {continued} s (bound {bound} s, victim node {victim}), "
+            raise AssertionError(f"groups continued after {continued} s (bound {bound} s, victim node {victim} "
+                                 f"killed at {killed_wall} UTC; seconds after: {timeline}), "
                                  f"owners {self.cluster.owners()}\n" + "\n".join(stuck))
         self._everything_consumed({v for values in [*sent.values(), *round_two.values()] for v in values})
         self._no_acknowledged_commit_lost()

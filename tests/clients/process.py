@@ -24,6 +24,11 @@ _LIVE: set[ClientProcess] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+def _clock(at: float) -> str:
+    """HH:MM:SS.mmm in UTC, the clock of the server's structlog timestamps."""
+    return time.strftime("%H:%M:%S", time.gmtime(at)) + f".{int(at * 1000) % 1000:03d}"
+
+
 class ClientProcess:
     """A running client driver; `name` labels it in failure messages (e.g. "java#2")."""
 
@@ -31,6 +36,7 @@ class ClientProcess:
         self.name = name
         self.cmd = cmd
         self.events: list[dict] = []
+        self.received: list[float] = []  # wall-clock time each event arrived (matches the server's log times)
         self.stderr: collections.deque[str] = collections.deque(maxlen=400)
         self._changed = threading.Condition()
         self._terminated = False
@@ -55,6 +61,7 @@ class ClientProcess:
             with self._changed:
                 if isinstance(event, dict) and "event" in event:
                     self.events.append(event)
+                    self.received.append(time.time())
                 else:
                     self.stderr.append(f"(stdout) {line.rstrip()}")
                 self._changed.notify_all()
@@ -94,7 +101,8 @@ class ClientProcess:
     def describe(self, events: int = 8, lines: int = 25) -> str:
         """Recent events and stderr tail, for failure messages."""
         with self._changed:
-            recent = [json.dumps(e) for e in self.events if e["event"] != "record"][-events:]
+            recent = [f"{_clock(at)} {json.dumps(e)}" for e, at in zip(self.events, self.received, strict=True)
+                      if e["event"] != "record"][-events:]
             records = sum(1 for e in self.events if e["event"] == "record")
         tail = list(self.stderr)[-lines:]
         state = "running" if self.proc.poll() is None else f"exited {self.proc.returncode}"

@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 import threading
+import time
 
 
 def emit(event: str, **fields) -> None:
@@ -255,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     args.extra = {k: parse_value(v) for k, _, v in (s.partition("=") for s in args.set)}
+    # The client's own story (coordinator lost and found, retries) on stderr, for a failing test's message;
+    # confluent's librdkafka logs there by itself.
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.Formatter.converter = time.gmtime
     stop = threading.Event()
     if args.client != "aiokafka":  # aiokafka installs its own handlers on the event loop
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -12,6 +12,7 @@ no acknowledged commit lost).
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,18 @@ class ComposeCluster(ClusterDatabase):
         return int(rows[0]["value"])
 
 
+def pin_addresses(names: list[str]) -> None:
+    """Resolve the nodes' names once and pin them in /etc/hosts, so that a killed node's name keeps resolving to
+    its address -- which then drops every packet -- as it does for a client with a DNS cache, a Kubernetes pod's
+    IP, or a compose network whose DNS is slow to forget the container (seen in CI). Without the pin the compose
+    DNS may forget the name at once, and clients would fail fast instead of hanging in connect."""
+    lines = [f"{socket.gethostbyname(name)} {name}\n" for name in names]
+    with open("/etc/hosts", "a") as hosts:
+        hosts.writelines(lines)
+
+
 def test_groups_continue_when_a_node_container_is_killed():
+    pin_addresses([name.split(":")[0] for name in NODES.values()])
     cluster = ComposeCluster()
     wait_until(lambda: cluster.live_nodes() == set(NODES), 60, "every node registered")  # ./dev waited healthy
     topic = f"compose-cluster-{RUN}"
