@@ -1,15 +1,18 @@
 """ClusterMembership: this node's lease in kc_nodes and the loops that keep ownership in step with the cluster.
 
-Three tasks and a timer:
+Four tasks and a timer:
 - renew: register, then renew every broker.heartbeat.interval.ms; a failed renew (PostgreSQL down) retries with
   back-off; a renew answered False (our row is gone) loses everything and registers again.
 - watchdog (a loop timer at the local lease deadline, see lease.py): when the lease may have lapsed, every
   partition is lost at once (`Reconciler.lose_all`), whatever the other tasks are waiting for.
-- listen: LISTEN on kc_cluster over a dedicated connection (reconnected when it drops); a notification (or
-  a take/release of our own finishing) wakes
+- session: our own connection (session.py), which LISTENs on kc_cluster and holds the session lock our
+  registration names. When it drops, the others may end our lease at once, so we lose everything, reopen it and
+  register again with a new incarnation. A notification (or a take/release of our own finishing) wakes
 - refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
-  expiry of another node's lease (so a dead node's partitions move within the session timeout + a little), and
+  expiry of another node's lease (so a frozen node's partitions move within the session timeout + a little), and
   every heartbeat interval in case a notification was missed.
+- orphans: every ORPHAN_CHECK_S, end the lease of any node whose session lock is free (its process died), so
+  a crashed node's partitions move within a fraction of a second rather than a session timeout.
 
 Stopping (SIGTERM) hands every partition off at once and deregisters; `_halt` alone is a crash (tests).
 """
@@ -26,14 +29,15 @@ import structlog
 
 from coordinator.cluster.lease import LocalLease
 from coordinator.cluster.reconcile import Reconciler
+from coordinator.cluster.session import NodeSession
 from coordinator.cluster.state import ClusterState, broker_of
 from storage.pg import leases, ownership
-from storage.pg.notify import CHANNEL
 
 log = structlog.get_logger(__name__)
 
 FIRST_BACKOFF_S = 0.05
 EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's clock, before we look
+ORPHAN_CHECK_S = 0.2  # how often a node looks for the free session lock of a dead one (one small query)
 
 
 async def wait_up_to(event: asyncio.Event, seconds: float) -> None:
@@ -66,7 +70,7 @@ class ClusterMembership:
         self.rack = rack
         self.heartbeat_s = heartbeat_ms / 1000.0
         self.session_ms = session_ms
-        self.connect = connect
+        self.session = NodeSession(connect, self._notified)
         self.refresh_catalog = refresh_catalog
         self.clock = clock
         self.lease = LocalLease(session_ms, clock)
@@ -74,35 +78,46 @@ class ClusterMembership:
         self.previous: Any = None  # the incarnation our row had, which a re-registration replaces
         self.lapsed = False
         self._wake = asyncio.Event()
+        self._session_open = asyncio.Event()
+        self._register_now = asyncio.Event()  # the renew loop's wake-up when our session ended
         self._next_expiry: float | None = None  # clock() at which another node's lease expires
         self._watchdog: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
         reconciler.changed = self._wake.set
 
     async def start(self) -> None:
-        """Register (NodeIdInUseError: another live node has our node.id — a start-up error), then run."""
-        sent = self.clock()
-        await self._register()
+        """Open our session, register (NodeIdInUseError: another live node has our node.id — a start-up error),
+        then run."""
+        await self.session.open()
+        self._session_open.set()
+        try:
+            sent = self.clock()
+            await self._register()
+        except BaseException:
+            await self.session.close()
+            raise
         self._granted(sent)
         await self.refresh()
         self._tasks = [asyncio.create_task(loop(), name=f"cluster-{loop.__name__}")
-                       for loop in (self._renew_loop, self._refresh_loop, self._listen_loop)]
+                       for loop in (self._renew_loop, self._refresh_loop, self._session_loop, self._orphans_loop)]
 
     async def stop(self) -> None:
         """Hand everything off at once (SIGTERM): give up + release each partition, then deregister (the
         deregistration's NOTIFY makes the others look at once)."""
         await self._halt()
         await self.reconciler.stop()
-        if self.incarnation is None:
-            return
         try:
-            async with asyncio.timeout(self.lease.session_s):
-                await leases.deregister(self.pool, self.node_id, self.incarnation)
+            if self.incarnation is not None:
+                async with asyncio.timeout(self.lease.session_s):
+                    await leases.deregister(self.pool, self.node_id, self.incarnation)
         except Exception as exc:  # PostgreSQL unreachable: the lease expires by itself
             log.warning("cluster.deregister_failed", node_id=self.node_id, error=repr(exc),
                         note="its lease will expire")
+        finally:
+            await self.session.close()
 
     async def _halt(self) -> None:
+        """Stop every task, keeping the session open (to PostgreSQL a halted node is a frozen one)."""
         if self._watchdog is not None:
             self._watchdog.cancel()
         for task in self._tasks:
@@ -158,8 +173,10 @@ class ClusterMembership:
         self._wake.set()
 
     async def _register(self) -> None:
+        await self._session_open.wait()
         self.incarnation = await leases.register(self.pool, self.node_id, self.listeners, self.rack,
-                                                 self.session_ms, replacing=self.previous)
+                                                 self.session_ms, replacing=self.previous,
+                                                 session_key=self.session.key)
         self.previous = self.incarnation
 
     async def _renew_once(self) -> bool:
@@ -186,8 +203,11 @@ class ClusterMembership:
                 self._lapse("our lease had expired in PostgreSQL")
                 self.incarnation = None
                 continue
+            if self.incarnation is None:  # our session ended while this renew was on its way: register again
+                continue
             self._granted(sent)
-            await asyncio.sleep(max(0.0, sent + self.heartbeat_s - self.clock()))
+            await wait_up_to(self._register_now, max(0.0, sent + self.heartbeat_s - self.clock()))
+            self._register_now.clear()
 
     # -- watching the cluster -----------------------------------------------------------------------------------
 
@@ -209,29 +229,43 @@ class ClusterMembership:
     def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
         self._wake.set()
 
-    async def _listen_loop(self) -> None:
+    async def _session_loop(self) -> None:
         backoff = FIRST_BACKOFF_S
         while True:
             try:
-                await self._listen()
-                log.warning("cluster.listen_dropped", node_id=self.node_id, action="reconnecting")
+                if not self.session.is_open():
+                    await self.session.open()
+                    self._session_open.set()
+                    self._wake.set()  # whatever changed while we were not listening
                 backoff = FIRST_BACKOFF_S
+                await self.session.until_closed()
+                self._session_ended()
             except Exception as exc:
-                log.warning("cluster.listen_failed", node_id=self.node_id, error=repr(exc), retry_s=round(backoff, 2))
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, self.heartbeat_s)
+                log.warning("cluster.session_failed", node_id=self.node_id, error=repr(exc),
+                            retry_s=round(backoff, 2))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.heartbeat_s)
 
-    async def _listen(self) -> None:
-        """LISTEN kc_cluster on a connection of its own until that connection drops."""
-        connection = await self.connect()
-        try:
-            dropped = asyncio.Event()
-            connection.add_termination_listener(lambda _: dropped.set())
-            await connection.add_listener(CHANNEL, self._notified)
-            self._wake.set()  # whatever changed while we were not listening
-            while not connection.is_closed():
-                await wait_up_to(dropped, self.heartbeat_s)
-        finally:
-            if not connection.is_closed():
-                with contextlib.suppress(Exception):
-                    await connection.close(timeout=1)
+    def _session_ended(self) -> None:
+        """Our session lock is gone, so the others may end our lease any moment: let go of everything now, and
+        register again (a new incarnation) once the session is back."""
+        log.warning("cluster.session_ended", node_id=self.node_id, action="reopening it, then registering again")
+        self._session_open.clear()
+        self._lapse("our PostgreSQL session ended")
+        self.incarnation = None
+        self._register_now.set()
+
+    async def _orphans_loop(self) -> None:
+        while True:
+            await asyncio.sleep(ORPHAN_CHECK_S)
+            if self.lapsed or self.incarnation is None:
+                continue
+            try:
+                gone = await leases.expire_orphaned(self.pool, self.node_id)
+            except Exception as exc:  # PostgreSQL trouble: the renew and refresh loops report and retry it
+                log.debug("cluster.orphan_check_failed", node_id=self.node_id, error=repr(exc))
+                continue
+            if gone:
+                log.warning("cluster.node_session_ended", node_id=self.node_id, dead=gone,
+                            action="their leases ended now; taking their share")
+                self._wake.set()

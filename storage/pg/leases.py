@@ -4,12 +4,22 @@ A node registers with a fresh incarnation and renews before `session_ms` passes;
 expires_at is past (per clock_timestamp() of PostgreSQL, never a node's clock) is a dead node, whose
 node.id another incarnation may take. Membership policy (when to renew, what to do on loss) lives
 in coordinator/cluster/membership.py.
+
+A node is also dead, before its lease runs out, when its PostgreSQL session has ended: each
+incarnation holds a session-level advisory lock (its `session_key`, a random bigint) on a connection
+of its own, and PostgreSQL frees the lock the moment that connection closes -- which is what a killed
+process's kernel does to it. `expire_orphaned` then ends the lease at once, so the partitions of a
+crashed node move in well under a second instead of a session timeout (while its address, which
+clients keep trying, may drop every packet). A node that is only frozen (SIGSTOP, a GC pause) or cut
+off keeps its connection open as far as PostgreSQL knows, so its lease decides, as before. A row with
+no session_key (a node that holds no lock) is judged by its lease alone.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +28,22 @@ from storage.pg.errors import NodeIdInUseError
 from storage.pg.notify import CHANNEL, Executor
 
 _EXPIRY = "clock_timestamp() + ${} * interval '1 millisecond'"
+
+# Whether some session of this database holds the advisory lock of kc_nodes row `n` (pg_locks shows a bigint
+# key as classid = its high 32 bits, objid = its low 32 bits, objsubid = 1).
+_SESSION_HELD = """EXISTS (SELECT 1 FROM pg_locks l
+                           WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+                             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                             AND (l.classid::bigint << 32) | l.objid::bigint = n.session_key)"""
+
+
+async def hold_session_lock(connection: Any) -> int:
+    """Take a fresh session-level advisory lock on `connection` (the node's own, kept open while it lives);
+    returns its key, which `register` records. PostgreSQL frees it when the connection closes."""
+    while True:
+        key = secrets.randbits(63)
+        if await connection.fetchval("SELECT pg_try_advisory_lock($1)", key):
+            return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,22 +63,26 @@ async def register(
     session_ms: int,
     *,
     replacing: uuid.UUID | None = None,
+    session_key: int | None = None,
 ) -> uuid.UUID:
     """Take `node_id` with a new incarnation and a lease of `session_ms`; NodeIdInUseError while
     another incarnation's lease on it is live. `replacing`: our own previous incarnation, which we
-    may replace even while PostgreSQL still counts its lease as live (re-registering after a lost renew)."""
+    may replace even while PostgreSQL still counts its lease as live (re-registering after a lost renew).
+    `session_key`: the lock `hold_session_lock` took for this incarnation.
+    A live lease whose session lock is free (its node died) does not stop the registration."""
     incarnation = uuid.uuid4()
     taken = await executor.fetch(
         f"""WITH taken AS (
-                INSERT INTO kc_nodes AS n (node_id, incarnation, listeners, rack, expires_at)
-                VALUES ($1, $2, $3::jsonb, $4, {_EXPIRY.format(5)})
+                INSERT INTO kc_nodes AS n (node_id, incarnation, listeners, rack, expires_at, session_key)
+                VALUES ($1, $2, $3::jsonb, $4, {_EXPIRY.format(5)}, $7)
                 ON CONFLICT (node_id) DO UPDATE
                     SET incarnation = EXCLUDED.incarnation, listeners = EXCLUDED.listeners, rack = EXCLUDED.rack,
-                        expires_at = EXCLUDED.expires_at
+                        expires_at = EXCLUDED.expires_at, session_key = EXCLUDED.session_key
                     WHERE n.expires_at <= clock_timestamp() OR n.incarnation = $6::uuid
+                       OR (n.session_key IS NOT NULL AND NOT {_SESSION_HELD})
                 RETURNING 1)
             SELECT pg_notify('{CHANNEL}', 'nodes') FROM taken""",
-        node_id, incarnation, json.dumps(listeners), rack, session_ms, replacing,
+        node_id, incarnation, json.dumps(listeners), rack, session_ms, replacing, session_key,
     )  # fmt: skip
     if not taken:
         raise NodeIdInUseError(node_id)
@@ -68,6 +98,21 @@ async def renew(executor: Executor, node_id: int, incarnation: uuid.UUID, sessio
         node_id, incarnation, session_ms,
     )  # fmt: skip
     return renewed is not None
+
+
+async def expire_orphaned(executor: Executor, me: int) -> list[int]:
+    """End at once the lease of every other node whose session lock is free (its connection closed: the
+    process died); notifies the cluster when there was one. Returns their node ids."""
+    rows = await executor.fetch(
+        f"""WITH gone AS (
+                UPDATE kc_nodes n SET expires_at = clock_timestamp()
+                WHERE n.node_id <> $1 AND n.expires_at > clock_timestamp() AND n.session_key IS NOT NULL
+                  AND NOT {_SESSION_HELD}
+                RETURNING n.node_id)
+            SELECT node_id, pg_notify('{CHANNEL}', 'nodes') FROM gone""",
+        me,
+    )  # fmt: skip
+    return sorted(row["node_id"] for row in rows)
 
 
 async def deregister(executor: Executor, node_id: int, incarnation: uuid.UUID) -> bool:

@@ -13,7 +13,7 @@ import asyncpg
 
 from storage.pg.errors import SchemaTooNewError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # pg_advisory_xact_lock key of migrations: any fixed bigint; this one spells "kcschema" in ASCII.
 MIGRATION_LOCK = 0x6B63736368656D61
@@ -41,6 +41,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                                       name text NOT NULL, data bytea NOT NULL,
                                       created_at timestamptz NOT NULL DEFAULT now(),
                                       PRIMARY KEY (kind, topic_id, partition, name))""",
+        ],
+    ),
+    (
+        2,
+        [
+            # The key of the session-level advisory lock the node's incarnation holds on its own connection
+            # (storage/pg/leases.py); NULL for a node that holds none, whose lease alone says it is alive.
+            "ALTER TABLE kc_nodes ADD COLUMN session_key bigint",
         ],
     ),
 ]

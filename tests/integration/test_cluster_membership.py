@@ -18,7 +18,7 @@ from coordinator.cluster.assignment import desired_owners
 from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.state import ClusterState, advertised_listeners
-from storage.pg import connect, ownership
+from storage.pg import connect, leases, ownership
 from storage.pg.errors import NodeIdInUseError
 
 pytestmark = pytest.mark.integration
@@ -86,6 +86,7 @@ class Cluster:
     async def close(self) -> None:
         for node in self.nodes.values():
             await node._halt()
+            await node.session.close()
         for pool in self.pools:
             await pool.close()
 
@@ -148,17 +149,30 @@ async def test_a_graceful_stop_hands_off_within_a_notification_not_a_session(clu
         assert given == {key for key in after if before[key] == node_id != after[key]}
 
 
-async def test_a_killed_node_is_taken_over_after_its_session(cluster):
+async def test_a_frozen_node_is_taken_over_after_its_session(cluster):
     for node_id in (1, 2, 3):
         await cluster.start(node_id)
     await cluster.settled([1, 2, 3], within_s=10)
     victim = cluster.nodes.pop(3)
-    await victim._halt()  # its tasks die; its lease is not renewed and never deregistered
+    await victim._halt()  # its tasks stop, its connection stays open (SIGSTOP): only its lease can run out
     orphans = {key for key, owner in cluster.spread([1, 2, 3]).items() if owner == 3}
     await asyncio.sleep(0.5)  # its lease (renewed at most 300 ms before) is still live in PostgreSQL
     assert not orphans & (set(cluster.hooks[1].held) | set(cluster.hooks[2].held))
     del cluster.hooks[3]
     await cluster.settled([1, 2], within_s=1.5 + 3)
+    await victim.session.close()
+
+
+async def test_a_node_whose_session_ends_is_taken_over_at_once_not_after_its_session(cluster):
+    for node_id in (1, 2, 3):
+        await cluster.start(node_id, heartbeat_ms=10000, session_ms=30000)
+    await cluster.settled([1, 2, 3], within_s=20)
+    victim = cluster.nodes.pop(3)
+    await victim._halt()
+    victim.session._connection.terminate()  # killed: its kernel closes the connection, PostgreSQL frees the lock
+    del cluster.hooks[3]
+    await cluster.settled([1, 2], within_s=5)  # its lease (30 s) is still live: only the free lock ends it this soon
+    assert [n.node_id for n in await leases.live_nodes(cluster.pools[0])] == [1, 2]
 
 
 async def test_a_paused_node_loses_everything_and_its_stale_epochs_are_fenced(cluster, monkeypatch):
@@ -222,10 +236,12 @@ async def test_postgresql_lost_while_running_loses_everything_and_it_all_comes_b
     assert cluster.nodes[1].state.brokers()[0].node_id == 1
 
 
-async def test_a_dropped_listen_connection_is_reopened(cluster, postgres_server):
+async def test_a_dropped_session_loses_everything_then_registers_again_and_listens(cluster, postgres_server):
     for node_id in (1, 2):
         await cluster.start(node_id, heartbeat_ms=10000, session_ms=30000)
     await cluster.settled([1, 2], within_s=20)
+    incarnations = {n.node_id: n.incarnation for n in await leases.live_nodes(cluster.pools[0])}
+    held = {node_id: set(hooks.held) for node_id, hooks in cluster.hooks.items()}
     database = cluster.url.rsplit("/", 1)[1]
     listening = f"FROM pg_stat_activity WHERE datname = '{database}' AND query LIKE 'LISTEN%'"
     old = set(postgres_server.sql(f"SELECT pid {listening}").split())
@@ -236,6 +252,11 @@ async def test_a_dropped_listen_connection_is_reopened(cluster, postgres_server)
         pids = set(postgres_server.sql(f"SELECT pid {listening}").split())
         return len(pids) == 2 and not pids & old
     await until(reopened, within_s=6)
+    for node_id, hooks in cluster.hooks.items():  # the others could end its lease at once: it let go of all
+        assert {(TOPIC, p) for e, p in hooks.events if e == "lost"} == held[node_id]
+    await cluster.settled([1, 2], within_s=6)  # new incarnations, long before a 30 s session
+    now = {n.node_id: n.incarnation for n in await leases.live_nodes(cluster.pools[0])}
+    assert now.keys() == {1, 2} and not set(now.values()) & set(incarnations.values())
     await cluster.nodes.pop(2).stop()
     await cluster.settled([1], within_s=6)  # only a notification can move them this soon
 

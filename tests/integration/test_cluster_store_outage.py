@@ -53,9 +53,10 @@ def test_commits_fail_retriably_while_postgres_is_down_and_recover_without_resta
         cluster.close()
 
 
-def test_a_log_broken_by_a_short_outage_is_retaken_within_the_lease(postgres_server, pg_url, tmp_path):
-    """PostgreSQL down for less than the session: the lease holds, but the commit in the outage breaks the
-    partition's log; the supervisor unloads it and the Reconciler takes it again (a new epoch, reloaded)."""
+def test_a_short_outage_ends_the_session_the_node_lets_go_and_comes_back(postgres_server, pg_url, tmp_path):
+    """PostgreSQL down for less than the session still ends the node's session (and its session lock), so the
+    others could end its lease at once: it lets go of everything, and when PostgreSQL is back it registers again
+    and takes (reloads) its partitions; nothing acknowledged is lost."""
     cluster = ClusterNodes(pg_url, tmp_path)
     try:
         node = cluster.start(1)
@@ -63,9 +64,33 @@ def test_a_log_broken_by_a_short_outage_is_retaken_within_the_lease(postgres_ser
             wait_until(lambda: commit(client, 10) == ErrorCode.none, 30, "a first commit")
             with postgres_server.down():
                 assert commit(client, 20) in RETRIABLE
-            node.wait_for_event("cluster.partition.log_broken", timeout=10)
+                node.wait_for_event("cluster.session_ended", timeout=10)
             wait_until(lambda: commit(client, 30) == ErrorCode.none, 30, "commits succeed again")
             assert fetched(client) == (ErrorCode.none, 30)
+        assert cluster.nodes[1].stop() == 0
+    finally:
+        cluster.close()
+
+
+def test_a_write_postgresql_refuses_breaks_the_log_which_is_retaken_within_the_lease(postgres_server, pg_url,
+                                                                                       tmp_path):
+    """A failed append (here PostgreSQL refuses every new row; the session stays up) breaks the partition's log:
+    the commit gets a retriable error, the supervisor unloads the partition and the Reconciler takes it again at a
+    new epoch, reloaded from the committed rows."""
+    cluster = ClusterNodes(pg_url, tmp_path)
+    try:
+        node = cluster.start(1)
+        with WireClient(node.host, node.port, timeout=30) as client:
+            wait_until(lambda: commit(client, 10) == ErrorCode.none, 30, "a first commit")
+            cluster.query("ALTER TABLE kc_batches ADD CONSTRAINT refuse_all CHECK (false) NOT VALID")
+            try:
+                assert commit(client, 20) in RETRIABLE
+                node.wait_for_event("cluster.partition.log_broken", timeout=10)
+            finally:
+                cluster.query("ALTER TABLE kc_batches DROP CONSTRAINT refuse_all")
+            wait_until(lambda: commit(client, 30) == ErrorCode.none, 30, "commits succeed again")
+            assert fetched(client) == (ErrorCode.none, 30)
+            assert not node.events("cluster.session_ended")
         assert cluster.nodes[1].stop() == 0
     finally:
         cluster.close()

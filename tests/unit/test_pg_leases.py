@@ -103,3 +103,44 @@ async def test_register_and_deregister_notify_nodes(pool, pg_url):
         assert await asyncio.wait_for(payloads.get(), 10) == "topics"
     finally:
         await listener.close()
+
+
+async def test_a_lease_whose_session_lock_is_free_ends_at_once(pool, pg_url):
+    sessions = {node_id: await asyncpg.connect(pg_url) for node_id in (1, 2)}
+    try:
+        keys = {node_id: await leases.hold_session_lock(conn) for node_id, conn in sessions.items()}
+        assert keys[1] != keys[2]
+        for node_id in (1, 2):
+            await leases.register(pool, node_id, LISTENERS, None, 60_000, session_key=keys[node_id])
+        await leases.register(pool, 3, LISTENERS, None, 60_000)  # holds no session lock: its lease alone counts
+        assert await leases.expire_orphaned(pool, me=1) == []  # both locks held: nothing to end
+        sessions[2].terminate()  # as a killed process's kernel closes its connection
+        async with asyncio.timeout(10):
+            while await leases.expire_orphaned(pool, me=1) != [2]:  # freed as the backend exits
+                await asyncio.sleep(0.01)
+        assert [n.node_id for n in await leases.live_nodes(pool)] == [1, 3]
+        assert await leases.expire_orphaned(pool, me=1) == []  # ended once
+        await sessions[1].close()
+        assert await leases.expire_orphaned(pool, me=1) == []  # never our own: the node itself lets go of that
+        assert [n.node_id for n in await leases.live_nodes(pool)] == [1, 3]
+    finally:
+        for conn in sessions.values():
+            conn.terminate()
+
+
+async def test_a_node_id_whose_session_ended_is_taken_at_once_one_still_held_is_not(pool, pg_url):
+    old_session, new_session = await asyncpg.connect(pg_url), await asyncpg.connect(pg_url)
+    try:
+        old = await leases.register(pool, 1, LISTENERS, None, 60_000,
+                                    session_key=await leases.hold_session_lock(old_session))
+        key = await leases.hold_session_lock(new_session)
+        with pytest.raises(NodeIdInUseError):  # its lease is live and so is its session
+            await leases.register(pool, 1, LISTENERS, None, 60_000, session_key=key)
+        await old_session.close()  # killed and restarted at once: the old session is gone, its lease is not
+        new = await leases.register(pool, 1, LISTENERS, None, 60_000, session_key=key)
+        assert not await leases.renew(pool, 1, old, 60_000)
+        assert [(n.node_id, n.incarnation) for n in await leases.live_nodes(pool)] == [(1, new)]
+        assert await pool.fetchval("SELECT session_key FROM kc_nodes WHERE node_id = 1") == key
+    finally:
+        old_session.terminate()
+        new_session.terminate()

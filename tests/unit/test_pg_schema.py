@@ -9,7 +9,7 @@ import pytest
 
 from storage.pg.connect import open_pool, redact, unavailable_as_store_error
 from storage.pg.errors import SchemaTooNewError, StoreUnavailableError
-from storage.pg.schema import SCHEMA_VERSION, migrate, schema_version
+from storage.pg.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from tests.support.postgres import free_port
 
 TABLES = {"kc_schema", "kc_cluster", "kc_nodes", "kc_topics", "kc_partitions", "kc_batches", "kc_producer_ids",
@@ -26,7 +26,7 @@ async def test_migrate_creates_every_table_at_the_current_version(pg_url):
     try:
         assert await schema_version(conn) == 0
         assert await migrate(conn) == 0
-        assert await schema_version(conn) == SCHEMA_VERSION == 1
+        assert await schema_version(conn) == SCHEMA_VERSION == 2
         assert await _tables(conn) == TABLES
         assert await conn.fetch("SELECT id, next_block FROM kc_producer_ids") == [(1, 0)]
     finally:
@@ -59,6 +59,21 @@ async def test_a_newer_schema_stops_migrate_and_open_pool(pg_url):
         await conn.close()
     with pytest.raises(SchemaTooNewError):
         await open_pool(pg_url)
+
+
+async def test_a_version_1_database_is_migrated_keeping_its_rows(pg_url):
+    conn = await asyncpg.connect(pg_url)
+    try:
+        for statement in dict(MIGRATIONS)[1]:
+            await conn.execute(statement)
+        await conn.execute("UPDATE kc_schema SET version = 1")
+        await conn.execute("INSERT INTO kc_nodes VALUES (1, gen_random_uuid(), '[]', NULL, now())")
+        assert await migrate(conn) == 1
+        assert await schema_version(conn) == SCHEMA_VERSION
+        # a node of version 1 holds no session lock: NULL, so its lease alone says whether it lives
+        assert await conn.fetch("SELECT node_id, session_key FROM kc_nodes") == [(1, None)]
+    finally:
+        await conn.close()
 
 
 async def test_concurrent_migrations_run_once(pg_url):
