@@ -249,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         comparison_text("Heartbeats/s, 100-member group", "heartbeats/s", heartbeats),
         NOTES + "".join(f"\n- {f}" for f in failures)) if part)
     print("\n" + text)
-    if not args.no_docs:
+    if args.skip and not args.no_docs:  # the section holds every part: a partial run would erase the others
+        print("\n(docs/BENCHMARKS.md not updated: --skip makes a partial run)")
+    elif not args.no_docs:
         command = command_line("bench.bench_cluster", sys.argv[1:] if argv is None else argv)
         write_section("cluster", "Cluster mode: failover, OffsetCommit through PostgreSQL, heartbeats "
                       "(bench/bench_cluster.py)", command, facts, text)
