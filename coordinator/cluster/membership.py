@@ -1,6 +1,6 @@
 """ClusterMembership: this node's lease in kc_nodes and the loops that keep ownership in step with the cluster.
 
-Four tasks and a timer:
+Five tasks and a timer:
 - renew: register, then renew every broker.heartbeat.interval.ms; a failed renew (PostgreSQL down) retries with
   back-off; a renew answered False (our row is gone) loses everything and registers again.
 - watchdog (a loop timer at the local lease deadline, see lease.py): when the lease may have lapsed, every
@@ -11,8 +11,10 @@ Four tasks and a timer:
 - refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
   expiry of another node's lease (so a frozen node's partitions move within the session timeout + a little), and
   every heartbeat interval in case a notification was missed.
-- orphans: every ORPHAN_CHECK_S, end the lease of any node whose session lock is free (its process died), so
-  a crashed node's partitions move within a fraction of a second rather than a session timeout.
+- watcher (watcher.py): waits on the session lock of the next node in the ring and ends its lease the moment
+  its session does (its process died), so a crashed node's partitions move within milliseconds, not a session.
+- orphans: every ORPHAN_CHECK_S, the fallback: end the lease of any node whose session lock is free (its watcher
+  died with it).
 
 Stopping (SIGTERM) hands every partition off at once and deregisters; `_halt` alone is a crash (tests).
 """
@@ -31,13 +33,14 @@ from coordinator.cluster.lease import LocalLease
 from coordinator.cluster.reconcile import Reconciler
 from coordinator.cluster.session import NodeSession
 from coordinator.cluster.state import ClusterState, broker_of
+from coordinator.cluster.watcher import SessionWatcher, successor
 from storage.pg import leases, ownership
 
 log = structlog.get_logger(__name__)
 
 FIRST_BACKOFF_S = 0.05
 EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's clock, before we look
-ORPHAN_CHECK_S = 0.2  # how often a node looks for the free session lock of a dead one (one small query)
+ORPHAN_CHECK_S = 0.5  # how often a node looks for the free session lock of a dead one (one small query)
 
 
 async def wait_up_to(event: asyncio.Event, seconds: float) -> None:
@@ -71,6 +74,7 @@ class ClusterMembership:
         self.heartbeat_s = heartbeat_ms / 1000.0
         self.session_ms = session_ms
         self.session = NodeSession(connect, self._notified)
+        self.watcher = SessionWatcher(connect, self._watched_ended)
         self.refresh_catalog = refresh_catalog
         self.clock = clock
         self.lease = LocalLease(session_ms, clock)
@@ -99,7 +103,8 @@ class ClusterMembership:
         self._granted(sent)
         await self.refresh()
         self._tasks = [asyncio.create_task(loop(), name=f"cluster-{loop.__name__}")
-                       for loop in (self._renew_loop, self._refresh_loop, self._session_loop, self._orphans_loop)]
+                       for loop in (self._renew_loop, self._refresh_loop, self._session_loop, self._orphans_loop,
+                                    self.watcher.run)]
 
     async def stop(self) -> None:
         """Hand everything off at once (SIGTERM): give up + release each partition, then deregister (the
@@ -134,6 +139,7 @@ class ClusterMembership:
         now = await leases.db_now(self.pool)
         rows = await ownership.partitions(self.pool)
         self.state.update([broker_of(n.node_id, n.listeners, n.rack) for n in nodes], rows)
+        self.watcher.watch(successor(self.node_id, nodes))
         if self.lapsed:  # PostgreSQL may still count our lease, but we must assume it is gone
             self.state.drop_broker(self.node_id)
         others = [(n.expires_at - now).total_seconds() for n in nodes if n.node_id != self.node_id]
@@ -258,14 +264,21 @@ class ClusterMembership:
     async def _orphans_loop(self) -> None:
         while True:
             await asyncio.sleep(ORPHAN_CHECK_S)
-            if self.lapsed or self.incarnation is None:
-                continue
-            try:
-                gone = await leases.expire_orphaned(self.pool, self.node_id)
-            except Exception as exc:  # PostgreSQL trouble: the renew and refresh loops report and retry it
-                log.debug("cluster.orphan_check_failed", node_id=self.node_id, error=repr(exc))
-                continue
-            if gone:
-                log.warning("cluster.node_session_ended", node_id=self.node_id, dead=gone,
-                            action="their leases ended now; taking their share")
-                self._wake.set()
+            await self._expire_orphans()
+
+    async def _watched_ended(self, node_id: int) -> None:
+        await self._expire_orphans()
+
+    async def _expire_orphans(self) -> None:
+        """End the lease of every node whose session ended (not while our own standing is in doubt)."""
+        if self.lapsed or self.incarnation is None:
+            return
+        try:
+            gone = await leases.expire_orphaned(self.pool, self.node_id)
+        except Exception as exc:  # PostgreSQL trouble: the renew and refresh loops report and retry it
+            log.debug("cluster.orphan_check_failed", node_id=self.node_id, error=repr(exc))
+            return
+        if gone:
+            log.warning("cluster.node_session_ended", node_id=self.node_id, dead=gone,
+                        action="their leases ended now; taking their share")
+            self._wake.set()

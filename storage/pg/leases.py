@@ -46,6 +46,13 @@ async def hold_session_lock(connection: Any) -> int:
             return key
 
 
+async def wait_session_end(connection: Any, key: int) -> None:
+    """Block until the session holding lock `key` ends (a shared request waits behind its exclusive hold), then
+    let go of it again. Run on a connection of its own: the wait is one statement that may last the node's life."""
+    await connection.execute("SELECT pg_advisory_lock_shared($1)", key)
+    await connection.execute("SELECT pg_advisory_unlock_shared($1)", key)
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRow:
     node_id: int
@@ -53,6 +60,7 @@ class NodeRow:
     listeners: Any  # the JSON the node registered (its advertised listeners)
     rack: str | None
     expires_at: datetime.datetime
+    session_key: int | None = None  # of its session lock (None: it holds none)
 
 
 async def register(
@@ -128,11 +136,12 @@ async def deregister(executor: Executor, node_id: int, incarnation: uuid.UUID) -
 async def live_nodes(executor: Executor) -> list[NodeRow]:
     """Every node whose lease has not expired by PostgreSQL's clock, by node id."""
     rows = await executor.fetch(
-        """SELECT node_id, incarnation, listeners, rack, expires_at FROM kc_nodes
+        """SELECT node_id, incarnation, listeners, rack, expires_at, session_key FROM kc_nodes
            WHERE expires_at > clock_timestamp() ORDER BY node_id"""
     )
     return [
-        NodeRow(row["node_id"], row["incarnation"], json.loads(row["listeners"]), row["rack"], row["expires_at"])
+        NodeRow(row["node_id"], row["incarnation"], json.loads(row["listeners"]), row["rack"], row["expires_at"],
+                row["session_key"])
         for row in rows
     ]
 

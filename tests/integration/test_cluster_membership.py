@@ -14,10 +14,12 @@ from collections.abc import Callable
 import asyncpg
 import pytest
 
+from coordinator.cluster import membership
 from coordinator.cluster.assignment import desired_owners
 from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.state import ClusterState, advertised_listeners
+from coordinator.cluster.watcher import SessionWatcher
 from storage.pg import connect, leases, ownership
 from storage.pg.errors import NodeIdInUseError
 
@@ -163,7 +165,20 @@ async def test_a_frozen_node_is_taken_over_after_its_session(cluster):
     await victim.session.close()
 
 
-async def test_a_node_whose_session_ends_is_taken_over_at_once_not_after_its_session(cluster):
+@pytest.mark.parametrize("noticed_by", ["watcher", "orphan check"])
+async def test_a_node_whose_session_ends_is_taken_over_at_once_not_after_its_session(cluster, monkeypatch,
+                                                                                      noticed_by):
+    if noticed_by == "watcher":  # the orphan check would come too late to matter
+        monkeypatch.setattr(membership, "ORPHAN_CHECK_S", 3600)
+    else:  # no watcher (e.g. it died with the node it watched): the orphan check alone
+        monkeypatch.setattr(SessionWatcher, "watch", lambda self, target: None)
+    reported: list[tuple[int, int]] = []  # (watching node, node whose session ended)
+    watched_ended = ClusterMembership._watched_ended
+
+    async def recording(self, node_id: int) -> None:
+        reported.append((self.node_id, node_id))
+        await watched_ended(self, node_id)
+    monkeypatch.setattr(ClusterMembership, "_watched_ended", recording)
     for node_id in (1, 2, 3):
         await cluster.start(node_id, heartbeat_ms=10000, session_ms=30000)
     await cluster.settled([1, 2, 3], within_s=20)
@@ -172,6 +187,7 @@ async def test_a_node_whose_session_ends_is_taken_over_at_once_not_after_its_ses
     victim.session._connection.terminate()  # killed: its kernel closes the connection, PostgreSQL frees the lock
     del cluster.hooks[3]
     await cluster.settled([1, 2], within_s=5)  # its lease (30 s) is still live: only the free lock ends it this soon
+    assert reported == ([(2, 3)] if noticed_by == "watcher" else [])  # node 3's watcher is node 2 (the ring)
     assert [n.node_id for n in await leases.live_nodes(cluster.pools[0])] == [1, 2]
 
 
