@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.clients import create_topic
-from tests.clients.failover import Failover
+from tests.clients.failover import KAFKA_PYTHON_CONNECT_HANG_SECONDS, Failover
 from tests.support.cluster import ClusterDatabase, wait_until
 
 SIGNALS = os.environ.get("COMPOSE_SIGNALS", "")
@@ -72,10 +72,11 @@ def test_groups_continue_when_a_node_container_is_killed():
     create_topic(cluster.bootstrap(), topic, PARTITIONS)
     cluster.settled(set(NODES), timeout=60)
     failover = Failover(cluster, topic, PARTITIONS, {"confluent": 2, "kafka-python": 1},
-                        cluster.offsets_partitions(), per_round=300, prefix=f"compose-cluster-{RUN}")
+                        cluster.offsets_partitions(), per_round=300, prefix=f"compose-cluster-{RUN}",
+                        connect_hang_seconds=KAFKA_PYTHON_CONNECT_HANG_SECONDS)  # the pinned address drops packets
     try:
         sent = failover.start_groups()
         victim, continued = failover.kill_and_continue(sent)
-        print(f"node {victim} killed; groups continued after {continued} s")
+        print(f"node {victim} killed; groups continued after {continued} s; {failover.timeline}")
     finally:
         failover.kill_members()
