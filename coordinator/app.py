@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import signal
 from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.config import Config
+from coordinator.config import Config, ConfigError
 from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
@@ -131,7 +132,17 @@ async def serve(config: Config) -> None:
     await app.run_until_signalled()
 
 
+def check_paths(config: Config) -> None:
+    """Start-up refusals about paths (ConfigError: one line, exit 2): an offsets.snapshot.dir that does not
+    exist is a mistyped path, and the server would silently start without the state it was meant to load."""
+    snapshots = config.offsets_snapshot_dir
+    if snapshots and not os.path.isdir(snapshots):
+        raise ConfigError(f"offsets.snapshot.dir: {snapshots} is not a directory (a bulk_load --output; "
+                          "unset it to use log.dirs)")
+
+
 def run(config: Config) -> None:
+    check_paths(config)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it

@@ -211,7 +211,29 @@ def _run(spark, args, progress, job_ms, output) -> dict:
                    snapshots=len(published), bytes_after=bytes_after, output=shown(output),
                    wall_time_s=round(progress.elapsed, 2))
     print_summary(progress, summary)
+    print_next_steps(progress, output, results, covers)
     return summary
+
+
+def print_next_steps(progress: Progress, output: str, results: list, covers: dict[int, int]) -> None:
+    """What a user needs after the job: where the snapshots are, what each holds, how to start a server on them."""
+    progress.log("snapshots per partition (partition: groups, offsets, log offset covered):")
+    for result in sorted(results):  # (partition, path, groups, offsets, simple groups[, blob bytes])
+        partition, groups, offsets = result[0], result[2], result[3]
+        if groups or offsets:
+            covered = covers.get(partition)
+            progress.log(f"  {partition}: {groups} group(s), {offsets} offset(s), "
+                         f"{'no log offset (an export or another layout)' if covered is None else covered}")
+    if is_store(output):
+        progress.log(f"next: the snapshots are kc_blobs rows of {shown(output)}; a node of that cluster loads each "
+                     "one when it takes the partition (storage.url)")
+        return
+    where = os.path.abspath(output)
+    progress.log(f"next: start a server on the snapshot dir {where}:")
+    progress.log(f"  python -m coordinator serve --override offsets.snapshot.dir={where}")
+    progress.log(f"  (or COORDINATOR_OFFSETS_SNAPSHOT_DIR={where}; when {where} is the server's log.dirs, "
+                 "nothing to set). A partition with no log there starts its log at the offset its snapshot "
+                 "covers, so new commits continue from it (docs/SPARK_JOBS.md, \"Migrating from Kafka\").")
 
 
 def _partition_writer(output, covers, n, job_ms, sources):

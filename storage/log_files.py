@@ -55,13 +55,15 @@ class LogFiles(LogFields):
             self._dir_fd = dir_fd
         return opened
 
-    async def roll_at_end(self) -> Segment:
-        """Roll to a new empty active segment at the log end offset and wait until the flush job
-        has finished the old one (its index files written and synced, its fd closed, the new
-        file's directory entry synced): retention deleting every segment (Kafka's
-        UnifiedLog.deleteSegments). StorageError if the files cannot be opened: nothing changed."""
+    async def roll_at_end(self, base_offset: int | None = None) -> Segment:
+        """Roll to a new empty active segment at the log end offset (or at ``base_offset``, beyond it: the
+        caller then moves the log end there) and wait until the flush job has finished the old one (its
+        index files written and synced, its fd closed, the new file's directory entry synced): retention
+        deleting every segment (Kafka's UnifiedLog.deleteSegments). StorageError if the files cannot be
+        opened: nothing changed."""
         self._check_writable()
-        opened = self._open_for(lambda: {0: self._leo})
+        base = self._leo if base_offset is None else base_offset
+        opened = self._open_for(lambda: {0: base})
         assert opened is not None  # the planner always asks for one roll
         if self._idle_listed:
             self._unlist_idle()

@@ -66,6 +66,23 @@ class LogStartMixin(LogFields):
             log.info("storage.log_start.advanced", dir=self.path, log_start_offset=offset)
         return self._log_start
 
+    async def start_empty_at(self, offset: int) -> None:
+        """Make a log that holds no record continue at ``offset`` (beyond its end), as Kafka's
+        truncateFullyAndStartAt: a new empty segment there, log start = log end = ``offset`` (made
+        durable first), then the old empty segments deleted. For a partition whose state up to
+        ``offset`` a bulk-load snapshot holds (coordinator/runtime/loader.py). A crash half way
+        leaves either the old log (the snapshot is then used the same way) or the new segment, whose
+        base offset is the log end again on open."""
+        if offset <= self._leo:
+            return
+        if self._log_start != self._leo or self._hw != self._leo:
+            raise ValueError(f"log {self.path} holds records [{self._log_start}, {self._leo}): cannot start it anew")
+        await self.roll_at_end(offset)
+        self._leo = self._hw = self._log_start = offset
+        await self.checkpoint_log_start()
+        await self.delete_oldest(len(self._segments) - 1, self._executor)
+        log.info("storage.log.started_at", dir=self.path, log_start_offset=offset)
+
     async def checkpoint_log_start(self) -> None:
         """Make the current log start offset durable (a no-op if it already is)."""
         if self._checkpoint_lock is None:

@@ -5,7 +5,12 @@ shard equals the live one that wrote the log. Steps (Kafka's CoordinatorLoaderIm
 GroupMetadataManager.onLoaded):
 
 1. Snapshot (storage/snapshot.py, written by the bulk-load job): the newest complete
-   one whose `covers_log_offset` is not beyond the log end. Read with `read_tables`
+   one whose `covers_log_offset` is not beyond the log end -- or, when the partition has no
+   log yet (no record: a fresh server, a migration from a Kafka broker), the newest one, and
+   the log then starts at the offset it covers (Kafka's log start offset after deleted
+   records), so new commits continue from there. A log that exists but ends before the newest
+   snapshot's offset (a restored backup) keeps the older rule, with a warning naming both
+   offsets. One log line per partition says which snapshot and why. Read with `read_tables`
    (columns, in a worker thread: pyarrow releases the GIL) and replayed in chunks.
    A snapshot that covers no log offset (an export, or another partition layout) is the
    whole state as of its creation: only log records written after `created_at_ms` are
@@ -48,10 +53,26 @@ STORE_SNAPSHOTS_DIR = ".snapshots"  # cluster mode: snapshot blobs copied beside
 REPLAY_PER_TURN = 50_000  # survivors replayed between yields to the event loop
 
 
-def choose_snapshot(root: str, partition: int, log_end: int) -> snapshots.SnapshotInfo | None:
-    usable = [s for s in snapshots.list_snapshots(root, partition)
-              if s.covers_log_offset is None or s.covers_log_offset <= log_end]
-    return usable[-1] if usable else None
+def choose_snapshot(root: str, partition: int, log_start: int, log_end: int
+                    ) -> tuple[snapshots.SnapshotInfo | None, str]:
+    """The snapshot to load under a log [log_start, log_end), and why (for the partition's log line)."""
+    found = snapshots.list_snapshots(root, partition)
+    if not found:
+        return None, "no snapshot of this partition"
+    newest = found[-1]
+    covers = newest.covers_log_offset
+    if covers is None:
+        return newest, "the newest, an export: log records written after it are replayed over it"
+    if covers <= log_end:
+        return newest, f"the newest; the log is replayed from offset {covers}"
+    if log_start == log_end:
+        return newest, f"the newest; the partition has no log record yet, so its log starts at offset {covers}"
+    usable = [s for s in found if s.covers_log_offset is None or s.covers_log_offset <= log_end]
+    log.warning("offsets snapshot beyond the log", partition=partition, snapshot=newest.path,
+                covers_log_offset=covers, log_end_offset=log_end,
+                action="an older snapshot or the whole log is used (was the log restored from a backup?)")
+    why = f"the newest covers offset {covers}, beyond this log's end {log_end}"
+    return (usable[-1], f"{why}: an older one") if usable else (None, f"{why}: none used")
 
 
 async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | None,
@@ -65,7 +86,14 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     min_timestamp = None
     if isinstance(plog, PgPartitionLog):  # cluster mode: the bulk-load snapshots are kc_blobs rows
         snapshot_root = await _fetch_store_snapshots(plog)
-    info = choose_snapshot(snapshot_root, partition, plog.log_end_offset) if snapshot_root else None
+    info = None
+    if snapshot_root:
+        info, why = choose_snapshot(snapshot_root, partition, plog.log_start_offset, plog.log_end_offset)
+        log.info("offsets snapshot chosen", partition=partition, snapshot=info.path if info else None, why=why)
+        covers = info.covers_log_offset if info is not None else None
+        if covers is not None and covers > plog.log_end_offset:
+            await plog.start_empty_at(covers)
+            start = plog.log_start_offset
     if info is not None:
         stats["snapshot"] = info.path
         stats["snapshot_records"] = await _replay_snapshot(shard, info.path)

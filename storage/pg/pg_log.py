@@ -284,6 +284,21 @@ class PgPartitionLog:
                                                                         self.epoch, value))
                 self._durable_start = max(self._durable_start, value)
 
+    async def start_empty_at(self, offset: int) -> None:
+        """As PartitionLog's: a partition with no row continues at ``offset`` (a bulk-load snapshot holds
+        its state up to there). kc_partitions.log_start moves first (fenced), then the replica."""
+        if offset <= self.log_end_offset:
+            return
+        if self.log_start_offset != self.log_end_offset or self.flushing:
+            raise ValueError(f"partition {self.topic_id}/{self.partition} holds records: cannot start it anew")
+        async with self._start_lock:
+            await self._in_store(f"start {self.topic_id}/{self.partition} at {offset}",
+                                 lambda conn: batches.set_log_start(conn, self.topic_id, self.partition,
+                                                                    self.epoch, offset))
+            self._durable_start = max(self._durable_start, offset)
+        await self._replica.start_empty_at(offset)
+        self._hw = self._queued_end = offset
+
     async def delete_oldest(self, count: int, executor) -> int:
         """Retention: delete up to ``count`` of the oldest replica segments, then their rows (fenced)."""
         if self.failed is not None:

@@ -131,6 +131,20 @@ def test_bad_setting_stops_startup_with_one_line(tmp_path):
         "error: offsets.topic.num.partitions: 'zero' is not an integer"]
 
 
+def test_a_missing_offsets_snapshot_dir_stops_startup_with_one_line(tmp_path):
+    missing = tmp_path / "no-such-snapshots"
+    result = subprocess.run(
+        [sys.executable, "-m", "coordinator", "serve", "--override", f"log.dirs={tmp_path / 'data'}",
+         "--override", f"offsets.snapshot.dir={missing}", "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: offsets.snapshot.dir: {missing} is not a directory (a bulk_load --output; unset it to use "
+        "log.dirs)"]
+    assert not (tmp_path / "data").exists()  # refused before anything was written
+
+
 def test_environment_variables_configure_the_server(server_factory):
     server = server_factory(env={"COORDINATOR_NODE_ID": "7"})
     with WireClient(server.host, server.port) as client:

@@ -305,7 +305,8 @@ def test_bulk_load_of_a_server_written_log_equals_the_live_state_and_the_server_
         assert cover == (end or 0), (p, cover, end)
     used = {p for p, c in covers.items() if c}
 
-    # --- restart on the snapshot; the covered segments are gone, so only the snapshot has the state
+    # --- restart on the snapshot; the covered segments are gone, so only the snapshot has the state (each of
+    # those logs then starts at the offset its snapshot covers: coordinator/runtime/loader.py)
     def copy_without_covered_log(dest: str) -> None:
         shutil.copytree(data, dest)
         for p in used:
@@ -313,7 +314,6 @@ def test_bulk_load_of_a_server_written_log_equals_the_live_state_and_the_server_
             for name in os.listdir(part):
                 if name[:20].isdigit():
                     os.unlink(os.path.join(part, name))
-            open(os.path.join(part, f"{covers[p]:020d}.log"), "wb").close()  # log start = covered offset
 
     for variant in ("offsets.snapshot.dir", "log.dirs"):
         copy = str(tmp_path / f"restart-{variant}")

@@ -288,3 +288,16 @@ def _renumbered(data: bytes, base: int) -> bytes:
     buf = bytearray(data)
     assign_offsets(buf, base)
     return bytes(buf)
+
+
+async def test_an_empty_partition_starts_anew_at_an_offset_in_postgresql_and_in_its_replica(pool, tmp_path):
+    async with opened(pool, tmp_path / "a") as log_:
+        await log_.start_empty_at(500)
+        assert (log_.log_start_offset, log_.log_end_offset, log_.high_watermark) == (500, 500, 500)
+        assert await pool.fetchval("SELECT log_start FROM kc_partitions WHERE topic_id = $1", TOPIC) == 500
+        await log_.append(one(1))
+        assert [r["base_offset"] for r in await stored(pool)] == [500]
+        with pytest.raises(ValueError):  # it holds a record now
+            await log_.start_empty_at(900)
+    async with opened(pool, tmp_path / "b") as again:  # the next owner's replica starts there too
+        assert (again.log_start_offset, again.log_end_offset) == (500, 501)

@@ -306,3 +306,31 @@ async def test_many_delete_records_share_one_early_check(tmp_path):
             assert len(retention._early) == 1
         await settle(plane)
         assert [s.base_offset for s in plane.data.partition("t", 0).log.segments] == [4]
+
+
+async def test_an_empty_log_starts_anew_at_an_offset_and_keeps_it_across_a_crash(tmp_path):
+    """A bulk-load snapshot covers offset 1000 of a partition that has no log here yet."""
+    path = str(tmp_path / "__consumer_offsets-3")
+    lg = PartitionLog.open(path, segment_bytes=int(SMALL))
+    await lg.start_empty_at(1000)
+    assert (lg.log_start_offset, lg.log_end_offset, lg.high_watermark) == (1000, 1000, 1000)
+    assert [s.base_offset for s in lg.segments] == [1000]
+    assert log_files(path) == ["00000000000000001000.log"]  # the old empty segment is gone
+    assert log_start.read(path) == 1000
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(0)
+    await lg.append(build_batch([(b"k", b"v", 0)]))
+    assert lg.log_end_offset == 1001
+    with pytest.raises(ValueError):  # it holds a record now
+        await lg.start_empty_at(2000)
+    await lg.start_empty_at(5)  # at or below its end: nothing to do
+    assert lg.log_start_offset == 1000
+    # no close: the process "dies"; the log opens at the same start with the record
+    again = PartitionLog.open(path, segment_bytes=int(SMALL))
+    try:
+        assert (again.log_start_offset, again.log_end_offset) == (1000, 1001)
+        [record] = [r for b in iter_batches(again.read(1000)) for r in decode_records(b)]
+        assert (record.offset, record.key) == (1000, b"k")
+    finally:
+        await again.close()
+        await lg.close()
