@@ -89,7 +89,8 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     info = None
     if snapshot_root:
         info, why = choose_snapshot(snapshot_root, partition, plog.log_start_offset, plog.log_end_offset)
-        log.info("offsets snapshot chosen", partition=partition, snapshot=info.path if info else None, why=why)
+        (log.info if info is not None or "beyond" in why else log.debug)(
+            "offsets snapshot chosen", partition=partition, snapshot=info.path if info else None, why=why)
         covers = info.covers_log_offset if info is not None else None
         if covers is not None and covers > plog.log_end_offset:
             await plog.start_empty_at(covers)
