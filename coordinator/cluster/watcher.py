@@ -23,6 +23,7 @@ from storage.pg import leases
 log = structlog.get_logger(__name__)
 
 RETRY_S = 0.5  # after the watcher's own connection failed
+MAX_ENDED_KEYS = 1024  # remembered ended sessions (one per node death; the orphan check covers a forgotten one)
 
 
 def successor(me: int, nodes: Iterable[Any]) -> tuple[int, int] | None:
@@ -39,11 +40,15 @@ class SessionWatcher:
         self.connect = connect
         self.ended = ended  # called with the node id whose session ended
         self.target: tuple[int, int] | None = None
+        self._ended_keys: set[int] = set()  # sessions seen ending: a refresh that read the lease before its end
+        # must not make us watch (and report) one again; keys are random per session, never reused
         self._changed = asyncio.Event()
         self._connection: Any = None
 
     def watch(self, target: tuple[int, int] | None) -> None:
         """Watch `target` (node id, session key) from now on; a no-op when it is the one watched."""
+        if target is not None and target[1] in self._ended_keys:
+            target = None
         if target != self.target:
             self.target = target
             self._changed.set()
@@ -59,6 +64,9 @@ class SessionWatcher:
                 try:
                     if await self._ended(target[1]):
                         log.info("cluster.watched_session_ended", node_id=target[0])
+                        if len(self._ended_keys) >= MAX_ENDED_KEYS:
+                            self._ended_keys.clear()
+                        self._ended_keys.add(target[1])
                         if self.target == target:
                             self.target = None  # until a refresh names the next one
                         await self.ended(target[0])

@@ -56,6 +56,8 @@ async def test_the_watcher_reports_the_end_of_the_watched_session_and_lets_go_of
         holders[1].terminate()  # node 3's process dies
         assert await asyncio.wait_for(ended.get(), 10) == 3
         assert ended.empty() and watcher.target is None
+        watcher.watch((3, keys[1]))  # a refresh that read node 3's lease before it ended: not watched again
+        assert watcher.target is None
         assert await held_by(observer, connections[0].get_server_pid()) == []  # it holds nothing afterwards
         await holders[0].close()  # node 2 dies too, but nobody watches it any more
         await asyncio.sleep(0.2)
