@@ -12,7 +12,6 @@ connection-setup timeout (10-30 s).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -23,6 +22,7 @@ from storage.pg import leases
 log = structlog.get_logger(__name__)
 
 RETRY_S = 0.5  # after the watcher's own connection failed
+WAIT_SLICE_MS = 1000  # one lock wait; a changed target is taken up after at most this long
 MAX_ENDED_KEYS = 1024  # remembered ended sessions (one per node death; the orphan check covers a forgotten one)
 
 
@@ -78,25 +78,14 @@ class SessionWatcher:
             await self._close()
 
     async def _ended(self, key: int) -> bool:
-        """True when the session holding `key` ended; False when the target changed first."""
+        """True when the session holding `key` ended; False when the target changed first. Asks in slices of
+        WAIT_SLICE_MS, so a new target is taken up within one slice without cancelling a statement."""
         if self._connection is None or self._connection.is_closed():
             self._connection = await self.connect()
-        waiting = asyncio.create_task(leases.wait_session_end(self._connection, key))
-        changed = asyncio.create_task(self._changed.wait())
-        try:
-            await asyncio.wait({waiting, changed}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            changed.cancel()
-            if not waiting.done():
-                waiting.cancel()  # asyncpg cancels the statement; the connection stays usable
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiting
-        if waiting.cancelled():  # the target changed first
-            # granted just as it was cancelled: hold nothing of a node we no longer watch
-            await self._connection.execute("SELECT pg_advisory_unlock_all()")
-            return False
-        waiting.result()
-        return True
+        while not self._changed.is_set():
+            if await leases.session_ended_within(self._connection, key, WAIT_SLICE_MS):
+                return True
+        return False
 
     async def _close(self) -> None:
         connection, self._connection = self._connection, None

@@ -24,15 +24,20 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
+
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.notify import CHANNEL, Executor
 
 _EXPIRY = "clock_timestamp() + ${} * interval '1 millisecond'"
 
 # Whether some session of this database holds the advisory lock of kc_nodes row `n` (pg_locks shows a bigint
-# key as classid = its high 32 bits, objid = its low 32 bits, objsubid = 1).
+# key as classid = its high 32 bits, objid = its low 32 bits, objsubid = 1). Exclusive only: a watcher's shared
+# lock on a dead node's key (coordinator/cluster/watcher.py), granted when that node's session ended, must not
+# read as the node being alive.
 _SESSION_HELD = """EXISTS (SELECT 1 FROM pg_locks l
                            WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+                             AND l.mode = 'ExclusiveLock'
                              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                              AND (l.classid::bigint << 32) | l.objid::bigint = n.session_key)"""
 
@@ -46,11 +51,18 @@ async def hold_session_lock(connection: Any) -> int:
             return key
 
 
-async def wait_session_end(connection: Any, key: int) -> None:
-    """Block until the session holding lock `key` ends (a shared request waits behind its exclusive hold), then
-    let go of it again. Run on a connection of its own: the wait is one statement that may last the node's life."""
-    await connection.execute("SELECT pg_advisory_lock_shared($1)", key)
-    await connection.execute("SELECT pg_advisory_unlock_shared($1)", key)
+async def session_ended_within(connection: Any, key: int, wait_ms: int) -> bool:
+    """Whether the session holding lock `key` ends within `wait_ms` (a shared request waits behind its exclusive
+    hold, under lock_timeout); a granted lock is let go at once. Run on a connection of its own: the caller asks
+    again and again, and between two asks may change its mind about which key to wait for -- with no
+    cancellation of a statement in flight."""
+    try:
+        async with connection.transaction():
+            await connection.execute(f"SET LOCAL lock_timeout = {int(wait_ms)}")
+            await connection.execute("SELECT pg_advisory_xact_lock_shared($1)", key)
+    except asyncpg.exceptions.LockNotAvailableError:
+        return False
+    return True  # the transaction-level lock went with the COMMIT
 
 
 @dataclass(frozen=True, slots=True)

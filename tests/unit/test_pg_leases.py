@@ -115,6 +115,9 @@ async def test_a_lease_whose_session_lock_is_free_ends_at_once(pool, pg_url):
         await leases.register(pool, 3, LISTENERS, None, 60_000)  # holds no session lock: its lease alone counts
         assert await leases.expire_orphaned(pool, me=1) == []  # both locks held: nothing to end
         sessions[2].terminate()  # as a killed process's kernel closes its connection
+        watcher = await asyncpg.connect(pg_url)  # a watcher granted its shared lock on the dead node's key ...
+        sessions["watcher"] = watcher
+        await watcher.execute("SELECT pg_advisory_lock_shared($1)", keys[2])  # ... must not keep the node alive
         async with asyncio.timeout(10):
             while await leases.expire_orphaned(pool, me=1) != [2]:  # freed as the backend exits
                 await asyncio.sleep(0.01)
