@@ -33,6 +33,7 @@ from coordinator.handlers import (
     topics_admin,
 )
 from coordinator.net.dispatch import Dispatcher
+from coordinator.net.request_metrics import RequestMetrics
 from coordinator.net.server import Server
 from coordinator.node import Node, load_or_create_cluster_id
 from coordinator.runtime.offsets_topic import OffsetsRuntime
@@ -40,6 +41,7 @@ from coordinator.services import Services
 
 if TYPE_CHECKING:
     from coordinator.cluster.node_runtime import ClusterNode
+    from coordinator.ops.http_listener import HttpListener
 
 log = structlog.get_logger(__name__)
 
@@ -76,15 +78,26 @@ class App:
         else:
             self.node, self.offsets, topics, data, view = (cluster.node, cluster.offsets, cluster.topics, cluster.data,
                                                            cluster.view)
-        self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view)
+        # Request metrics are counted only when something serves them (http.listener).
+        metrics = RequestMetrics() if config.http_listener is not None else None
+        self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
+                                 metrics=metrics)
         self.dispatcher = build_dispatcher(self.services)
+        self.dispatcher.metrics = metrics
         self.server: Server | None = None
+        self.http: HttpListener | None = None
+        self.listening = False  # the Kafka listener is up (and, in cluster mode, the node has joined)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        if self.config.http_listener is not None:  # first: probes answer (not ready) while the logs open
+            from coordinator.ops.http_listener import HttpListener
+
+            self.http = HttpListener(self, self.config.http_listener)
+            await self.http.start()
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
-        self.server = Server(self.config, self.dispatcher, loop)
+        self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)
         bound = await self.server.start()
         advertised = self.config.advertised(bound)
         self.node.advertise(advertised[0])
@@ -94,12 +107,14 @@ class App:
             except BaseException:
                 await self.stop()
                 raise
+        self.listening = True
         for listener in bound.values():
             log.info("listening", listener=str(listener), host=listener.host, port=listener.port,
                      advertised=",".join(map(str, advertised)), node_id=self.node.node_id,
                      cluster_id=self.node.cluster_id)
 
     async def stop(self) -> None:
+        self.listening = False
         if self.server is not None:
             await self.server.stop()
         if self.cluster is not None:
@@ -108,6 +123,8 @@ class App:
         await self.services.data.stop()  # flush and close the topic logs
         if self.cluster is not None:
             await self.cluster.close()
+        if self.http is not None:
+            await self.http.stop()
 
     async def run_until_signalled(self) -> None:
         loop = asyncio.get_running_loop()

@@ -38,6 +38,19 @@ class Listener:
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)$")
 
 
+_HTTP_LISTENER = re.compile(r"^http://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)/?$")
+
+
+def parse_http_listener(value: str) -> Listener | None:
+    """http.listener: http://host:port (port 0: ephemeral), or empty for none."""
+    if not value.strip():
+        return None
+    match = _HTTP_LISTENER.match(value.strip())
+    if not match or int(match["port"]) > 65535:
+        raise ValueError(f"{value!r} is not http://host:port")
+    return Listener("http", match["host"].strip("[]"), int(match["port"]))
+
+
 def parse_listeners(value: str) -> tuple[Listener, ...]:
     listeners = []
     for item in (part.strip() for part in value.split(",")):
@@ -258,6 +271,9 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "fetch.max.bytes": ("fetch_max_bytes", _int(0, INT32_MAX), "57671680",
                         "Most record bytes one Fetch answer carries (with the request's max_bytes, the smaller "
                         "wins; the first batch may pass it so that a consumer always progresses)."),
+    "http.listener": ("http_listener", parse_http_listener, "",
+                      "http://host:port of the operations endpoint (/metrics, /health/live, /health/ready, the "
+                      "console); empty = none. Request metrics are counted only when it is set."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
 }
 
@@ -313,6 +329,7 @@ class Config:
     log_retention_check_interval_ms: int
     log_cleanup_policy: str
     fetch_max_bytes: int
+    http_listener: Listener | None
     log_level: str
 
     @classmethod

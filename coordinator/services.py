@@ -7,16 +7,19 @@ from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.groups.settings import GroupSettings
+from coordinator.net.request_metrics import RequestMetrics
 from coordinator.node import Node
 from coordinator.runtime.coordinator import GroupCoordinator
 
 
 class Services:
     """`groups` and `data` (the embedded data plane: topic logs) are built from `config` when not given;
-    `view` (who leads what) is LocalView(node) unless cluster mode gives its own."""
+    `view` (who leads what) is LocalView(node) unless cluster mode gives its own; `metrics` is what the
+    answer path counts for /metrics (None: no http.listener)."""
 
     def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
-                 data: DataPlane | None = None, view: ClusterView | None = None) -> None:
+                 data: DataPlane | None = None, view: ClusterView | None = None,
+                 metrics: RequestMetrics | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -24,3 +27,4 @@ class Services:
             else groups
         self.data: DataPlane = DataPlane(DataPlaneSettings.from_config(config), topics) if data is None else data
         self.view: ClusterView = LocalView(node) if view is None else view
+        self.metrics = metrics  # the answer path's counters, when the metrics endpoint is on

@@ -141,7 +141,7 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class RebalanceRecord:
-    """One finished rebalance, kept for the admin view."""
+    """One finished rebalance, kept for the admin view (GET /groups/{id}/rebalances)."""
 
     cause: str
     detail: str
@@ -149,6 +149,20 @@ class RebalanceRecord:
     members: int
     duration_ms: float
     outcome: str  # "stable", "empty" or "dead"
+    started_wall_ms: int = 0
+    joined: tuple[str, ...] = ()  # member ids in the new generation that were not in the old one
+    left: tuple[str, ...] = ()  # member ids of the old generation that are gone
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRebalance:
+    """A rebalance in progress: why, since when, and who was a member when it began."""
+
+    cause: str
+    detail: str
+    started_ms: float  # the scheduler's monotonic clock
+    started_wall_ms: int
+    members_before: frozenset[str]
 
 
 class ClassicGroup:
@@ -168,8 +182,8 @@ class ClassicGroup:
         self.num_awaiting_join = 0
         self.supported_protocols: dict[str, int] = {}
         self.new_member_added = False
-        # The rebalance in progress (cause, detail, start monotonic ms) and finished ones.
-        self.open_rebalance: tuple[str, str, float] | None = None
+        # The rebalance in progress and the finished ones.
+        self.open_rebalance: OpenRebalance | None = None
         self.rebalances: deque[RebalanceRecord] = deque(maxlen=history)
 
     @classmethod

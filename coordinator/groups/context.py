@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 
 from coordinator.groups.classic_group import ClassicGroup
 from coordinator.groups.settings import GroupSettings
+from coordinator.groups.stats import GroupStats
 
 if TYPE_CHECKING:
     from coordinator.runtime.timers import KeyedTimers, Scheduler
 
 
 class GroupContext:
-    __slots__ = ("clock", "groups", "settings", "timers")
+    __slots__ = ("clock", "groups", "settings", "timers", "stats")
 
     def __init__(self, groups: dict[str, ClassicGroup], settings: GroupSettings, clock: Scheduler,
-                 timers: KeyedTimers) -> None:
+                 timers: KeyedTimers, stats: GroupStats | None = None) -> None:
+        self.stats = stats if stats is not None else GroupStats()
         self.groups = groups
         self.settings = settings
         self.clock = clock

@@ -36,6 +36,7 @@ from coordinator.groups.classic_group import (
     IllegalStateTransition,
     JoinResult,
     Member,
+    OpenRebalance,
     RebalanceRecord,
     SyncResult,
 )
@@ -45,6 +46,7 @@ from coordinator.groups.result import GroupResult, OnWritten, store_group
 log = structlog.get_logger("coordinator.groups")
 
 S = GroupState
+HISTORY_MEMBER_IDS = 100  # member ids kept per rebalance record, joined and left each
 
 
 class RemovedGroup(NamedTuple):
@@ -63,6 +65,7 @@ class Rebalancer:
         self.timers = context.timers
         self.settings = context.settings
         self.clock = context.clock
+        self.stats = context.stats
         # one bound method for every session timer of the shard: timers store it per key, and a
         # method or closure made per arm would be one more GC-tracked object per member
         self._on_session_timer = self._session_timer_fired
@@ -334,16 +337,22 @@ class Rebalancer:
 
     def _open_rebalance(self, group: ClassicGroup, cause: str, detail: str) -> None:
         if group.open_rebalance is None:
-            group.open_rebalance = (cause, detail, self.clock.now_ms())
+            group.open_rebalance = OpenRebalance(cause, detail, self.clock.now_ms(), self.clock.wall_ms(),
+                                                 frozenset(group.members))
+            self.stats.rebalance_started(cause)
 
     def _close_rebalance(self, group: ClassicGroup, outcome: str) -> None:
         opened = group.open_rebalance
         if opened is None:
             return
         group.open_rebalance = None
-        cause, detail, started = opened
+        before, now = opened.members_before, group.members
+        joined = tuple(m for m in now if m not in before)[:HISTORY_MEMBER_IDS]
+        left = tuple(m for m in before if m not in now)[:HISTORY_MEMBER_IDS]
+        cause, detail = opened.cause, opened.detail
         record = RebalanceRecord(cause, detail, group.generation_id, len(group.members),
-                                 round(self.clock.now_ms() - started, 3), outcome)
+                                 round(self.clock.now_ms() - opened.started_ms, 3), outcome,
+                                 opened.started_wall_ms, joined, left)
         group.rebalances.append(record)
         log.info("rebalance", group=group.group_id, cause=cause, detail=detail, generation=record.generation,
                  members=record.members, duration_ms=record.duration_ms, outcome=outcome)

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.net.request_metrics import RequestMetrics
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
@@ -31,10 +32,11 @@ COMMON_CODES = (ErrorCode.none, ErrorCode.rebalance_in_progress, ErrorCode.unkno
 
 
 class HeartbeatHandler:
-    __slots__ = ("shard_for", "answers", "frames", "flexible")
+    __slots__ = ("shard_for", "answers", "frames", "flexible", "metrics")
 
-    def __init__(self, groups: GroupCoordinator) -> None:
+    def __init__(self, groups: GroupCoordinator, metrics: RequestMetrics | None = None) -> None:
         self.shard_for = groups.shard_for
+        self.metrics = metrics  # the fast path counts its errors there (the generic path's are counted for it)
         self.answers: dict[tuple[int, ErrorCode], Any] = {}
         self.frames: dict[tuple[int, ErrorCode], FixedResponse] = {}
         self.flexible = {version: _SPEC.request_is_flexible(version) for version in _SPEC.responses}
@@ -83,10 +85,12 @@ class HeartbeatHandler:
             return None
         code = self.code(request.group_id, request.generation_id, request.member_id,
                          getattr(request, "group_instance_id", None))
+        if code and self.metrics is not None:
+            self.metrics.error(_SPEC.name, code)
         fixed = self.frames.get((version, code)) or self.frame(version, code)
         return fixed.frame(correlation_id)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    heartbeat = HeartbeatHandler(services.groups)
+    heartbeat = HeartbeatHandler(services.groups, services.metrics)
     dispatcher.register(ApiKey.HEARTBEAT, heartbeat.handle, fast=heartbeat.fast)

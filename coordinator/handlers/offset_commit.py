@@ -29,6 +29,7 @@ from coordinator.errors import commit_error_code
 from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
+from coordinator.net.request_metrics import RequestMetrics
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
@@ -95,9 +96,10 @@ def group_refusal(shard: Any, group_id: str, member_id: str, instance_id: str | 
 
 
 class OffsetCommitHandler:
-    __slots__ = ("shard_for", "settings", "partitions", "ok_bodies", "on_written", "on_failed")
+    __slots__ = ("shard_for", "settings", "partitions", "ok_bodies", "on_written", "on_failed", "metrics")
 
-    def __init__(self, groups: GroupCoordinator) -> None:
+    def __init__(self, groups: GroupCoordinator, metrics: RequestMetrics | None = None) -> None:
+        self.metrics = metrics  # the fast path counts the errors of its immediate answers there
         self.shard_for = groups.shard_for
         self.settings = groups.settings
         self.partitions: dict[tuple[int, int, ErrorCode], Any] = {}
@@ -203,6 +205,8 @@ class OffsetCommitHandler:
             raise CloseConnection(f"internal error handling {_SPEC.name}") from None
         if isinstance(result, Completion):
             return Deferred(result, correlation_id, _HEADER[version], _SPEC.name)
+        if self.metrics is not None:
+            self.metrics.response_errors(_SPEC.name, result)
         return encode_response(correlation_id, _HEADER[version], result)
 
     def oversized(self, frame: bytes, version: int, correlation_id: int) -> Deferred | None:
@@ -232,5 +236,5 @@ class OffsetCommitHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    commit = OffsetCommitHandler(services.groups)
+    commit = OffsetCommitHandler(services.groups, services.metrics)
     dispatcher.register(ApiKey.OFFSET_COMMIT, commit.handle, fast=commit.fast)

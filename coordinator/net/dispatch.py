@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 
 from coordinator.completion import Completion
+from coordinator.net.request_metrics import RequestMetrics
 from protocol.apis import API_TABLE, ApiKey, ApiSpec
 from protocol.codec import DecodeError, decode_request, decode_request_sliced, encode_response
 from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
@@ -72,6 +73,10 @@ class Deferred:
     # Handled before its connection's later requests are read (a sliced decode: Kafka handles a
     # connection's requests one at a time, so a later commit must not overtake an earlier one).
     barrier: bool = False
+    # For the request metrics (net/request_metrics.py), set by its connection: when it was dispatched
+    # and its `api_key << 16 | version`.
+    started: float = 0.0
+    metrics_key: int = 0
 
 
 class Abandonable:
@@ -99,6 +104,7 @@ class Dispatcher:
         self._handlers: dict[int, Handler] = {}
         self._fast: dict[int, FastPath] = {}
         self._unsupported_api_versions: Callable[[], Any] | None = None
+        self.metrics: RequestMetrics | None = None  # counts the error codes of generic answers when set
 
     def register(self, api_key: ApiKey, handler: Handler, fast: FastPath | None = None) -> None:
         """The handler of `api_key`, and optionally its fast path (a parse/encode shortcut)."""
@@ -202,14 +208,17 @@ class Dispatcher:
             return later(result.awaitable, correlation_id, header_version, spec.name, release=result.release)
         if hasattr(result, "__await__"):  # coroutine or Future; cheaper than inspect.isawaitable
             return later(result, correlation_id, header_version, spec.name)
+        if self.metrics is not None:
+            self.metrics.response_errors(spec.name, result)
         try:
             return encode_response(correlation_id, header_version, result)
         except Exception:
             raise _does_not_encode(spec.name) from None
 
     @staticmethod
-    def finish(deferred: Deferred) -> bytes | None:
-        """Encode a completed deferred response; raises CloseConnection if its handler failed."""
+    def finish(deferred: Deferred, metrics: RequestMetrics | None = None) -> bytes | None:
+        """Encode a completed deferred response (its error codes counted in `metrics` if given);
+        raises CloseConnection if its handler failed."""
         future = deferred.future
         if future.cancelled():
             raise CloseConnection(f"{deferred.api_name} was cancelled")
@@ -222,6 +231,8 @@ class Dispatcher:
         result = future.result()
         if result is None:
             return None
+        if metrics is not None:
+            metrics.response_errors(deferred.api_name, result)
         try:
             return encode_response(deferred.correlation_id, deferred.header_version, result)
         except Exception:

@@ -34,6 +34,7 @@ from coordinator.completion import Completion
 from coordinator.config import Config, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
+from coordinator.net.request_metrics import RequestMetrics
 from protocol.framing import FrameError, cut_frames, frame as size_prefixed, single_frame
 
 log = structlog.get_logger(__name__)
@@ -64,7 +65,7 @@ class Connection(asyncio.Protocol):
         "server", "dispatcher", "loop", "transport", "buffer", "pending", "out", "peer_host",
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
-        "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier",
+        "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier", "metrics",
     )
 
     def __init__(self, server: Server) -> None:
@@ -94,6 +95,7 @@ class Connection(asyncio.Protocol):
         self.resume_scheduled = False  # _process yielded its turn with frames left in the buffer
         self.peer_timer: asyncio.TimerHandle | None = None  # armed while reading is paused
         self.barrier: Deferred | None = None  # a request to finish before the next is dispatched
+        self.metrics = server.metrics  # None unless the metrics endpoint is on
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -114,6 +116,8 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self.loop.time()
+        if self.metrics is not None:
+            self.metrics.bytes_in += len(data)
         if not self.buffer and not self.pending and not self.closing and not self.writing_paused:
             request = single_frame(data, self.max_frame)
             if request is not None:  # one whole request, nothing queued: answer it straight away
@@ -125,13 +129,27 @@ class Connection(asyncio.Protocol):
     def _answer_single(self, request: bytes) -> None:
         """_process for one frame with nothing buffered or pending (a client that waits
         for each answer): no buffer, no frame list, no output list."""
-        result = self._dispatch(request)
-        if result is None or result is _CLOSED:
-            return
-        if result.__class__ is bytes:
-            self.transport.write(result)  # type: ignore[union-attr]
-            return
-        self.hold(result, len(request))
+        metrics = self.metrics
+        if metrics is None:
+            result = self._dispatch(request)
+            if result is None or result is _CLOSED:
+                return
+            if result.__class__ is bytes:
+                self.transport.write(result)  # type: ignore[union-attr]
+                return
+            self.hold(result, len(request))
+        else:
+            started = self.server.clock()
+            result = self._dispatch(request)
+            if result is _CLOSED:
+                return
+            if result is None or result.__class__ is bytes:
+                if result is not None:
+                    self.transport.write(result)  # type: ignore[union-attr]
+                    metrics.bytes_out += len(result)
+                metrics.observe(request, self.server.clock() - started)
+                return
+            self.hold(result, len(request), request, started)
         self._update_reading()
 
     def _dispatch(self, request: bytes) -> Any:
@@ -145,9 +163,13 @@ class Connection(asyncio.Protocol):
             self._internal_error(exc)
         return _CLOSED
 
-    def hold(self, deferred: Deferred, size: int) -> None:
+    def hold(self, deferred: Deferred, size: int, request: bytes | None = None, started: float = 0.0) -> None:
         """Queue a deferred answer in its request's place; its request's `size` bytes count as
-        outstanding until it is written."""
+        outstanding until it is written. `request` (its frame) and `started` (when it was
+        dispatched) are for the metrics."""
+        if request is not None and self.metrics is not None:
+            deferred.started = started
+            deferred.metrics_key = (request[0] << 24 | request[1] << 16 | request[2] << 8 | request[3])
         if deferred.barrier:
             self.barrier = deferred
         deferred.request_bytes = size
@@ -204,8 +226,10 @@ class Connection(asyncio.Protocol):
         dispatch = self._dispatch
         pending = self.pending
         out = self.out
+        metrics = self.metrics
         clock = self.server.clock
-        deadline = clock() + self.server.dispatch_budget
+        started = clock()
+        deadline = started + self.server.dispatch_budget
         while not self.closing and not self.writing_paused and self.barrier is None:
             room = self.max_pending - len(pending)
             if room <= 0 or self.pending_bytes >= self.max_pending_bytes:
@@ -222,21 +246,26 @@ class Connection(asyncio.Protocol):
                 result = dispatch(frame)
                 if result is _CLOSED:
                     return
-                if result is None:
-                    pass
-                elif result.__class__ is bytes:
-                    if pending:
+                if result is None or result.__class__ is bytes:
+                    if result is None:
+                        pass
+                    elif pending:
                         pending.append(result)
                     else:
                         out.append(result)
+                    now = clock()
+                    if metrics is not None:
+                        metrics.observe(frame, now - started)  # written at the end of this turn
                 else:
-                    self.hold(result, len(frame))
+                    self.hold(result, len(frame), frame, started)
                     if self.pending_bytes >= self.max_pending_bytes or self.barrier is not None:
                         self._unread(list(unread))  # left for when the outstanding bytes drop
                         break
-                if clock() >= deadline:
+                    now = clock()
+                if now >= deadline:
                     self._yield_turn(list(unread))
                     break
+                started = now
             self._write_out()  # may call pause_writing(), which ends the loop
             if len(frames) < room or self.resume_scheduled:
                 break  # no complete frame is left, or they wait for a later turn
@@ -282,6 +311,7 @@ class Connection(asyncio.Protocol):
             return
         pending = self.pending
         out = self.out
+        metrics = self.metrics
         while pending:
             head = pending[0]
             if head.__class__ is bytes:
@@ -292,7 +322,7 @@ class Connection(asyncio.Protocol):
             pending.popleft()
             self.pending_bytes -= head.request_bytes
             try:
-                encoded = Dispatcher.finish(head)
+                encoded = Dispatcher.finish(head, metrics)
             except CloseConnection as exc:
                 self._violation(str(exc))
                 return
@@ -301,6 +331,8 @@ class Connection(asyncio.Protocol):
                 return
             if encoded is not None:
                 out.append(encoded)
+            if metrics is not None:
+                metrics.observe_key(head.metrics_key, self.server.clock() - head.started)
         self._write_out()
         if self.closing:
             self._maybe_finish_close()
@@ -312,11 +344,11 @@ class Connection(asyncio.Protocol):
 
     def _write_out(self) -> None:
         if self.out and self.transport is not None:
-            if len(self.out) == 1:
-                self.transport.write(self.out[0])
-            else:
-                self.transport.write(b"".join(self.out))
+            data = self.out[0] if len(self.out) == 1 else b"".join(self.out)
+            self.transport.write(data)
             self.out.clear()
+            if self.metrics is not None:
+                self.metrics.bytes_out += len(data)
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closing:
@@ -392,12 +424,14 @@ class Connection(asyncio.Protocol):
 
 
 class Server:
-    def __init__(self, config: Config, dispatcher: Dispatcher, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, config: Config, dispatcher: Dispatcher, loop: asyncio.AbstractEventLoop,
+                 metrics: RequestMetrics | None = None) -> None:
         self.config = config
         self.dispatcher = dispatcher
         self.loop = loop
         self.idle_seconds = config.connections_max_idle_ms / 1000.0
-        self.clock = time.perf_counter  # the connections' dispatch budget is measured on it
+        self.clock = time.perf_counter  # the connections' dispatch budget and request latency are measured on it
+        self.metrics = metrics  # what the connections count for /metrics (None: off)
         self.dispatch_budget = DISPATCH_BUDGET_SECONDS
         self.connections: set[Connection] = set()
         self.quotas = ConnectionQuotas.from_config(config)

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.errors import write_error_code
 from coordinator.groups.classic_group import ClassicGroup
 from coordinator.groups.settings import GroupSettings
+from coordinator.groups.stats import GroupStats
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.runtime.timers import LoopScheduler, Scheduler
 from coordinator.runtime.writes import MemoryLog, PendingWrite, RecordLog
@@ -41,6 +42,7 @@ class GroupCoordinator:
         self.shards: dict[int, Shard] = {}
         self._shard_by_group: dict[str, Shard] = {}
         self.owned: set[int] | None = None if owned is None else set(owned)
+        self.stats = GroupStats()  # every shard's group events, for the metrics endpoint
 
     @property
     def scheduler(self) -> Scheduler:
@@ -62,7 +64,7 @@ class GroupCoordinator:
         return shard
 
     def _new_shard(self, partition: int) -> Shard:
-        shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log)
+        shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log, self.stats)
         if self.owned is not None:  # owned partitions load first; others are not ours
             shard.set_state(ShardState.LOADING if partition in self.owned else ShardState.UNLOADED)
         return shard
@@ -90,7 +92,8 @@ class GroupCoordinator:
         """The hook for moving a partition to another node: see Shard.unload."""
         shard = self.shards.get(partition)
         if shard is None:
-            shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log)
+            shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log,
+                                                   self.stats)
         shard.unload()
         if self.owned is not None:
             self.owned.discard(partition)
@@ -135,13 +138,15 @@ class GroupCoordinator:
             total_offsets += offsets
             total_groups += groups
             if write is not None:
-                write.add_callback(partial(_expiry_written, shard.partition))
+                write.add_callback(partial(_expiry_written, self.stats, shard.partition, offsets))
         elapsed = int((time.monotonic() - started) * 1000)
         log.info(f"Removed {total_offsets} expired offsets in {elapsed} milliseconds.",
                  offsets=total_offsets, groups_deleted=total_groups, ms=elapsed)
         return total_offsets, total_groups
 
 
-def _expiry_written(partition: int, error: BaseException | None) -> None:
+def _expiry_written(stats: GroupStats, partition: int, offsets: int, error: BaseException | None) -> None:
     if error is not None:
         log.warning("writing expired offset tombstones failed", partition=partition, error=repr(error))
+    else:
+        stats.offsets_expired += offsets

@@ -29,6 +29,7 @@ from coordinator import record_codec
 from coordinator.errors import NotCoordinator
 from coordinator.record_types import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
+from primitives.histogram import Histogram
 from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
@@ -59,6 +60,10 @@ class DurableLog:
         self._queued: dict[int, list[PendingWrite]] = {}  # partition -> writes of this loop turn
         self._append_scheduled = False
         self.clock_ms = clock_ms if clock_ms is not None else _wall_ms
+        # For the metrics endpoint: appends handed to the logs, and the time each took to become
+        # durable (the fsync, or PostgreSQL's commit in cluster mode).
+        self.appends = 0
+        self.flush_seconds = Histogram()
 
     def path(self, partition: int) -> str:
         return partition_dir(self.root, OFFSETS_TOPIC, partition)
@@ -118,7 +123,12 @@ class DurableLog:
                 for pending in members:
                     pending.resolve(exc)
                 continue
+            self.appends += 1
+            result.durable.add_done_callback(partial(self._durable, time.perf_counter()))
             result.durable.add_done_callback(partial(_resolve_all, members))
+
+    def _durable(self, started: float, _durable: asyncio.Future) -> None:
+        self.flush_seconds.observe(time.perf_counter() - started)
 
     def flush_queued(self) -> None:
         """Hand this loop turn's queued writes to their logs now."""

@@ -29,6 +29,7 @@ from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.loader import load_all, load_logged
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staging import check_all
+from primitives.histogram import Histogram
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
@@ -47,6 +48,7 @@ class OffsetsRuntime:
         self.loading: asyncio.Task | None = None
         self.loads: dict[int, asyncio.Task] = {}  # partition -> its load after `take`, while it runs
         self._tasks: list[asyncio.Task] = []
+        self.load_seconds = Histogram()  # how long each partition took to load (the metrics endpoint)
 
     @property
     def snapshot_root(self) -> str:
@@ -58,6 +60,7 @@ class OffsetsRuntime:
         shards = self.coordinator.owned_shards()
         self.loading = asyncio.ensure_future(
             load_all(shards, self.durable, self.snapshot_root, self.config.offsets_load_buffer_size))
+        self.loading.add_done_callback(self._all_loaded)
         retention_every = self.config.offsets_retention_check_interval_ms
         staging_every = self.config.offsets_staging_check_interval_ms
         self._tasks.append(asyncio.ensure_future(self._every(retention_every, self._retention_check,
@@ -105,6 +108,17 @@ class OffsetsRuntime:
     def _loaded(self, partition: int, task: asyncio.Task) -> None:
         if self.loads.get(partition) is task:
             del self.loads[partition]
+        if not task.cancelled() and task.exception() is None:
+            self._timed(task.result())
+
+    def _all_loaded(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self._timed(*task.result())
+
+    def _timed(self, *loads: dict) -> None:
+        for stats in loads:
+            if "ms" in stats:  # loaded (not failed, not unloaded meanwhile)
+                self.load_seconds.observe(stats["ms"] / 1000)
 
     async def give_up(self, partition: int) -> None:
         """Hand `partition` off: the writes already made settle (durable or failed), then the

@@ -72,6 +72,7 @@ from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, Sy
 from coordinator.groups.rebalance import RemovedGroup
 from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
+from coordinator.groups.stats import GroupStats
 from coordinator.offsets.store import OffsetStore
 from coordinator.record_types import OffsetCommitRecord, Record
 from coordinator.runtime.timers import KeyedTimers, Scheduler
@@ -93,7 +94,8 @@ _STATE_ERRORS = {ShardState.LOADING: ErrorCode.coordinator_load_in_progress,
 class Shard:
     """The groups of one offsets partition, their timers and their writes."""
 
-    def __init__(self, partition: int, settings: GroupSettings, scheduler: Scheduler, record_log: RecordLog) -> None:
+    def __init__(self, partition: int, settings: GroupSettings, scheduler: Scheduler, record_log: RecordLog,
+                 stats: GroupStats | None = None) -> None:
         self.partition = partition
         self.settings = settings
         self.scheduler = scheduler
@@ -103,7 +105,7 @@ class Shard:
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
-        self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers))
+        self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, stats))
         self.heartbeat = self.membership.heartbeat  # writes nothing: the entry point is the operation itself
 
     def set_state(self, state: ShardState) -> None:

@@ -323,7 +323,7 @@ def test_sync_expiry_removes_members_that_never_synced():
     h.clock.advance(1)
     assert b not in h.group().members and h.group().state is S.PREPARING_REBALANCE
     assert h.heartbeat(a, 1) is E.rebalance_in_progress
-    assert h.group().open_rebalance[0] == "sync_timeout"
+    assert h.group().open_rebalance.cause == "sync_timeout"
 
 
 # --- Heartbeat ---------------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def test_session_expiry_removes_member_and_rebalances():
         h.clock.advance(1000)  # b's deadline: 6000 after its assignment
         assert b not in h.group().members
         assert h.heartbeat(a, 1) is E.rebalance_in_progress
-        assert h.group().state is S.PREPARING_REBALANCE and h.group().open_rebalance[0] == "session_timeout"
+        assert h.group().state is S.PREPARING_REBALANCE and h.group().open_rebalance.cause == "session_timeout"
         replies = h.join(a, session=6000)
         assert replies[0].generation_id == 2 and len(replies[0].members) == 1
         h.sync(a, 2, {a: b"A"})
@@ -484,7 +484,7 @@ def test_static_rejoin_with_other_protocols_rebalances():
     h2.join(instance="i1", protocols=(("sticky", b""), ("range", b"")))  # its vote changes
     group = h2.group()  # it is the only member, so the new generation completes at once
     assert group.state is S.COMPLETING_REBALANCE and group.generation_id == 2 and group.protocol_name == "sticky"
-    assert group.open_rebalance[0] == "static_member_protocol_change"
+    assert group.open_rebalance.cause == "static_member_protocol_change"
 
 
 def test_static_members_are_kept_when_they_do_not_rejoin():

@@ -1,0 +1,135 @@
+"""The operations endpoint (http.listener): metrics, health probes, the JSON views and the console.
+
+    GET /metrics                    Prometheus text (coordinator/ops/metrics.py)
+    GET /health/live                200 while the event loop answers
+    GET /health/ready               200 when listening and every owned offsets partition is loaded, else 503
+    GET /api/groups                 every group coordinated here, with its total lag
+    GET /api/groups/{id}            one group: members, assignments, offsets with lag, rebalance history
+    GET /groups/{id}/rebalances     the group's last rebalances (time, cause, generation, members in/out)
+    GET /api/topics                 hosted topics with their partitions' log start and end
+    GET /                           the read-only console (static files in coordinator/ops/console/)
+
+Everything is read-only: no route changes state. It runs on the server's own event loop (aiohttp),
+so its handlers read the coordinator's state without locks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from aiohttp import web
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from coordinator.config import Listener
+from coordinator.ops.metrics import exposition, registry_for
+from coordinator.ops.views import GroupViews, partition_states, rebalances
+from coordinator.runtime.shard import ShardState
+
+if TYPE_CHECKING:
+    from coordinator.app import App
+
+log = structlog.get_logger(__name__)
+
+CONSOLE_DIR = Path(__file__).with_name("console")
+#: The console loads only its own files and talks only to this server.
+_SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+                     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+def readiness(app: App) -> tuple[bool, dict[str, Any]]:
+    """Ready: the Kafka listener is up and no owned offsets partition is still loading (failed ones
+    are reported, and do not hold the node back: they will not load by waiting)."""
+    states = partition_states(app.offsets.coordinator)
+    listening = app.server is not None and bool(app.server.bound) and app.listening
+    body = {"listening": listening, "partitions_owned": sum(map(len, states.values())),
+            "partitions_loading": states["loading"], "partitions_failed": states["failed"]}
+    return listening and not states["loading"], body
+
+
+class HttpListener:
+    def __init__(self, app: App, listener: Listener) -> None:
+        self.app = app
+        self.listener = listener
+        self.views = GroupViews(app.services)
+        self.registry = registry_for(app)
+        self.runner: web.AppRunner | None = None
+        self.bound: Listener | None = None
+
+    def web_app(self) -> web.Application:
+        application = web.Application(middlewares=[_headers])
+        application.add_routes([
+            web.get("/metrics", self.metrics),
+            web.get("/health/live", self.live),
+            web.get("/health/ready", self.ready),
+            web.get("/api/groups", self.groups),
+            web.get("/api/groups/{group_id}", self.group),
+            web.get("/groups/{group_id}/rebalances", self.rebalances),
+            web.get("/api/topics", self.topics),
+            web.get("/", self.console),
+        ])
+        if CONSOLE_DIR.is_dir():
+            application.add_routes([web.static("/console", CONSOLE_DIR, show_index=False)])
+        return application
+
+    async def start(self) -> Listener:
+        self.runner = web.AppRunner(self.web_app(), access_log=None, handle_signals=False)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, self.listener.host or None, self.listener.port, reuse_address=True)
+        await site.start()
+        host, port = self.runner.addresses[0][:2]
+        self.bound = Listener("http", self.listener.host or host, port)
+        log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/")
+        return self.bound
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+    # --- routes ------------------------------------------------------------------------------
+
+    async def metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(body=exposition(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def live(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "live"})
+
+    async def ready(self, _request: web.Request) -> web.Response:
+        ok, body = readiness(self.app)
+        return web.json_response({"status": "ready" if ok else "not ready", **body}, status=200 if ok else 503)
+
+    async def groups(self, _request: web.Request) -> web.Response:
+        return web.json_response({"groups": self.views.summaries()})
+
+    async def group(self, request: web.Request) -> web.Response:
+        group_id = request.match_info["group_id"]
+        detail = self.views.detail(group_id)
+        if detail is None:
+            return web.json_response({"error": f"group {group_id!r} is not coordinated here"}, status=404)
+        return web.json_response(detail)
+
+    async def rebalances(self, request: web.Request) -> web.Response:
+        group_id = request.match_info["group_id"]
+        shard = self.app.services.groups.shard_for(group_id)
+        group = shard.groups.get(group_id) if shard.state is ShardState.ACTIVE else None
+        if group is None:
+            return web.json_response({"error": f"group {group_id!r} is not coordinated here"}, status=404)
+        return web.json_response({"group_id": group_id, "rebalances": rebalances(group)})
+
+    async def topics(self, _request: web.Request) -> web.Response:
+        return web.json_response({"topics": self.views.topics()})
+
+    async def console(self, _request: web.Request) -> web.StreamResponse:
+        index = CONSOLE_DIR / "index.html"
+        if not index.is_file():
+            return web.Response(status=404, text="the console's files are not installed")
+        return web.FileResponse(index)
+
+
+@web.middleware
+async def _headers(request: web.Request, handler: Any) -> web.StreamResponse:
+    response = await handler(request)
+    response.headers.update(_SECURITY_HEADERS)
+    return response

@@ -1,0 +1,159 @@
+"""GET /metrics: the node's metrics as Prometheus families, computed when scraped.
+
+Nothing here runs on the request path: the answer path bumps plain counters (net/request_metrics.py,
+groups/stats.py, the durable log's and the loader's histograms) and this collector reads them, and
+walks the groups and offsets for the gauges and the lag, at scrape time. Exposition is
+prometheus-client's. docs/OPERATIONS.md lists every metric with its meaning.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+
+from coordinator.ops.views import GroupViews, active_shards, group_ids, partition_states
+from primitives.histogram import Histogram, bounds
+
+if TYPE_CHECKING:
+    from coordinator.app import App
+
+_BOUNDS = [f"{b:.6g}" for b in bounds()] + ["+Inf"]
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return str(code)
+
+
+def histogram(name: str, doc: str, labels: list[str], series: Iterable[tuple[list[str], Histogram]]) -> Metric:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for values, hist in series:
+        cumulative, buckets = 0, []
+        for bound, count in zip(_BOUNDS, hist.counts):
+            cumulative += count
+            buckets.append((bound, cumulative))
+        family.add_metric(values, buckets, hist.total)
+    return family
+
+
+class NodeCollector:
+    """A prometheus-client collector over one App (the server of this node)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.views = GroupViews(app.services)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.group_metrics()
+        yield from self.lag_metrics()
+        yield from self.request_metrics()
+        yield from self.partition_metrics()
+
+    def group_metrics(self) -> Iterator[Metric]:
+        coordinator = self.app.services.groups
+        by_state: Counter[tuple[str, str]] = Counter()
+        members = GaugeMetricFamily("kcoord_group_members", "Members of each group coordinated here.",
+                                    labels=["group"])
+        committed = 0
+        for shard in active_shards(coordinator):
+            committed += shard.offsets.count()
+            for group_id in group_ids(shard):
+                group = shard.groups.get(group_id)
+                state = "Empty" if group is None else group.state.value
+                by_state[(state, "" if group is None else group.protocol_type or "")] += 1
+                members.add_metric([group_id], 0 if group is None else len(group.members))
+        groups = GaugeMetricFamily("kcoord_groups", "Groups coordinated here, by state and protocol type.",
+                                   labels=["state", "protocol_type"])
+        for (state, protocol_type), count in sorted(by_state.items()):
+            groups.add_metric([state, protocol_type], count)
+        yield groups
+        yield members
+        yield GaugeMetricFamily("kcoord_committed_offsets", "Committed offsets held by the groups coordinated here.",
+                                value=committed)
+        rebalances = CounterMetricFamily("kcoord_rebalances", "Rebalances started, by cause.", labels=["cause"])
+        for cause, count in sorted(coordinator.stats.rebalances.items()):
+            rebalances.add_metric([cause], count)
+        yield rebalances
+        yield CounterMetricFamily("kcoord_offsets_expired", "Committed offsets removed by offsets retention.",
+                                  value=coordinator.stats.offsets_expired)
+
+    def lag_metrics(self) -> Iterator[Metric]:
+        """kafka-exporter's names and labels, for partitions hosted on this node."""
+        lag = GaugeMetricFamily("kafka_consumergroup_lag", "Log end offset minus the group's committed offset.",
+                                labels=["consumergroup", "topic", "partition"])
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "The group's committed offset.",
+                                    labels=["consumergroup", "topic", "partition"])
+        for shard in active_shards(self.app.services.groups):
+            for group_id in group_ids(shard):
+                for entry in self.views.offsets(shard, group_id):
+                    labels = [group_id, entry["topic"], str(entry["partition"])]
+                    current.add_metric(labels, entry["committed_offset"])
+                    if entry["lag"] is not None:
+                        lag.add_metric(labels, entry["lag"])
+        yield lag
+        yield current
+        ends = GaugeMetricFamily("kafka_topic_partition_current_offset", "Log end offset of a hosted partition.",
+                                 labels=["topic", "partition"])
+        for topic in self.views.topics():
+            for part in topic["partitions"]:
+                ends.add_metric([topic["name"], str(part["partition"])], part["log_end_offset"])
+        yield ends
+
+    def request_metrics(self) -> Iterator[Metric]:
+        metrics = self.app.services.metrics
+        server = self.app.server
+        yield GaugeMetricFamily("kcoord_connections", "Open client connections.",
+                                value=0 if server is None else len(server.connections))
+        if metrics is None:
+            return
+        requests = CounterMetricFamily("kcoord_requests", "Requests handled, by API and version.",
+                                       labels=["api", "version"])
+        for api, version, count in sorted(metrics.request_counts()):
+            requests.add_metric([api, str(version)], count)
+        yield requests
+        errors = CounterMetricFamily("kcoord_request_errors", "Error codes other than NONE in responses, by API "
+                                     "(each partition's or group's code counts, as Kafka's ErrorsPerSec).",
+                                     labels=["api", "error"])
+        for api, code, count in sorted(metrics.error_counts()):
+            errors.add_metric([api, _error_name(code)], count)
+        yield errors
+        yield histogram("kcoord_request_latency_seconds", "From a request's dispatch to its answer being written.",
+                        ["api"], (([api], hist) for api, hist in sorted(metrics.latencies(), key=lambda t: t[0])))
+        network = CounterMetricFamily("kcoord_network_bytes", "Bytes read from and written to clients.",
+                                      labels=["direction"])
+        network.add_metric(["in"], metrics.bytes_in)
+        network.add_metric(["out"], metrics.bytes_out)
+        yield network
+
+    def partition_metrics(self) -> Iterator[Metric]:
+        offsets = self.app.offsets
+        partitions = GaugeMetricFamily("kcoord_partitions", "Offsets partitions this node owns, by load state.",
+                                       labels=["state"])
+        for state, owned in partition_states(offsets.coordinator).items():
+            partitions.add_metric([state], len(owned))
+        yield partitions
+        yield histogram("kcoord_partition_load_seconds", "Time to load an offsets partition.", [],
+                        [([], offsets.load_seconds)])
+        yield CounterMetricFamily("kcoord_offsets_log_appends", "Appends to the offsets log (one per partition "
+                                  "per loop turn with writes).", value=offsets.durable.appends)
+        yield histogram("kcoord_offsets_log_flush_seconds", "From an offsets-log append to it being durable.", [],
+                        [([], offsets.durable.flush_seconds)])
+
+
+def registry_for(app: App) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NodeCollector(app))
+    ProcessCollector(registry=registry)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)
