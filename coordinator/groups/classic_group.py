@@ -156,13 +156,12 @@ class RebalanceRecord:
 
 @dataclass(frozen=True, slots=True)
 class OpenRebalance:
-    """A rebalance in progress: why, since when, and who was a member when it began."""
+    """A rebalance in progress: why and since when."""
 
     cause: str
     detail: str
     started_ms: float  # the scheduler's monotonic clock
     started_wall_ms: int
-    members_before: frozenset[str]
 
 
 class ClassicGroup:
@@ -184,6 +183,7 @@ class ClassicGroup:
         self.new_member_added = False
         # The rebalance in progress and the finished ones.
         self.open_rebalance: OpenRebalance | None = None
+        self.generation_members: frozenset[str] = frozenset()  # the members when the last rebalance ended
         self.rebalances: deque[RebalanceRecord] = deque(maxlen=history)
 
     @classmethod
@@ -206,6 +206,7 @@ class ClassicGroup:
             if m.group_instance_id is not None:
                 group.static_members[m.group_instance_id] = m.member_id
         group.leader_id = value.leader if value.leader in group.members else next(iter(group.members), None)
+        group.generation_members = frozenset(group.members)
         if group.members:
             group.state = GroupState.STABLE
             group.previous_state = GroupState.COMPLETING_REBALANCE

@@ -337,8 +337,7 @@ class Rebalancer:
 
     def _open_rebalance(self, group: ClassicGroup, cause: str, detail: str) -> None:
         if group.open_rebalance is None:
-            group.open_rebalance = OpenRebalance(cause, detail, self.clock.now_ms(), self.clock.wall_ms(),
-                                                 frozenset(group.members))
+            group.open_rebalance = OpenRebalance(cause, detail, self.clock.now_ms(), self.clock.wall_ms())
             self.stats.rebalance_started(cause)
 
     def _close_rebalance(self, group: ClassicGroup, outcome: str) -> None:
@@ -346,7 +345,8 @@ class Rebalancer:
         if opened is None:
             return
         group.open_rebalance = None
-        before, now = opened.members_before, group.members
+        before, now = group.generation_members, group.members
+        group.generation_members = frozenset(now)
         joined = tuple(m for m in now if m not in before)[:HISTORY_MEMBER_IDS]
         left = tuple(m for m in before if m not in now)[:HISTORY_MEMBER_IDS]
         cause, detail = opened.cause, opened.detail
