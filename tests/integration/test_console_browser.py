@@ -98,14 +98,17 @@ def test_console_shows_groups_lag_members_and_rebalances_in_chromium(tmp_path):
         simple.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in HOSTILE_COMMITTED.items()], asynchronous=False)
 
         expected = Expected(GROUP, CLIENT_ID, TOPIC, log_end, COMMITTED, HOSTILE_GROUP, HOSTILE_COMMITTED)
-        check_console(base, expected, chromium, tmp_path, stop_server=lambda: _stop(server))
+        check_console(base, expected, chromium, tmp_path, stop_server=lambda: _stop(server, consumers))
     finally:
         for consumer in consumers:
             consumer.close()
         server.kill()
 
 
-def _stop(server) -> None:
+def _stop(server, consumers: list) -> None:
+    """The consumers leave first (their close must not wait for a server that is gone), then SIGTERM: exit 0."""
+    while consumers:
+        consumers.pop().close()
     code = server.stop()
     assert code == 0, f"server exited with {code}; log tail: {server.lines[-10:]}"
 
