@@ -179,7 +179,7 @@
       el("td", { class: "detail", "data-field": "detail", text: r.detail || "" }),
       el("td", { class: "num", "data-field": "generation", text: num(r.generation) }),
       el("td", { class: "num", "data-field": "members", text: num(r.members) }),
-      el("td", { class: "id", "data-field": "joined_left" },
+      el("td", { class: "id list", "data-field": "joined_left" },
         ...(r.joined || []).map((m) => el("div", { class: "joined", text: "+ " + m })),
         ...(r.left || []).map((m) => el("div", { class: "left", text: "− " + m }))),
       el("td", { class: "num", "data-field": "duration_ms",
