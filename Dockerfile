@@ -31,6 +31,7 @@ FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     COORDINATOR_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
+    COORDINATOR_HTTP_LISTENER=http://0.0.0.0:9644 \
     COORDINATOR_LOG_DIRS=/data
 RUN groupadd --system --gid 10001 coordinator \
  && useradd --system --uid 10001 --gid coordinator --home-dir /data --no-create-home --shell /usr/sbin/nologin coordinator \
@@ -98,9 +99,10 @@ CMD ["/usr/local/bin/postgres-entrypoint"]
 FROM runtime AS coordinator
 USER coordinator
 VOLUME ["/data"]
-EXPOSE 9092
+EXPOSE 9092 9644
 STOPSIGNAL SIGTERM
-# ApiVersions over the wire (docker/healthcheck.py); COORDINATOR_HEALTHCHECK_ADDRESS overrides 127.0.0.1:9092.
+# GET /health/ready on the operations endpoint (docker/healthcheck.py; 9644: /metrics, the console); with
+# COORDINATOR_HTTP_LISTENER emptied, ApiVersions over the wire to COORDINATOR_HEALTHCHECK_ADDRESS (127.0.0.1:9092).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["python", "/usr/local/bin/coordinator-healthcheck"]
 # Exec form: python is PID 1 and gets SIGTERM itself (the server stops accepting, finishes in-flight requests, exits 0).
 CMD ["python", "-m", "coordinator", "serve"]

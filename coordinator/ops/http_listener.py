@@ -64,8 +64,8 @@ class HttpListener:
             web.get("/health/live", self.live),
             web.get("/health/ready", self.ready),
             web.get("/api/groups", self.groups),
-            web.get("/api/groups/{group_id}", self.group),
-            web.get("/groups/{group_id}/rebalances", self.rebalances),
+            web.get("/api/groups/{group_id:.+}", self.group),  # a group id may hold "/"
+            web.get("/groups/{group_id:.+}/rebalances", self.rebalances),
             web.get("/api/topics", self.topics),
             web.get("/", self.console),
         ])

@@ -13,10 +13,12 @@ own topic and group, so a rerun against the same data volume is fine:
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -34,7 +36,8 @@ HEALTHCHECK = next((p for p in (Path("/usr/local/bin/coordinator-healthcheck"),
 
 
 def _probe() -> subprocess.CompletedProcess:
-    env = {**os.environ, "COORDINATOR_HEALTHCHECK_ADDRESS": BOOTSTRAP.split(",")[0]}
+    # the wire probe against the coordinator (this runner's image would probe its own HTTP port otherwise)
+    env = {**os.environ, "COORDINATOR_HEALTHCHECK_ADDRESS": BOOTSTRAP.split(",")[0], "COORDINATOR_HTTP_LISTENER": ""}
     return subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=10)
 
 
@@ -54,6 +57,20 @@ def _server_up():
 def test_healthcheck_probe():
     done = _probe()
     assert done.returncode == 0, done.stderr
+
+
+def test_operations_endpoint_is_on_in_the_image():
+    """The image turns http.listener on (port 9644): ready, and /metrics in Prometheus' format."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    base = f"http://{BOOTSTRAP.split(',')[0].rsplit(':', 1)[0]}:9644"
+    with urllib.request.urlopen(base + "/health/ready", timeout=10) as response:
+        assert response.status == 200 and json.load(response)["status"] == "ready"
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+        samples = {(s.name, tuple(s.labels.items())): s.value
+                   for f in text_string_to_metric_families(response.read().decode()) for s in f.samples}
+    assert samples[("kcoord_partitions", (("state", "loaded"),))] == 50
+    assert samples[("process_resident_memory_bytes", ())] > 0
 
 
 @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka", "kcat"])

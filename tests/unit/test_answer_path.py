@@ -33,7 +33,7 @@ async def test_any_failure_while_delivering_closes_the_connection(monkeypatch):
     connection, transport, dispatcher = make_connection()
     connection.data_received(frame(b"Da"))
 
-    def broken(deferred):
+    def broken(deferred, metrics=None):
         raise RuntimeError("bug")
     monkeypatch.setattr(Dispatcher, "finish", staticmethod(broken))
     dispatcher.futures["a"].set_result(answer("a"))
