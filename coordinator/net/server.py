@@ -247,12 +247,11 @@ class Connection(asyncio.Protocol):
                 if result is _CLOSED:
                     return
                 if result is None or result.__class__ is bytes:
-                    if result is None:
-                        pass
-                    elif pending:
-                        pending.append(result)
-                    else:
-                        out.append(result)
+                    if result is not None:
+                        if pending:
+                            pending.append(result)
+                        else:
+                            out.append(result)
                     now = clock()
                     if metrics is not None:
                         metrics.observe(frame, now - started)  # written at the end of this turn
