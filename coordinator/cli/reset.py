@@ -53,7 +53,10 @@ def parse_datetime(text: str) -> int:
         raise CliError(f"bad --to-datetime {text!r}: expected ISO-8601, e.g. 2024-05-01T12:00:00Z") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    millis = int(moment.timestamp() * 1000)
+    if millis < 0:  # ListOffsets reads -1 and -2 as "latest" and "earliest"
+        raise CliError(f"bad --to-datetime {text!r}: before 1970")
+    return millis
 
 
 def compute_plan(spec: ResetSpec, partitions: list[TopicPartition], committed: dict[TopicPartition, int],

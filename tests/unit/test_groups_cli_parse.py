@@ -59,8 +59,9 @@ def test_topic_and_address_and_datetime_parsing() -> None:
         parse_address("localhost")
     assert parse_datetime("2024-05-01T12:00:00Z") == parse_datetime("2024-05-01T14:00:00+02:00")
     assert parse_datetime("2024-05-01T12:00:00") == 1714564800000  # no zone: UTC
-    with pytest.raises(CliError):
-        parse_datetime("yesterday")
+    for bad in ("yesterday", "1969-12-31T23:59:59Z"):
+        with pytest.raises(CliError):
+            parse_datetime(bad)
 
 
 def test_error_names_are_kafkas() -> None:
