@@ -121,3 +121,12 @@ def test_plan_and_delete_output() -> None:
     out = io.StringIO()
     render_delete({"a": None, "b": "NON_EMPTY_GROUP"}, out, as_json=False)
     assert out.getvalue().splitlines() == ["a: OK", "b: NON_EMPTY_GROUP"]
+
+
+def test_progress_draws_nothing_when_stderr_is_not_a_terminal(capsys) -> None:
+    from coordinator.cli.render import progress
+
+    with progress("working", 3) as step:
+        for _ in range(3):
+            step()
+    assert capsys.readouterr().err == ""
