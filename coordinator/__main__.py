@@ -3,6 +3,7 @@
     python -m coordinator serve [FILE.properties] [--override name=value ...]   (as kafka-server-start)
     python -m coordinator dump-log PATH... [--json]   (decode __consumer_offsets segments)
     python -m coordinator dump-log --storage-url URL [--partition N ...] [--json]   (cluster mode's rows)
+    python -m coordinator groups --bootstrap-server HOST:PORT [--json] list|describe|delete|reset-offsets ...
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     dump.add_argument("--storage-url", default="", help="read the PostgreSQL store (storage.url) instead of PATHs")
     dump.add_argument("--partition", type=int, action="append", help="with --storage-url: only this offsets "
                       "partition (repeatable; default all)")
+    from coordinator.cli.args import add_groups_parser  # argparse only: kio and rich load with the command
+
+    add_groups_parser(commands)
     return parser
 
 
@@ -58,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "dump-log":
         return dump_log(args)
+    if args.command == "groups":
+        from coordinator.cli.groups import run as run_groups
+
+        return run_groups(args)
     from coordinator.log_setup import configure_logging
 
     overrides: dict[str, str] = {}

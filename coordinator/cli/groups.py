@@ -1,0 +1,139 @@
+"""The commands of `python -m coordinator groups`: list, describe, delete, reset-offsets.
+
+Each command asks through `admin.Admin` and prints through `render`; a failure the user can act on
+(no connection, a Kafka error, a bad argument) is a `CliError`, shown as one line with exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from .admin import EARLIEST, LATEST, Admin
+from .client import CliError, error_name
+from .history import fetch_history
+from .model import GroupDescription, Member, OffsetRow, TopicPartition, decode_assignment
+from .render import progress, render_delete, render_describe, render_list, render_plan
+from .reset import ResetSpec, compute_plan, parse_datetime, parse_topic, select_partitions
+
+INACTIVE = ("Empty", "Dead")  # the states in which Kafka lets offsets be reset
+_COMMIT_CHUNK = 500  # partitions per OffsetCommit of a reset (and per step of its progress bar)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with Admin(args.bootstrap_server, args.timeout) as admin:
+            return _COMMANDS[args.groups_command](admin, args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+
+
+def list_command(admin: Admin, args: argparse.Namespace) -> int:
+    render_list(admin.list_groups(), sys.stdout, args.json)
+    return 0
+
+
+def describe_command(admin: Admin, args: argparse.Namespace) -> int:
+    if args.history and not args.http:
+        raise CliError("--history needs --http URL (the server's HTTP listener)")
+    described: list[GroupDescription] = []
+    with progress("describing groups", len(args.group)) as step:
+        for group in args.group:
+            description = describe_group(admin, group)
+            if args.history and description.error is None:
+                history = fetch_history(args.http, group, args.timeout)
+                description = replace(description, history=history)
+            described.append(description)
+            step()
+    render_describe(described, sys.stdout, args.json)
+    return 1 if any(d.error is not None for d in described) else 0
+
+
+def describe_group(admin: Admin, group: str) -> GroupDescription:
+    """DescribeGroups, OffsetFetch and the log end offsets of the group's partitions, as one value."""
+    answer: Any = admin.describe_group(group)
+    if answer.error_code:
+        return GroupDescription(group, "", "", "", error=error_name(answer.error_code))
+    consumer = str(answer.protocol_type) == "consumer"
+    members = tuple(
+        Member(str(m.member_id), getattr(m, "group_instance_id", None), str(m.client_id), str(m.client_host),
+               decode_assignment(m.member_assignment) if consumer else ())
+        for m in answer.members)
+    committed = admin.committed(group) if str(answer.group_state) != "Dead" else {}
+    owner = {tp: m for m in members for tp in m.assignment}
+    partitions = sorted(set(committed) | set(owner))
+    log_end = admin.list_offsets(partitions, LATEST) if partitions else {}
+    rows = tuple(OffsetRow(t, p, committed.get((t, p)), log_end.get((t, p)), owner.get((t, p)))
+                 for t, p in partitions)
+    return GroupDescription(group, str(answer.group_state), str(answer.protocol_type), str(answer.protocol_data),
+                            members, rows)
+
+
+def delete_command(admin: Admin, args: argparse.Namespace) -> int:
+    codes = admin.delete_groups(list(dict.fromkeys(args.group)))
+    results = {g: None if code == 0 else error_name(code) for g, code in codes.items()}
+    render_delete(results, sys.stdout, args.json)
+    return 1 if any(e is not None for e in results.values()) else 0
+
+
+def reset_spec(args: argparse.Namespace) -> ResetSpec:
+    if args.to_earliest:
+        return ResetSpec("earliest")
+    if args.to_latest:
+        return ResetSpec("latest")
+    if args.to_offset is not None:
+        return ResetSpec("offset", args.to_offset)
+    if args.to_datetime is not None:
+        return ResetSpec("datetime", parse_datetime(args.to_datetime))
+    if args.shift_by is not None:
+        return ResetSpec("shift", args.shift_by)
+    raise CliError("give one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
+
+
+def reset_command(admin: Admin, args: argparse.Namespace) -> int:
+    spec = reset_spec(args)
+    selections = [parse_topic(t) for t in args.topic or ()]
+    group = args.group
+    described: Any = admin.describe_group(group)
+    if described.error_code and described.error_code != 69:  # GROUP_ID_NOT_FOUND: a Dead group, may be reset
+        raise CliError(f"DescribeGroups for {group!r}: {error_name(described.error_code)}")
+    state = str(described.group_state) if not described.error_code else "Dead"
+    if state not in INACTIVE:
+        raise CliError(f"Assignments can only be reset if the group '{group}' is inactive, but the current "
+                       f"state is {state}.")
+    committed = admin.committed(group)
+    topic_partitions = admin.metadata(sorted({s.topic for s in selections})) if selections else {}
+    partitions = select_partitions(selections, args.all_topics, committed, topic_partitions)
+    if not partitions:
+        raise CliError(f"nothing to reset: group {group!r} has no committed offsets")
+    earliest = admin.list_offsets(partitions, EARLIEST)
+    latest = admin.list_offsets(partitions, LATEST)
+    by_time = admin.list_offsets(partitions, spec.value) if spec.kind == "datetime" else None
+    plan = compute_plan(spec, partitions, committed, earliest, latest, by_time)
+    if args.execute:
+        _commit_plan(admin, group, plan)
+    render_plan(group, plan, committed, sys.stdout, args.json, executed=args.execute)
+    return 0
+
+
+def _commit_plan(admin: Admin, group: str, plan: dict[TopicPartition, int]) -> None:
+    items = sorted(plan.items())
+    failed: dict[TopicPartition, int] = {}
+    with progress("committing offsets", len(items)) as step:
+        for start in range(0, len(items), _COMMIT_CHUNK):
+            chunk = dict(items[start:start + _COMMIT_CHUNK])
+            failed.update({tp: code for tp, code in admin.commit(group, chunk).items() if code})
+            for _ in chunk:
+                step()
+    if failed:
+        shown = ", ".join(f"{t}-{p}: {error_name(code)}" for (t, p), code in sorted(failed.items())[:5])
+        raise CliError(f"OffsetCommit for group {group!r} failed for {len(failed)} partition(s): {shown}")
+
+
+_COMMANDS = {"list": list_command, "describe": describe_command, "delete": delete_command,
+             "reset-offsets": reset_command}

@@ -1,0 +1,40 @@
+"""The client side of the server's rebalance history: GET {http}/groups/{group}/rebalances.
+
+The answer is JSON {"group_id": ..., "rebalances": [{"started_at", "cause", "detail", "generation",
+"members", "joined", "left", "duration_ms", "outcome"}, ...]}, oldest first. Only the HTTP listener
+of this server has it (Apache Kafka has no such endpoint), so it is asked only when --http is given.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from .client import CliError
+
+
+def history_url(base: str, group: str) -> str:
+    return f"{base.rstrip('/')}/groups/{urllib.parse.quote(group, safe='')}/rebalances"
+
+
+def fetch_history(base: str, group: str, timeout: float) -> dict[str, Any]:
+    """The group's rebalance history; CliError (one line) when it cannot be had."""
+    url = history_url(base, group)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            body = answer.read()
+    except urllib.error.HTTPError as exc:
+        raise CliError(f"GET {url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise CliError(f"GET {url}: {reason}") from None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise CliError(f"GET {url}: the answer is not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rebalances"), list):
+        raise CliError(f"GET {url}: the answer has no \"rebalances\" list")
+    return data

@@ -1,0 +1,105 @@
+"""What the groups command shows, as plain values (the renderer and the JSON output read these), and
+the decoding of a consumer group member's assignment bytes."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.index import load_entity_module
+from kio.serial import entity_reader
+from kio.static.constants import EntityType
+
+_I16 = struct.Struct(">h")
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    state: str  # "" when the broker's ListGroups version does not report it (v0-v3)
+    protocol_type: str
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class OffsetRow:
+    topic: str
+    partition: int
+    committed_offset: int | None  # None: the group has no committed offset for the partition
+    log_end_offset: int | None  # None: ListOffsets could not tell
+    member: Member | None = None  # the member the partition is assigned to
+
+    @property
+    def lag(self) -> int | None:
+        if self.committed_offset is None or self.log_end_offset is None:
+            return None
+        return max(0, self.log_end_offset - self.committed_offset)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic, "partition": self.partition, "committed_offset": self.committed_offset,
+            "log_end_offset": self.log_end_offset, "lag": self.lag,
+            "member_id": self.member.member_id if self.member else None,
+            "client_id": self.member.client_id if self.member else None,
+            "host": self.member.host if self.member else None,
+        }
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[Member, ...] = ()
+    offsets: tuple[OffsetRow, ...] = ()
+    error: str | None = None  # Kafka's error name when the group could not be described
+    history: dict[str, Any] | None = field(default=None)  # the HTTP listener's rebalance history
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "group_id": self.group_id, "state": self.state, "protocol_type": self.protocol_type,
+            "protocol": self.protocol,
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "host": m.host,
+                         "assignment": [{"topic": t, "partition": p} for t, p in m.assignment]}
+                        for m in self.members],
+            "offsets": [row.as_json() for row in self.offsets],
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        if self.history is not None:
+            out["rebalances"] = self.history.get("rebalances", [])
+        return out
+
+
+def decode_assignment(data: bytes | None) -> tuple[TopicPartition, ...]:
+    """The topic-partitions of a ConsumerProtocolAssignment (int16 version, then the struct).
+
+    Every version (0-3) has the same fields, and a newer one starts with them, so a version above
+    the newest kio knows is read as that one. Bytes that are not an assignment (a group of another
+    protocol type, a member still joining) give no partitions rather than an error: describe shows
+    what it can.
+    """
+    if not data or len(data) < 2:
+        return ()
+    (version,) = _I16.unpack_from(data, 0)
+    if version < 0:
+        return ()
+    module = load_entity_module("consumer_protocol_assignment", min(version, 3), EntityType.data)
+    cls: Any = module.ConsumerProtocolAssignment
+    try:
+        entity, _size = entity_reader(cls)(data, 2)
+    except Exception:  # kio raises many types for bytes it cannot read
+        return ()
+    return tuple(sorted((str(tp.topic), int(p)) for tp in entity.assigned_partitions for p in tp.partitions))
