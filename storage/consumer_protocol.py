@@ -111,11 +111,3 @@ def subscribed_topics(data: bytes) -> list[str]:
     r.fixed(_I16)
     return [r.string() for _ in range(r.count())]
 
-
-def assigned_partitions(data: bytes) -> list[tuple[str, list[int]]]:
-    """The topic partitions of a ConsumerProtocolAssignment (every version starts with them after its
-    version); SubscriptionError if the bytes are not one."""
-    r = _Reader(data)
-    if r.fixed(_I16) < 0:
-        raise SubscriptionError("negative version")
-    return [(r.string(), [r.fixed(_I32) for _ in range(r.count())]) for _ in range(r.count())]

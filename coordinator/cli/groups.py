@@ -11,10 +11,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from protocol.consumer_assignment import TopicPartition, decode_assignment
+
 from .admin import EARLIEST, LATEST, Admin
 from .client import CliError, error_name
 from .history import fetch_history
-from .model import GroupDescription, Member, OffsetRow, TopicPartition, decode_assignment
+from .model import GroupDescription, Member, OffsetRow
 from .render import progress, render_delete, render_describe, render_list, render_plan
 from .reset import ResetSpec, compute_plan, parse_datetime, parse_topic, select_partitions
 

@@ -16,7 +16,7 @@ from coordinator.groups.classic_group import ClassicGroup, GroupState, Rebalance
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.services import Services
-from storage.consumer_protocol import SubscriptionError, assigned_partitions
+from protocol.consumer_assignment import decode_assignment
 
 
 def active_shards(coordinator: GroupCoordinator) -> Iterator[Shard]:
@@ -110,12 +110,11 @@ def _header(group_id: str, group: ClassicGroup | None) -> dict[str, Any]:
 
 
 def _member(group: ClassicGroup, member: Any) -> dict[str, Any]:
-    assignment: list[dict[str, Any]] = []
-    if group.protocol_type == "consumer" and member.assignment:
-        try:
-            assignment = [{"topic": t, "partitions": sorted(ps)} for t, ps in assigned_partitions(member.assignment)]
-        except SubscriptionError:
-            assignment = []  # not the consumer protocol's bytes: shown without an assignment
+    by_topic: dict[str, list[int]] = {}
+    if group.protocol_type == "consumer":  # other protocols' assignments are opaque bytes
+        for topic, partition in decode_assignment(member.assignment):
+            by_topic.setdefault(topic, []).append(partition)
+    assignment = [{"topic": topic, "partitions": partitions} for topic, partitions in sorted(by_topic.items())]
     return {"member_id": member.member_id, "group_instance_id": member.group_instance_id,
             "client_id": member.client_id, "client_host": member.client_host, "assignment": assignment}
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -17,7 +19,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ROOT, ServerProcess, start_server
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -172,6 +174,14 @@ def test_rebalance_history_records_who_joined_and_left(consuming_group):
     assert shrank["generation"] > grew["generation"]
     assert shrank["started_at"] >= grew["started_at"] and shrank["duration_ms"] >= 0
     assert get(base + "/groups/nobody/rebalances")[0] == 404
+
+    # the groups command shows the same history next to the group
+    done = subprocess.run([sys.executable, "-m", "coordinator", "groups", "--bootstrap-server", server.bootstrap,
+                           "--json", "describe", GROUP, "--history", "--http", base],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    [described] = json.loads(done.stdout)
+    assert described["rebalances"] == json.loads(get(base + f"/groups/{GROUP}/rebalances")[1])["rebalances"]
 
 
 def write_large_offsets_log(root: str, megabytes: int) -> None:

@@ -6,8 +6,9 @@ import io
 import json
 import struct
 
-from coordinator.cli.model import GroupDescription, GroupListing, Member, OffsetRow, decode_assignment
+from coordinator.cli.model import GroupDescription, GroupListing, Member, OffsetRow
 from coordinator.cli.render import render_delete, render_describe, render_list, render_plan
+from protocol.consumer_assignment import decode_assignment
 
 
 def assignment_bytes(version: int, topics: dict[str, list[int]]) -> bytes:
