@@ -16,7 +16,7 @@ so its handlers read the coordinator's state without locks.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -24,11 +24,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from coordinator.config import Listener
 from coordinator.ops.metrics import exposition, registry_for
-from coordinator.ops.views import GroupViews, partition_states, rebalances
+from coordinator.ops.views import GroupViews, ServedNode, partition_states, rebalances
 from coordinator.runtime.shard import ShardState
-
-if TYPE_CHECKING:
-    from coordinator.app import App
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +35,7 @@ _SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ances
                      "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
-def readiness(app: App) -> tuple[bool, dict[str, Any]]:
+def readiness(app: ServedNode) -> tuple[bool, dict[str, Any]]:
     """Ready: the Kafka listener is up and no owned offsets partition is still loading (failed ones
     are reported, and do not hold the node back: they will not load by waiting)."""
     states = partition_states(app.offsets.coordinator)
@@ -49,7 +46,7 @@ def readiness(app: App) -> tuple[bool, dict[str, Any]]:
 
 
 class HttpListener:
-    def __init__(self, app: App, listener: Listener) -> None:
+    def __init__(self, app: ServedNode, listener: Listener) -> None:
         self.app = app
         self.listener = listener
         self.views = GroupViews(app.services)

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
-from coordinator.ops.views import GroupViews, active_shards, group_ids, partition_states
+from coordinator.ops.views import GroupViews, ServedNode, active_shards, group_ids, partition_states
 from primitives.histogram import Histogram, bounds
-
-if TYPE_CHECKING:
-    from coordinator.app import App
 
 _BOUNDS = [f"{b:.6g}" for b in bounds()] + ["+Inf"]
 
@@ -47,7 +43,7 @@ def histogram(name: str, doc: str, labels: list[str], series: Iterable[tuple[lis
 class NodeCollector:
     """A prometheus-client collector over one App (the server of this node)."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: ServedNode) -> None:
         self.app = app
         self.views = GroupViews(app.services)
 
@@ -148,7 +144,7 @@ class NodeCollector:
                         [([], offsets.durable.flush_seconds)])
 
 
-def registry_for(app: App) -> CollectorRegistry:
+def registry_for(app: ServedNode) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(NodeCollector(app))
     ProcessCollector(registry=registry)  # process_cpu_seconds_total, process_resident_memory_bytes, ...

@@ -10,13 +10,27 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.groups.classic_group import ClassicGroup, GroupState, RebalanceRecord
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.services import Services
 from protocol.consumer_assignment import decode_assignment
+
+if TYPE_CHECKING:
+    from coordinator.net.server import Server
+    from coordinator.runtime.offsets_topic import OffsetsRuntime
+
+
+class ServedNode(Protocol):
+    """What the operations endpoint reads of the server of this node (coordinator.app.App, which
+    imports the endpoint: hence a protocol, not an import)."""
+
+    services: Services
+    offsets: OffsetsRuntime
+    server: Server | None
+    listening: bool
 
 
 def active_shards(coordinator: GroupCoordinator) -> Iterator[Shard]:
