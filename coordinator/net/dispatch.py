@@ -73,8 +73,8 @@ class Deferred:
     # Handled before its connection's later requests are read (a sliced decode: Kafka handles a
     # connection's requests one at a time, so a later commit must not overtake an earlier one).
     barrier: bool = False
-    # For the request metrics (net/request_metrics.py), set by its connection: when it was dispatched
-    # and its `api_key << 16 | version`.
+    # For the request metrics (net/request_metrics.py), set by its connection: when its request was
+    # read, and its kind (api_key << 16 | version).
     started: float = 0.0
     metrics_key: int = 0
 

@@ -1,12 +1,16 @@
 """What the answer path counts for the metrics endpoint: requests, their latency, error codes, bytes.
 
-Counters are plain ints bumped in place (no locks, no label lookups: the loop is the only writer), and
+Counters are plain ints bumped in place (no locks, no label objects: the loop is the only writer), and
 coordinator/ops/metrics.py turns them into Prometheus families when /metrics is scraped. A connection
 holds None instead of a RequestMetrics when no http.listener is configured, so the hot path then
 pays one `is None` per read.
 
-Latency is Kafka's TotalTimeMs: from the request's dispatch to its answer being handed to the
-transport, in the power-of-two microsecond buckets of primitives/histogram.py, per API.
+Latency is Kafka's TotalTimeMs: from the read that brought a request to its answer being handed to the
+transport, in the power-of-two microsecond buckets of primitives/histogram.py, per API. The requests a
+connection answers at once from one read (a pipelining client's burst) share that read's time and their
+answers' write: their latency is one figure, bucketed once per read (`answered`), and they are counted
+by kind as the framing cuts them (protocol.framing.cut_frames), not one by one. A deferred answer (an
+OffsetCommit waiting for its fsync) is timed on its own when it is delivered.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from protocol.apis import API_TABLE
 from protocol.error_codes import count_errors
 
 _LAST = BUCKETS - 1
+_SCALE = 1_000_000  # bucket b holds latencies below 2**b µs
 
 
 def kafka_name(api_name: str) -> str:
@@ -29,36 +34,55 @@ _API_NAMES = {int(key): kafka_name(spec.name) for key, spec in API_TABLE.items()
 
 
 class RequestMetrics:
-    __slots__ = ("requests", "latency", "latency_sum", "errors", "bytes_in", "bytes_out")
+    __slots__ = ("requests", "latency", "errors", "bytes_in", "bytes_out")
 
     def __init__(self) -> None:
-        self.requests: dict[int, int] = {}  # api_key << 16 | version -> requests answered
-        self.latency: dict[int, Histogram] = {}  # api_key -> its latencies
+        self.requests: dict[int, int] = {}  # api_key << 16 | version -> requests handled
+        self.latency: dict[int, Histogram] = {}  # api key -> its latencies
         self.errors: dict[tuple[str, int], int] = {}  # (api name, error code) -> occurrences
         self.bytes_in = 0
         self.bytes_out = 0
 
-    def observe(self, frame: bytes, seconds: float) -> None:
-        """One request answered (or handled without an answer) `seconds` after its dispatch."""
-        api = frame[0] << 8 | frame[1]
-        key = api << 16 | frame[2] << 8 | frame[3]
+    def answered(self, kinds: dict[int, int], deferred: list[int], seconds: float) -> None:
+        """The requests of one read's pass, counted by kind (`kinds`: api_key << 16 | version -> how many,
+        as protocol.framing.cut_frames counts them) were handled; those not `deferred` (the kinds of the
+        pass's deferred ones) were answered `seconds` after the read. Empties both."""
         requests = self.requests
-        requests[key] = requests.get(key, 0) + 1
-        histogram = self.latency.get(api)
-        if histogram is None:
-            histogram = self.latency[api] = Histogram()
-        histogram.counts[min(int(seconds * 1_000_000).bit_length(), _LAST)] += 1
+        for kind, count in kinds.items():
+            if count:
+                requests[kind] = requests.get(kind, 0) + count
+        for kind in deferred:
+            kinds[kind] -= 1
+        bucket = min(int(seconds * _SCALE).bit_length(), _LAST)
+        for kind, count in kinds.items():
+            if count > 0:
+                histogram = self._histogram(kind)
+                histogram.counts[bucket] += count
+                histogram.total += seconds * count
+        kinds.clear()
+        deferred.clear()
+
+    def observe(self, kind: int, seconds: float) -> None:
+        """One request (`kind`: api_key << 16 | version) answered `seconds` after its read."""
+        self.count(kind)
+        self.observe_latency(kind, seconds)
+
+    def count(self, kind: int) -> None:
+        requests = self.requests
+        requests[kind] = requests.get(kind, 0) + 1
+
+    def observe_latency(self, kind: int, seconds: float) -> None:
+        """A request counted with its read, answered `seconds` after it (a deferred answer)."""
+        histogram = self._histogram(kind)
+        histogram.counts[min(int(seconds * _SCALE).bit_length(), _LAST)] += 1
         histogram.total += seconds
 
-    def observe_key(self, key: int, seconds: float) -> None:
-        """`observe` for a request known by its `api_key << 16 | version` (a deferred answer)."""
-        requests = self.requests
-        requests[key] = requests.get(key, 0) + 1
-        api = key >> 16
+    def _histogram(self, kind: int) -> Histogram:
+        api = kind >> 16
         histogram = self.latency.get(api)
         if histogram is None:
             histogram = self.latency[api] = Histogram()
-        histogram.observe(seconds)
+        return histogram
 
     def error(self, api_name: str, code: int) -> None:
         key = (api_name, code)
@@ -72,9 +96,9 @@ class RequestMetrics:
 
     def request_counts(self) -> Iterator[tuple[str, int, int]]:
         """(api name, version, requests) for every api and version seen."""
-        for key, count in list(self.requests.items()):
-            api = key >> 16
-            yield _API_NAMES.get(api, str(api)), key & 0xFFFF, count
+        for kind, count in list(self.requests.items()):
+            api = kind >> 16
+            yield _API_NAMES.get(api, str(api)), kind & 0xFFFF, count
 
     def error_counts(self) -> Iterator[tuple[str, int, int]]:
         """(api name, error code, occurrences)."""

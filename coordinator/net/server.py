@@ -35,7 +35,7 @@ from coordinator.config import Config, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
 from coordinator.net.request_metrics import RequestMetrics
-from protocol.framing import FrameError, cut_frames, frame as size_prefixed, single_frame
+from protocol.framing import FrameError, cut_frames, frame as size_prefixed, frame_kind, single_frame
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +66,7 @@ class Connection(asyncio.Protocol):
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
         "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier", "metrics",
+        "kinds", "deferred_kinds",
     )
 
     def __init__(self, server: Server) -> None:
@@ -96,6 +97,10 @@ class Connection(asyncio.Protocol):
         self.peer_timer: asyncio.TimerHandle | None = None  # armed while reading is paused
         self.barrier: Deferred | None = None  # a request to finish before the next is dispatched
         self.metrics = server.metrics  # None unless the metrics endpoint is on
+        # Metrics only: the requests of a read's pass by kind (api_key << 16 | version), and the kinds of its
+        # deferred ones (timed when delivered).
+        self.kinds: dict[int, int] | None = None if self.metrics is None else {}
+        self.deferred_kinds: list[int] = []
 
     # --- asyncio.Protocol ------------------------------------------------
 
@@ -147,9 +152,10 @@ class Connection(asyncio.Protocol):
                 if result is not None:
                     self.transport.write(result)  # type: ignore[union-attr]
                     metrics.bytes_out += len(result)
-                metrics.observe(request, self.server.clock() - started)
+                metrics.observe(frame_kind(request), self.server.clock() - started)
                 return
             self.hold(result, len(request), request, started)
+            metrics.count(frame_kind(request))  # timed when its answer is delivered
         self._update_reading()
 
     def _dispatch(self, request: bytes) -> Any:
@@ -166,10 +172,10 @@ class Connection(asyncio.Protocol):
     def hold(self, deferred: Deferred, size: int, request: bytes | None = None, started: float = 0.0) -> None:
         """Queue a deferred answer in its request's place; its request's `size` bytes count as
         outstanding until it is written. `request` (its frame) and `started` (when it was
-        dispatched) are for the metrics."""
+        read) are for the metrics."""
         if request is not None and self.metrics is not None:
             deferred.started = started
-            deferred.metrics_key = (request[0] << 24 | request[1] << 16 | request[2] << 8 | request[3])
+            deferred.metrics_key = frame_kind(request)
         if deferred.barrier:
             self.barrier = deferred
         deferred.request_bytes = size
@@ -226,49 +232,65 @@ class Connection(asyncio.Protocol):
         dispatch = self._dispatch
         pending = self.pending
         out = self.out
-        metrics = self.metrics
         clock = self.server.clock
         started = clock()
         deadline = started + self.server.dispatch_budget
+        metrics = self.metrics
         while not self.closing and not self.writing_paused and self.barrier is None:
             room = self.max_pending - len(pending)
             if room <= 0 or self.pending_bytes >= self.max_pending_bytes:
                 break
             try:
-                frames = cut_frames(self.buffer, self.max_frame, room)
+                frames = cut_frames(self.buffer, self.max_frame, room, self.kinds)
             except FrameError as exc:
                 self._violation(str(exc))
                 return
             if not frames:
                 break
             unread = iter(frames)
+            rest: list[bytes] = []  # frames cut but not dispatched in this pass
             for frame in unread:
                 result = dispatch(frame)
                 if result is _CLOSED:
+                    if metrics is not None:  # what was answered before it was written as the connection closed
+                        self._count_pass([frame, *unread], clock() - started)
                     return
-                if result is None or result.__class__ is bytes:
-                    if result is not None:
-                        if pending:
-                            pending.append(result)
-                        else:
-                            out.append(result)
-                    now = clock()
-                    if metrics is not None:
-                        metrics.observe(frame, now - started)  # written at the end of this turn
+                if result is None:
+                    pass
+                elif result.__class__ is bytes:
+                    if pending:
+                        pending.append(result)
+                    else:
+                        out.append(result)
                 else:
                     self.hold(result, len(frame), frame, started)
+                    if metrics is not None:
+                        self.deferred_kinds.append(result.metrics_key)  # answered later: timed then
                     if self.pending_bytes >= self.max_pending_bytes or self.barrier is not None:
-                        self._unread(list(unread))  # left for when the outstanding bytes drop
+                        rest = list(unread)
+                        self._unread(rest)  # left for when the outstanding bytes drop
                         break
-                    now = clock()
-                if now >= deadline:
-                    self._yield_turn(list(unread))
+                if clock() >= deadline:
+                    rest = list(unread)
+                    self._yield_turn(rest)
                     break
-                started = now
             self._write_out()  # may call pause_writing(), which ends the loop
+            if metrics is not None:  # counted per pass, not per frame: the hottest path stays as it was
+                self._count_pass(rest, clock() - started)
             if len(frames) < room or self.resume_scheduled:
                 break  # no complete frame is left, or they wait for a later turn
         self._update_reading()
+
+    def _count_pass(self, undispatched: list[bytes], seconds: float) -> None:
+        """The metrics of a read's pass: what cut_frames counted, but for the frames not dispatched (put
+        back in the buffer, counted when cut again)."""
+        kinds = self.kinds
+        assert kinds is not None and self.metrics is not None
+        for frame in undispatched:
+            kind = frame_kind(frame)
+            if kind >= 0:
+                kinds[kind] -= 1
+        self.metrics.answered(kinds, self.deferred_kinds, seconds)
 
     def _behind_barrier(self) -> bool:
         """Whether the barrier request (see Deferred.barrier) is still outstanding; forgets it once done."""
@@ -331,7 +353,7 @@ class Connection(asyncio.Protocol):
             if encoded is not None:
                 out.append(encoded)
             if metrics is not None:
-                metrics.observe_key(head.metrics_key, self.server.clock() - head.started)
+                metrics.observe_latency(head.metrics_key, self.server.clock() - head.started)
         self._write_out()
         if self.closing:
             self._maybe_finish_close()

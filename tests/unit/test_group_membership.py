@@ -367,6 +367,12 @@ def test_session_expiry_removes_member_and_rebalances():
     assert [(e["cause"], e["generation"], e["members"], e["outcome"]) for e in rebalances] == [
         ("member_joined", 1, 2, "stable"), ("session_timeout", 2, 1, "stable")]
     assert [r.cause for r in h.group().rebalances] == ["member_joined", "session_timeout"]
+    # who came and went, as the history shows it; the node's counters by cause (for /metrics)
+    assert [(r.joined, r.left) for r in h.group().rebalances] == [((a, b), ()), ((), (b,))]
+    first, second = h.group().rebalances
+    assert second.started_wall_ms == h.clock.wall_ms()  # when b's session ran out (the clock stood still since)
+    assert second.started_wall_ms - first.started_wall_ms >= 6000
+    assert h.coordinator.stats.rebalances == {"member_joined": 1, "session_timeout": 1}
 
 
 def test_heartbeat_just_before_expiry_keeps_the_member():

@@ -95,7 +95,9 @@ async def test_expire_all_logs_kafka_line(capsys):
     h.commit(commit_request(9, "s", {("t", 0): 1}))
     h.clock.advance(RETENTION)
     assert h.coordinator.expire_offsets() == (1, 1)  # all its offsets expired: the simple group goes too
+    assert h.coordinator.stats.offsets_expired == 0  # counted for /metrics once the tombstones are written
     h.log.complete()
+    assert h.coordinator.stats.offsets_expired == 1
     assert h.coordinator.expire_offsets() == (0, 0)
     assert "Removed 1 expired offsets in" in capsys.readouterr().out
 

@@ -41,15 +41,36 @@ def test_an_encoded_body_has_nothing_to_count():
 
 def test_requests_are_counted_by_api_and_version_and_timed_by_api():
     metrics = RequestMetrics()
-    heartbeat_v4 = struct.pack(">hhi", 12, 4, 1) + b"rest"
-    metrics.observe(heartbeat_v4, 0.000_003)  # 3 µs: bucket 2 (below 4 µs)
-    metrics.observe(heartbeat_v4, 0.000_003)
-    metrics.observe_key(8 << 16 | 9, 0.002)  # a deferred OffsetCommit v9
-    assert sorted(metrics.request_counts()) == [("Heartbeat", 4, 2), ("OffsetCommit", 9, 1)]
+    heartbeat_v4, fetch_v12, commit_v9 = 12 << 16 | 4, 1 << 16 | 12, 8 << 16 | 9
+    kinds = {heartbeat_v4: 2}
+    metrics.answered(kinds, [], 0.000_003)  # one read's pass: 2 heartbeats, 3 µs: bucket 2 (below 4 µs)
+    assert kinds == {}  # consumed
+    deferred = [commit_v9]
+    metrics.answered({fetch_v12: 1, commit_v9: 1}, deferred, 0.000_001)  # mixed; the commit's answer deferred
+    assert deferred == []
+    metrics.observe_latency(commit_v9, 0.002)  # the commit's answer, delivered after its fsync
+    metrics.observe(heartbeat_v4, 0.000_001)  # one request alone
+    assert sorted(metrics.request_counts()) == [("Fetch", 12, 1), ("Heartbeat", 4, 3), ("OffsetCommit", 9, 1)]
     latencies = dict(metrics.latencies())
-    assert latencies["Heartbeat"].counts[2] == 2 and sum(latencies["Heartbeat"].counts) == 2
-    assert abs(latencies["Heartbeat"].total - 0.000_006) < 1e-12
-    assert sum(latencies["OffsetCommit"].counts) == 1
+    assert latencies["Heartbeat"].counts[2] == 2 and latencies["Heartbeat"].counts[1] == 1
+    assert sum(latencies["Heartbeat"].counts) == 3 and abs(latencies["Heartbeat"].total - 0.000_007) < 1e-12
+    assert latencies["Fetch"].counts[1] == 1 and sum(latencies["Fetch"].counts) == 1
+    assert sum(latencies["OffsetCommit"].counts) == 1 and latencies["OffsetCommit"].total == 0.002
+
+
+def test_cut_frames_counts_frames_by_kind_and_only_when_asked():
+    from protocol.framing import cut_frames, frame, frame_kind
+
+    heartbeat, commit = struct.pack(">hhi", 12, 4, 1) + b"h", struct.pack(">hhi", 8, 9, 2) + b"c"
+    buffer = bytearray(b"".join(frame(f) for f in (heartbeat, heartbeat, commit, heartbeat, b"\x00")))
+    kinds: dict[int, int] = {}
+    frames = cut_frames(buffer, 1 << 20, kinds=kinds)
+    assert frames == [heartbeat, heartbeat, commit, heartbeat, b"\x00"] and not buffer
+    assert kinds == {12 << 16 | 4: 3, 8 << 16 | 9: 1}  # the 1-byte frame has no kind
+    assert frame_kind(commit) == 8 << 16 | 9 and frame_kind(b"\x00") == -1
+    buffer = bytearray(frame(heartbeat) + frame(commit)[:6])  # a partial frame stays, uncounted
+    kinds = {}
+    assert cut_frames(buffer, 1 << 20, kinds=kinds) == [heartbeat] and kinds == {12 << 16 | 4: 1}
 
 
 def test_errors_are_counted_per_api_under_kafka_names():
