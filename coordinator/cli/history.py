@@ -13,7 +13,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from .client import CliError
+from coordinator.cli.client import CliError
 
 
 def history_url(base: str, group: str) -> str:

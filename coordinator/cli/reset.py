@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .client import CliError
-from .model import TopicPartition
+from coordinator.cli.client import CliError
+from coordinator.cli.model import TopicPartition
 
 KINDS = ("earliest", "latest", "offset", "datetime", "shift")
 
