@@ -48,19 +48,27 @@ class RequestMetrics:
         as protocol.framing.cut_frames counts them) were handled; those not `deferred` (the kinds of the
         pass's deferred ones) were answered `seconds` after the read. Empties both."""
         requests = self.requests
-        for kind, count in kinds.items():
-            if count:
-                requests[kind] = requests.get(kind, 0) + count
-        for kind in deferred:
-            kinds[kind] -= 1
+        latency = self.latency
         bucket = min(int(seconds * _SCALE).bit_length(), _LAST)
+        counted = bool(deferred)
+        if counted:  # some of them are answered later (and timed then): count all, time the others
+            for kind, count in kinds.items():
+                if count:
+                    requests[kind] = requests.get(kind, 0) + count
+            for kind in deferred:
+                kinds[kind] -= 1
+            deferred.clear()
         for kind, count in kinds.items():
-            if count > 0:
-                histogram = self._histogram(kind)
-                histogram.counts[bucket] += count
-                histogram.total += seconds * count
+            if count <= 0:
+                continue
+            if not counted:
+                requests[kind] = requests.get(kind, 0) + count
+            histogram = latency.get(kind >> 16)
+            if histogram is None:
+                histogram = latency[kind >> 16] = Histogram()
+            histogram.counts[bucket] += count
+            histogram.total += seconds * count
         kinds.clear()
-        deferred.clear()
 
     def observe(self, kind: int, seconds: float) -> None:
         """One request (`kind`: api_key << 16 | version) answered `seconds` after its read."""

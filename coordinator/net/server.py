@@ -276,7 +276,10 @@ class Connection(asyncio.Protocol):
                     break
             self._write_out()  # may call pause_writing(), which ends the loop
             if metrics is not None:  # counted per pass, not per frame: the hottest path stays as it was
-                self._count_pass(rest, clock() - started)
+                if rest:
+                    self._count_pass(rest, clock() - started)
+                else:
+                    metrics.answered(self.kinds, self.deferred_kinds, clock() - started)  # type: ignore[arg-type]
             if len(frames) < room or self.resume_scheduled:
                 break  # no complete frame is left, or they wait for a later turn
         self._update_reading()
