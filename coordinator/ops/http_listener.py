@@ -22,7 +22,7 @@ import structlog
 from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from coordinator.config import Listener
+from coordinator.config import ConfigError, Listener
 from coordinator.ops.metrics import exposition, registry_for
 from coordinator.ops.views import GroupViews, ServedNode, partition_states, rebalances
 from coordinator.runtime.shard import ShardState
@@ -74,7 +74,12 @@ class HttpListener:
         self.runner = web.AppRunner(self.web_app(), access_log=None, handle_signals=False)
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.listener.host or None, self.listener.port, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # e.g. the port is taken: one line and exit 2, as a bad setting
+            await self.runner.cleanup()
+            raise ConfigError(f"http.listener: cannot listen on {self.listener.host}:{self.listener.port}: "
+                              f"{exc.strerror or exc}") from None
         host, port = self.runner.addresses[0][:2]
         self.bound = Listener("http", self.listener.host or host, port)
         log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/")

@@ -236,3 +236,21 @@ def test_without_http_listener_nothing_listens_and_nothing_is_counted():
         assert starting["http.listener"] == ""
     finally:
         server.stop()
+
+
+def test_a_taken_http_port_stops_start_up_with_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "coordinator", "serve", "--override",
+                               "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}",
+                               "--override", f"http.listener=http://127.0.0.1:{port}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(f"error: http.listener: cannot listen on 127.0.0.1:{port}: ")
+    assert line.endswith("address already in use")
+    assert "Traceback" not in done.stderr
