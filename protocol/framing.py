@@ -49,7 +49,8 @@ def _bounds(buffer: bytearray, max_frame_bytes: int, limit: int) -> list[tuple[i
 
 def _counted_bounds(buffer: bytearray, max_frame_bytes: int, limit: int,
                     kinds: dict[int, int]) -> list[tuple[int, int]]:
-    """_bounds, counting the frames by frame_kind in `kinds` (runs of one kind: one dict update)."""
+    """_bounds, counting the frames by frame_kind in `kinds` (runs of one kind: one dict update). A loop
+    of its own, not a flag in _bounds: without metrics the loop pays nothing per frame for them."""
     bounds: list[tuple[int, int]] = []
     pos = 0
     end = len(buffer)
