@@ -71,6 +71,11 @@ def test_operations_endpoint_is_on_in_the_image():
                    for f in text_string_to_metric_families(response.read().decode()) for s in f.samples}
     assert samples[("kcoord_partitions", (("state", "loaded"),))] == 50
     assert samples[("process_resident_memory_bytes", ())] > 0
+    # the console's files are in the installed package (package data), not only in a checkout
+    with urllib.request.urlopen(base + "/", timeout=10) as response:
+        assert b"<title>Group coordinator console</title>" in response.read()
+    with urllib.request.urlopen(base + "/console/console.js", timeout=10) as response:
+        assert response.status == 200 and b"textContent" in response.read()
 
 
 @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka", "kcat"])
