@@ -121,7 +121,8 @@ class NodeCollector:
         for api, code, count in sorted(metrics.error_counts()):
             errors.add_metric([api, _error_name(code)], count)
         yield errors
-        yield histogram("kcoord_request_latency_seconds", "From the read that brought a request to its answer being written.",
+        yield histogram("kcoord_request_latency_seconds",
+                        "From the read that brought a request to its answer being written.",
                         ["api"], (([api], hist) for api, hist in sorted(metrics.latencies(), key=lambda t: t[0])))
         network = CounterMetricFamily("kcoord_network_bytes", "Bytes read from and written to clients.",
                                       labels=["direction"])
