@@ -15,7 +15,12 @@ from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
     api_versions,
+    create_partitions,
     delete_records,
+    describe_cluster,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
     fetch,
     find_coordinator,
     group_admin,
@@ -28,6 +33,7 @@ from coordinator.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sync_group,
     topics_admin,
@@ -51,7 +57,9 @@ YOUNG_GC_THRESHOLD = 50_000
 HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    join_group, sync_group, heartbeat, leave_group, group_admin,
                    offset_commit, offset_fetch, offset_delete,
-                   produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records)
+                   produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
+                   create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
+                   describe_producers, describe_topic_partitions)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:

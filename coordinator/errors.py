@@ -204,6 +204,7 @@ _MESSAGES = {
     ErrorCode.coordinator_not_available: "The coordinator is not available.",
     ErrorCode.invalid_group_id: "The configured groupId is invalid.",
     ErrorCode.unsupported_version: "The version of API is not supported.",
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
     ErrorCode.invalid_request: (
         "This most likely occurs because of a request being malformed by the client library or the "
         "message was sent to an incompatible broker. See the broker logs for more details."

@@ -43,8 +43,14 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_LOG_DIRS = 35
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 @cache  # a module lookup costs ~30 µs; clients of the benchmarks and tests look up per answer
@@ -120,6 +126,12 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.DELETE_TOPICS, 1, 6),
     (ApiKey.DELETE_RECORDS, 0, 2),
     (ApiKey.INIT_PRODUCER_ID, 0, 5),
+    (ApiKey.CREATE_PARTITIONS, 0, 3),
+    (ApiKey.DESCRIBE_CLUSTER, 0, 1),
+    (ApiKey.DESCRIBE_LOG_DIRS, 1, 4),
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4),
+    (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
+    (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0),
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}

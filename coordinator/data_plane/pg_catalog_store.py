@@ -38,3 +38,6 @@ class PgCatalogStore:
                     removed: Sequence[TopicInfo]) -> list[TopicInfo]:
         stored = await sql.apply_changes(self.pool, [topic_row(t) for t in added], [t.topic_id for t in removed])
         return [topic_info(row) for row in stored]
+
+    async def grow(self, visible: Sequence[TopicInfo], old: TopicInfo, new: TopicInfo) -> bool:
+        return await sql.grow_topic(self.pool, old.topic_id, old.partitions, new.partitions)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from coordinator.errors import InvalidPartitions
 from storage.placement import OFFSETS_TOPIC, offsets_topic_id
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -70,6 +71,11 @@ class CatalogStore(Protocol):
 
     async def write(self, visible: Sequence[TopicInfo], added: Sequence[TopicInfo],
                     removed: Sequence[TopicInfo]) -> list[TopicInfo]:
+        ...
+
+    async def grow(self, visible: Sequence[TopicInfo], old: TopicInfo, new: TopicInfo) -> bool:
+        """Store `new` (`old` with more partitions); False when the stored topic is not `old` any more
+        (another node changed or deleted it)."""
         ...
 
 
@@ -151,6 +157,23 @@ class TopicCatalog:
                     lost.add(mine.name)
                 self._show(kept)
             return lost
+
+    async def grow(self, old: TopicInfo, new: TopicInfo) -> bool:
+        """Store `new`, the visible topic `old` with more partitions (one write, off the loop), then
+        show it. False, and nothing shown, when `old` is not the visible topic any more (deleted
+        meanwhile). A store that finds its topic changed by another node: InvalidPartitions."""
+        async with self._write_lock:
+            if self._by_name.get(old.name) != old:
+                return False
+            if self._store is not None:
+                visible = [new if t.name == new.name else t for t in self._by_name.values()]
+                if not await self._store.grow(visible, old, new):
+                    raise InvalidPartitions(f"The partition count of topic {old.name} was changed by another "
+                                            "request; describe it again.")
+            if self._by_name.get(old.name) != old:
+                return False
+            self._show(new)
+            return True
 
     async def refresh(self) -> tuple[list[TopicInfo], list[TopicInfo]]:
         """Make the visible topics what the store holds (but for drops not yet stored);

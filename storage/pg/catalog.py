@@ -1,7 +1,8 @@
 """The topic catalog's rows: kc_topics and the kc_partitions rows of each topic.
 
 Every change is one transaction: created topics with their partition rows, deleted
-topics with every row keyed by their id (partitions, batches, blobs). Creation is
+topics with every row keyed by their id (partitions, batches, blobs), a topic grown (its
+new count and partition rows, only from the count the writer saw). Creation is
 `INSERT ... ON CONFLICT DO NOTHING`, so two nodes creating one name make one
 topic and the loser reads the winner's row. A change NOTIFYs kc_cluster 'topics' (and
 'partitions'), delivered at commit, so other nodes re-read the catalog and the owners.
@@ -91,6 +92,20 @@ async def apply_changes(pool: asyncpg.Pool, added: Sequence[TopicRow],
             if deleted or any(stored[t.name] is t for t in added):
                 await notify(conn, "topics")
     return [stored[t.name] for t in added]
+
+
+async def grow_topic(pool: asyncpg.Pool, topic_id: uuid.UUID, old: int, new: int) -> bool:
+    """The topic's partition count from `old` to `new`, with the new partition rows, in one transaction
+    (NOTIFY 'topics' and 'partitions'); False, and nothing changed, unless the topic has `old` partitions."""
+    with unavailable_as_store_error("write the topic catalog"):
+        async with pool.acquire() as conn, conn.transaction():
+            done = await conn.execute("UPDATE kc_topics SET partitions = $3 WHERE topic_id = $1 AND partitions = $2",
+                                      topic_id, old, new)
+            if done != "UPDATE 1":
+                return False
+            await ensure_partitions(conn, topic_id, new)  # NOTIFYs 'partitions'
+            await notify(conn, "topics")
+    return True
 
 
 def _columns(rows: Sequence[TopicRow]) -> tuple[list, ...]:

@@ -1,0 +1,68 @@
+"""DescribeProducers v0: the active idempotent producers of partitions (KafkaApis.handleDescribeProducersRequest,
+UnifiedLog.activeProducers).
+
+Per topic: an illegal name -> INVALID_TOPIC_EXCEPTION with the reason; an unknown one ->
+UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message, for each partition asked. Per partition: not
+hosted here -> NOT_LEADER_OR_FOLLOWER (its topic has it) or UNKNOWN_TOPIC_OR_PARTITION; else every
+producer the partition's producer state holds (data_plane/producer_state.py): id, epoch, the last
+sequence and timestamp of its last batch, coordinator epoch -1 and current txn start offset -1 (no
+transactions).
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.data_plane import DataPlane
+from coordinator.data_plane.ownership import not_hosted_error
+from coordinator.data_plane.topic_catalog import topic_name_error
+from coordinator.errors import error_message
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import build
+
+
+def _error(index: int, code: ErrorCode, message: str | None = None) -> dict:
+    return {"partition_index": index, "error_code": code, "error_message": message, "active_producers": []}
+
+
+class DescribeProducersHandler:
+    def __init__(self, data: DataPlane) -> None:
+        self.data = data
+
+    def partition(self, topic: str, index: int) -> dict:
+        part = self.data.partition(topic, index)
+        if part is None:
+            return _error(index, not_hosted_error(self.data, topic, index))
+        producers = []
+        for pid, entry in part.producers.entries.items():
+            last = entry.batches[-1] if entry.batches else None
+            producers.append({"producer_id": pid, "producer_epoch": entry.epoch,
+                              "last_sequence": -1 if last is None else last.last_seq,
+                              "last_timestamp": -1 if last is None else last.timestamp,
+                              "coordinator_epoch": -1, "current_txn_start_offset": -1})
+        return {"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
+                "active_producers": producers}
+
+    def handle(self, ctx: RequestContext, request) -> object:
+        topics = []
+        for topic in request.topics:
+            name = topic.name
+            reason = topic_name_error(name)
+            if reason is not None:
+                parts = [_error(i, ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal: {reason}")
+                         for i in topic.partition_indexes]
+            elif self.data.catalog.get(name) is None:
+                code = ErrorCode.unknown_topic_or_partition
+                parts = [_error(i, code, error_message(code)) for i in topic.partition_indexes]
+            else:
+                parts = [self.partition(name, i) for i in topic.partition_indexes]
+            topics.append({"name": name, "partitions": parts})
+        cls = API_TABLE[ApiKey.DESCRIBE_PRODUCERS].responses[ctx.api_version]
+        return build(cls, throttle_time=NO_THROTTLE, topics=topics)
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    dispatcher.register(ApiKey.DESCRIBE_PRODUCERS, DescribeProducersHandler(services.data).handle)
