@@ -15,6 +15,7 @@ from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
     api_versions,
+    configs_admin,
     delete_records,
     fetch,
     find_coordinator,
@@ -51,7 +52,8 @@ YOUNG_GC_THRESHOLD = 50_000
 HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    join_group, sync_group, heartbeat, leave_group, group_admin,
                    offset_commit, offset_fetch, offset_delete,
-                   produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records)
+                   produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
+                   configs_admin)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:

@@ -43,7 +43,10 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
 
 
@@ -120,6 +123,9 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.DELETE_TOPICS, 1, 6),
     (ApiKey.DELETE_RECORDS, 0, 2),
     (ApiKey.INIT_PRODUCER_ID, 0, 5),
+    (ApiKey.DESCRIBE_CONFIGS, 1, 4),  # kio has no v0 (Kafka 4 dropped it)
+    (ApiKey.ALTER_CONFIGS, 0, 2),
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}

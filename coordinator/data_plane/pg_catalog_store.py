@@ -38,3 +38,6 @@ class PgCatalogStore:
                     removed: Sequence[TopicInfo]) -> list[TopicInfo]:
         stored = await sql.apply_changes(self.pool, [topic_row(t) for t in added], [t.topic_id for t in removed])
         return [topic_info(row) for row in stored]
+
+    async def update_configs(self, visible: Sequence[TopicInfo], topic: TopicInfo) -> bool:
+        return await sql.update_configs(self.pool, topic.topic_id, topic.config_map())
