@@ -60,8 +60,9 @@ class ConfigsHandler:
             try:
                 configs = self._describe_one(resource, request)
                 results.append(self._result(resource, ErrorCode.none, None, configs=configs))
-            except KafkaError as exc:
-                results.append(self._result(resource, exc.code, str(exc) or None, configs=[]))
+            except KafkaError as exc:  # Kafka's describe of an unknown topic carries no message
+                message = None if isinstance(exc, UnknownTopicOrPartition) else str(exc)
+                results.append(self._result(resource, exc.code, message, configs=[]))
         return build(API_TABLE[ApiKey.DESCRIBE_CONFIGS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      results=results)
 
@@ -93,7 +94,7 @@ class ConfigsHandler:
             raise KafkaError(f"Topic name {name!r} is illegal: {reason}", ErrorCode.invalid_topic_exception)
         topic = self.data.catalog.get(name)
         if topic is None or topic.internal:  # __consumer_offsets is the group coordinator's own log
-            raise UnknownTopicOrPartition("" if describe else f"The topic '{name}' does not exist.")
+            raise UnknownTopicOrPartition(f"The topic '{name}' does not exist.")
         return topic
 
     @staticmethod
