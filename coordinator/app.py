@@ -15,6 +15,7 @@ from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
     api_versions,
+    configs_admin,
     create_partitions,
     delete_records,
     describe_cluster,
@@ -59,7 +60,7 @@ HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    offset_commit, offset_fetch, offset_delete,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
-                   describe_producers, describe_topic_partitions)
+                   describe_producers, describe_topic_partitions, configs_admin)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:

@@ -331,6 +331,8 @@ class Config:
     fetch_max_bytes: int
     http_listener: Listener | None
     log_level: str
+    #: names set by the file, environment or an override (DescribeConfigs: STATIC_BROKER_CONFIG)
+    explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @classmethod
     def load(
@@ -341,10 +343,12 @@ class Config:
         warn: Callable[[str], None] | None = None,
     ) -> Config:
         raw = {name: default for name, (_a, _p, default, _d) in SETTINGS.items()}
+        explicit: set[str] = set()
         if properties_file:
             for name, value in read_properties(properties_file).items():
                 if name in SETTINGS:
                     raw[name] = value
+                    explicit.add(name)
                 elif warn:
                     warn(f"The configuration '{name}' in {properties_file} is not known and is ignored")
         environ = os.environ if environ is None else environ
@@ -352,17 +356,19 @@ class Config:
         for key, value in environ.items():
             if key in known_env:
                 raw[known_env[key]] = value
+                explicit.add(known_env[key])
         for name, value in (overrides or {}).items():
             if name not in SETTINGS:
                 raise ConfigError(f"{name}: unknown setting")
             raw[name] = value
+            explicit.add(name)
         values = {}
         for name, (attr, parse, _default, _doc) in SETTINGS.items():
             try:
                 values[attr] = parse(raw[name])
             except ValueError as exc:
                 raise ConfigError(f"{name}: {exc}") from None
-        config = cls(**values)
+        config = cls(**values, explicit=frozenset(explicit))
         if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")

@@ -44,9 +44,12 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -132,6 +135,9 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4),
     (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0),
+    (ApiKey.DESCRIBE_CONFIGS, 1, 4),  # kio has no v0 (Kafka 4 dropped it)
+    (ApiKey.ALTER_CONFIGS, 0, 2),
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}

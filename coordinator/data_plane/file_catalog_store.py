@@ -63,6 +63,10 @@ class FileCatalogStore:
         await asyncio.get_running_loop().run_in_executor(None, self._write, self.path, list(visible))
         return True
 
+    async def update_configs(self, visible: Sequence[TopicInfo], topic: TopicInfo) -> bool:
+        await asyncio.get_running_loop().run_in_executor(None, self._write, self.path, list(visible))
+        return True
+
     @staticmethod
     def _write(path: str, topics: list[TopicInfo]) -> None:
         body = {"version": 1, "topics": [

@@ -41,3 +41,6 @@ class PgCatalogStore:
 
     async def grow(self, visible: Sequence[TopicInfo], old: TopicInfo, new: TopicInfo) -> bool:
         return await sql.grow_topic(self.pool, old.topic_id, old.partitions, new.partitions)
+
+    async def update_configs(self, visible: Sequence[TopicInfo], topic: TopicInfo) -> bool:
+        return await sql.update_configs(self.pool, topic.topic_id, topic.config_map())

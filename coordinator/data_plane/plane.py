@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.data_plane import ownership, topic_configs
+from coordinator.data_plane import ownership, topic_configs, topic_reconfig
 from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.purgatory import FetchPurgatory
@@ -103,6 +103,7 @@ class DataPlane:
         self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes,
                                                    settings.retention_ms, settings.retention_bytes,
                                                    settings.cleanup_policy)
+        catalog.on_reconfigured = lambda topic: topic_reconfig.apply(self.partitions, self.base_configs, topic)
         self.retention = RetentionManager(lambda part: self.partitions.get(part.key) is part,
                                           lambda: list(self.partitions.values()),
                                           settings.retention_check_interval_ms)

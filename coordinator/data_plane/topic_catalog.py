@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from coordinator.errors import InvalidPartitions
@@ -49,6 +49,13 @@ class TopicInfo:
     def config_map(self) -> dict[str, str]:
         return dict(self.configs)
 
+    def with_configs(self, configs: dict[str, str]) -> TopicInfo:
+        return replace(self, configs=tuple(sorted(configs.items())))
+
+    def same_topic(self, other: TopicInfo | None) -> bool:
+        """The same topic, whatever its configs (a config change keeps its partitions hosted)."""
+        return other is not None and replace(other, configs=self.configs) == self
+
 
 def collision_key(name: str) -> str:
     """Names equal under this key collide (Kafka: '.' and '_' clash in metric names)."""
@@ -78,6 +85,10 @@ class CatalogStore(Protocol):
         (another node changed or deleted it)."""
         ...
 
+    async def update_configs(self, visible: Sequence[TopicInfo], topic: TopicInfo) -> bool:
+        """Store `topic`'s configs (`visible` holds it); False if it is no longer stored."""
+        ...
+
 
 class TopicCatalog:
     """Changes are batched and written off the event loop: `reserve` a new topic (its name is
@@ -96,6 +107,8 @@ class TopicCatalog:
         self._dropped: list[TopicInfo] = []  # dropped since the last successful commit
         self._write_lock = asyncio.Lock()
         self._store = store
+        #: called with a visible topic whose configs changed (the data plane applies them)
+        self.on_reconfigured: Callable[[TopicInfo], None] | None = None
         if store is not None:
             for topic in store.preload():
                 self._show(topic)
@@ -186,12 +199,37 @@ class TopicCatalog:
                 if stored.get(topic.name) == topic:
                     del stored[topic.name]
             stored[self._offsets.name] = self._offsets
-            vanished = [t for name, t in self._by_name.items() if stored.get(name) != t]
-            appeared = [t for name, t in stored.items() if self._by_name.get(name) != t]
+            vanished = [t for name, t in self._by_name.items() if not t.same_topic(stored.get(name))]
+            appeared = [t for name, t in stored.items() if not t.same_topic(self._by_name.get(name))]
+            reconfigured = [t for name, t in stored.items()
+                            if t.same_topic(self._by_name.get(name)) and self._by_name[name].configs != t.configs]
             self._by_name = stored
             self._by_id = {t.topic_id: t for t in stored.values()}
             self._keys = {collision_key(name): name for name in [*self._reserved, *stored]}
+            for topic in reconfigured:  # altered on another node
+                self._reconfigured(topic)
             return appeared, vanished
+
+    async def set_configs(self, topic: TopicInfo, configs: dict[str, str]) -> TopicInfo | None:
+        """Replace a visible topic's config overrides, durably (one store write off the loop), then
+        apply them (`on_reconfigured`). None if the topic was deleted meanwhile."""
+        async with self._write_lock:
+            if not topic.same_topic(self._by_name.get(topic.name)):
+                return None
+            new = topic.with_configs(configs)
+            if self._store is not None:
+                visible = [new if t.name == new.name else t for t in self._by_name.values()]
+                if not await self._store.update_configs(visible, new):
+                    return None
+            if not topic.same_topic(self._by_name.get(topic.name)):  # deleted while the write ran
+                return None
+            self._show(new)
+            self._reconfigured(new)
+            return new
+
+    def _reconfigured(self, topic: TopicInfo) -> None:
+        if self.on_reconfigured is not None:
+            self.on_reconfigured(topic)
 
     def drop(self, name: str) -> TopicInfo:
         """Forget a user topic now (Metadata stops listing it); durable after the next `commit`."""

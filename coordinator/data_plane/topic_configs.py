@@ -1,104 +1,70 @@
-"""The topic-level configs CreateTopics accepts, with Kafka's names, defaults and checks.
+"""Validation and defaults of topic configs; EffectiveConfig, what the data plane enforces.
 
-Kafka answers an unknown topic config name, or a value that does not parse, with
-INVALID_CONFIG (LogConfig.validate). We accept the subset below, all enforced:
-segment.bytes, max.message.bytes, message.timestamp.type, and retention.ms,
-retention.bytes, cleanup.policy, delete.retention.ms and min.cleanable.dirty.ratio
-(retention and compaction: docs/DATA_PLANE.md). The defaults come from the broker
-settings (log.retention.*, log.cleanup.policy, log.segment.bytes, message.max.bytes)
-or are Kafka's.
+Every topic config Kafka defines is accepted (the table: topic_config_defs.py) and validated
+as LogConfig.validate does: an unknown name, a value of the wrong type or out of range ->
+INVALID_CONFIG with Kafka's message. The data plane enforces segment.bytes,
+max.message.bytes, message.timestamp.type, retention.ms, retention.bytes, cleanup.policy,
+delete.retention.ms and min.cleanable.dirty.ratio (docs/DATA_PLANE.md); the others are
+stored and described. The defaults come from the broker settings (log.retention.*,
+log.cleanup.policy, log.segment.bytes, message.max.bytes) or are Kafka's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from coordinator.config import parse_cleanup_policy
+from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigValueError
 from coordinator.errors import InvalidConfig
 from storage.log_compaction import CompactionPolicy
 from storage.retention_rules import RetentionPolicy
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-
-
-def _int(low: int, high: int) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not an integer") from None
-        if not low <= value <= high:
-            raise ValueError(f"value {value} is outside [{low}, {high}]")
-        return str(value)
-
-    return check
-
-
-def _ratio(text: str) -> str:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"value {value} is outside [0, 1]")
-    return str(value)
-
-
-def _timestamp_type(text: str) -> str:
-    if text.strip() not in ("CreateTime", "LogAppendTime"):
-        raise ValueError(f"{text!r} is not CreateTime or LogAppendTime")
-    return text.strip()
-
-
-@dataclass(frozen=True)
-class ConfigSpec:
-    check: Callable[[str], str]
-    enforced: bool
-
-
-# name -> spec. Defaults come from the broker settings (see `defaults`).
-TOPIC_CONFIGS: dict[str, ConfigSpec] = {
-    "cleanup.policy": ConfigSpec(parse_cleanup_policy, enforced=True),
-    "retention.ms": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
-    "retention.bytes": ConfigSpec(_int(-1, INT64_MAX), enforced=True),
-    "delete.retention.ms": ConfigSpec(_int(0, INT64_MAX), enforced=True),
-    "min.cleanable.dirty.ratio": ConfigSpec(_ratio, enforced=True),
-    "segment.bytes": ConfigSpec(_int(14, INT32_MAX), enforced=True),
-    "max.message.bytes": ConfigSpec(_int(0, INT32_MAX), enforced=True),
-    "message.timestamp.type": ConfigSpec(_timestamp_type, enforced=True),
-}
+TIERED_STORAGE_DISABLED = ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+                           "with remote log storage.")
 
 
 def defaults(segment_bytes: int, message_max_bytes: int, retention_ms: int = 604800000,
              retention_bytes: int = -1, cleanup_policy: str = "delete") -> dict[str, str]:
-    """Each supported config's value when a topic does not set it (the broker settings)."""
-    return {
+    """Each topic config's value when a topic does not set it (the broker settings, else Kafka's)."""
+    out = {name: row.default for name, row in TOPIC_CONFIG_DEFS.items()}
+    out.update({
         "cleanup.policy": cleanup_policy,
         "retention.ms": str(retention_ms),
         "retention.bytes": str(retention_bytes),
-        "delete.retention.ms": "86400000",
-        "min.cleanable.dirty.ratio": "0.5",
         "segment.bytes": str(segment_bytes),
         "max.message.bytes": str(message_max_bytes),
-        "message.timestamp.type": "CreateTime",
-    }
+    })
+    return out
 
 
-def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
+def check_value(name: str, value: str | None) -> str:
+    """One config's canonical value, or InvalidConfig (unknown name, null, bad value)."""
+    row = TOPIC_CONFIG_DEFS.get(name)
+    if row is None:
+        raise InvalidConfig(f"Unknown topic config name: {name}")
+    if value is None:
+        raise InvalidConfig(f"Null value not supported for topic configs: {name}")
+    try:
+        return row.parse(value)
+    except ConfigValueError as exc:
+        raise InvalidConfig(str(exc)) from None
+
+
+def check_together(configs: Mapping[str, str], base: Mapping[str, str] | None = None) -> None:
+    """LogConfig.validateValues: the checks across configs (on the merged values)."""
+    merged = {**(base or defaults(1 << 30, 1048588)), **configs}
+    low, high = int(merged["min.compaction.lag.ms"]), int(merged["max.compaction.lag.ms"])
+    if low > high:
+        raise InvalidConfig(f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                            f"max.compaction.lag.ms ({high})")
+    if configs.get("remote.storage.enable") == "true":
+        raise InvalidConfig(TIERED_STORAGE_DISABLED)
+
+
+def validate(configs: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Normalized topic overrides, or InvalidConfig naming the first bad entry."""
-    out: dict[str, str] = {}
-    for name, value in configs.items():
-        spec = TOPIC_CONFIGS.get(name)
-        if spec is None:
-            raise InvalidConfig(f"Unknown topic config name: {name}")
-        if value is None:
-            raise InvalidConfig(f"Null value not supported for topic configs: {name}")
-        try:
-            out[name] = spec.check(value)
-        except ValueError as exc:
-            raise InvalidConfig(f"Invalid value {value} for configuration {name}: {exc}") from None
+    out = {name: check_value(name, value) for name, value in configs.items()}
+    check_together(out, base)
     return out
 
 

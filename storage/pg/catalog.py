@@ -108,6 +108,19 @@ async def grow_topic(pool: asyncpg.Pool, topic_id: uuid.UUID, old: int, new: int
     return True
 
 
+async def update_configs(pool: asyncpg.Pool, topic_id: uuid.UUID, configs: dict[str, str]) -> bool:
+    """Replace a topic's config overrides (AlterConfigs); NOTIFYs 'topics' so the other nodes
+    apply them. False if no such topic is stored (deleted meanwhile)."""
+    with unavailable_as_store_error("write the topic catalog"):
+        async with pool.acquire() as conn, conn.transaction():
+            done = await conn.execute("UPDATE kc_topics SET configs = $2::jsonb WHERE topic_id = $1 AND NOT internal",
+                                      topic_id, json.dumps(configs, sort_keys=True))
+            if done == "UPDATE 0":
+                return False
+            await notify(conn, "topics")
+    return True
+
+
 def _columns(rows: Sequence[TopicRow]) -> tuple[list, ...]:
     return ([t.name for t in rows], [t.topic_id for t in rows], [t.partitions for t in rows],
             [json.dumps(t.configs, sort_keys=True) for t in rows], [t.internal for t in rows])

@@ -192,3 +192,20 @@ async def test_create_and_delete_topics_answer_request_timed_out_while_postgresq
         assert await pool_a.fetchval("SELECT count(*) FROM kc_topics WHERE name IN ('new', 'kept')") == 1
         assert (await plane.call(create("new"))).topics[0].error_code == ErrorCode.none  # the name is free again
         assert await pool_a.fetchval("SELECT array_agg(name) FROM kc_topics WHERE NOT internal") == ["new"]
+
+
+async def test_a_config_change_on_one_node_is_applied_on_the_other_without_rehosting(nodes):
+    (pool_a, pool_b), cluster_id = nodes
+    a, b = catalog(pool_a, cluster_id), catalog(pool_b, cluster_id)
+    topic = a.reserve("cfg", 2, {"retention.ms": "1000"})
+    await a.commit([topic])
+    await b.refresh()
+    seen: list = []
+    b.on_reconfigured = seen.append
+    changed = await a.set_configs(topic, {"segment.ms": "5000"})
+    assert changed is not None and a.get("cfg").config_map() == {"segment.ms": "5000"}
+    assert await b.refresh() == ([], [])  # the same topic: its partitions stay hosted
+    assert b.get("cfg").config_map() == {"segment.ms": "5000"} and seen == [b.get("cfg")]
+    a.drop("cfg")
+    await a.commit()
+    assert await b.set_configs(b.get("cfg"), {}) is None  # deleted meanwhile: nothing stored
