@@ -2,7 +2,8 @@
 
 Kafka answers an unknown topic config name, or a value that does not parse, with
 INVALID_CONFIG (LogConfig.validate). We accept the subset below, all enforced:
-segment.bytes, max.message.bytes, message.timestamp.type, and retention.ms,
+segment.bytes, max.message.bytes, message.timestamp.type (and the record timestamp bounds
+message.timestamp.before.max.ms / after.max.ms / difference.max.ms: record_rules.py), and retention.ms,
 retention.bytes, cleanup.policy, delete.retention.ms and min.cleanable.dirty.ratio
 (retention and compaction: docs/DATA_PLANE.md). The defaults come from the broker
 settings (log.retention.*, log.cleanup.policy, log.segment.bytes, message.max.bytes)
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from coordinator.config import parse_cleanup_policy
+from coordinator.data_plane.record_rules import RecordRules
 from coordinator.errors import InvalidConfig
 from storage.log_compaction import CompactionPolicy
 from storage.retention_rules import RetentionPolicy
@@ -68,6 +70,9 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {
     "segment.bytes": ConfigSpec(_int(14, INT32_MAX), enforced=True),
     "max.message.bytes": ConfigSpec(_int(0, INT32_MAX), enforced=True),
     "message.timestamp.type": ConfigSpec(_timestamp_type, enforced=True),
+    "message.timestamp.before.max.ms": ConfigSpec(_int(0, INT64_MAX), enforced=True),
+    "message.timestamp.after.max.ms": ConfigSpec(_int(0, INT64_MAX), enforced=True),
+    "message.timestamp.difference.max.ms": ConfigSpec(_int(0, INT64_MAX), enforced=True),  # deprecated in Kafka
 }
 
 
@@ -83,6 +88,9 @@ def defaults(segment_bytes: int, message_max_bytes: int, retention_ms: int = 604
         "segment.bytes": str(segment_bytes),
         "max.message.bytes": str(message_max_bytes),
         "message.timestamp.type": "CreateTime",
+        "message.timestamp.before.max.ms": str(INT64_MAX),
+        "message.timestamp.after.max.ms": str(INT64_MAX),
+        "message.timestamp.difference.max.ms": str(INT64_MAX),
     }
 
 
@@ -111,6 +119,7 @@ class EffectiveConfig:
     log_append_time: bool
     retention: RetentionPolicy
     compaction: CompactionPolicy | None  # None unless cleanup.policy has compact
+    rules: RecordRules = RecordRules()  # the per-record checks (keys on compacted topics, timestamps)
 
     @classmethod
     def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> EffectiveConfig:
@@ -119,5 +128,10 @@ class EffectiveConfig:
         retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]), "delete" in policies)
         compaction = CompactionPolicy(int(merged["delete.retention.ms"]), float(merged["min.cleanable.dirty.ratio"])) \
             if "compact" in policies else None
+        difference = int(merged["message.timestamp.difference.max.ms"])
+        # LogConfig.getMessageTimestampBeforeMaxMs / AfterMaxMs: the deprecated difference when left at default
+        before, after = (int(merged[f"message.timestamp.{edge}.max.ms"]) for edge in ("before", "after"))
+        rules = RecordRules(compaction is not None, difference if before == INT64_MAX else before,
+                            difference if after == INT64_MAX else after)
         return cls(int(merged["segment.bytes"]), int(merged["max.message.bytes"]),
-                   merged["message.timestamp.type"] == "LogAppendTime", retention, compaction)
+                   merged["message.timestamp.type"] == "LogAppendTime", retention, compaction, rules)
