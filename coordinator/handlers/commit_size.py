@@ -98,10 +98,14 @@ def _partition_fixed(version: int) -> int:
 
 
 def scan_oversized(body: bytes, pos: int, version: int, flexible: bool, limit: int,
-                   max_metadata: int, counts: dict[str, int]) -> CommitScan | None:
+                   max_metadata: int) -> CommitScan | None:
     """The commit's group fields if its records surely pass `limit` bytes, else None (also
-    for a body the walk cannot read: the normal path judges it). Partitions of topics not in
-    `counts` (name -> partition count) make no record (Kafka refuses them before)."""
+    for a body the walk cannot read: the normal path judges it). Partitions of topics or
+    indexes this server does not know count too: a frame of a million partitions of an
+    unknown topic must not reach kio's reader either (refusal_body answers them
+    UNKNOWN_TOPIC_OR_PARTITION). Kafka refuses those partitions before
+    its coordinator sizes the rest, so where the known ones alone would fit, Kafka commits them
+    and this refuses them (INVALID_COMMIT_OFFSET_SIZE): the one difference, kept for the guard."""
     try:
         cur = _Bytes(body, pos, flexible)
         group = cur.string() or b""
@@ -118,15 +122,12 @@ def scan_oversized(body: bytes, pos: int, version: int, flexible: bool, limit: i
         for _ in range(cur.count()):
             name = cur.string() or b""
             per_record = RECORD_OVERHEAD + len(group) + len(name)
-            count = counts.get(name.decode(), 0)
             for _ in range(cur.count()):
-                index = cur.int32()
-                cur.skip(fixed - 4)
+                cur.skip(fixed)
                 metadata = cur.string()
                 cur.tags()
                 size = 0 if metadata is None else len(metadata)
-                # a longer one may be refused alone, with no record; so is an unknown partition
-                if size <= max_metadata and 0 <= index < count:
+                if size <= max_metadata:  # a longer one may be refused alone, with no record
                     bound += per_record + size
                 walked += 1
                 if bound > limit:

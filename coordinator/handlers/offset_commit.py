@@ -237,7 +237,7 @@ class OffsetCommitHandler:
             return None
         settings = self.settings
         scan = scan_oversized(frame, body_at, version, flexible, settings.offsets_max_batch_bytes,
-                              settings.offset_metadata_max_bytes, self.partition_counts)
+                              settings.offset_metadata_max_bytes)
         if scan is None:
             return None
         try:
