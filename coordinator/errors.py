@@ -72,6 +72,17 @@ class InvalidRecord(KafkaError):
     code = ErrorCode.invalid_record
 
 
+class RecordValidation(KafkaError):
+    """Records a topic refuses (LogValidator's RecordValidationException): INVALID_TIMESTAMP or
+    INVALID_RECORD, with the record errors [(index in the batch, message)] the Produce answer lists."""
+
+    code = ErrorCode.invalid_record
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]], timestamp: bool = False) -> None:
+        super().__init__(message, ErrorCode.invalid_timestamp if timestamp else None)
+        self.record_errors = record_errors
+
+
 class UnsupportedCompressionType(KafkaError):
     code = ErrorCode.unsupported_compression_type
 

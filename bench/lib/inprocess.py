@@ -7,6 +7,7 @@ import gc
 import struct
 from typing import Any
 
+from bench.lib.commits import PARTITIONS, TOPIC
 from bench.lib.wire import decode_response, request_frame
 from coordinator.app import YOUNG_GC_THRESHOLD, build_dispatcher
 from coordinator.config import Config
@@ -26,6 +27,18 @@ def server_gc_settings() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_GC_THRESHOLD, 10, 10)
+
+
+def known_topics(catalog: TopicCatalog, topics: dict[str, int]) -> None:
+    """`topics` (name -> partition count) visible in `catalog` (one without a store) at once, without
+    an event loop: such a catalog's commit never suspends. A commit to an unknown topic would be
+    answered UNKNOWN_TOPIC_OR_PARTITION, as Kafka does."""
+    commit = catalog.commit([catalog.reserve(name, count) for name, count in topics.items()])
+    try:
+        commit.send(None)
+    except StopIteration:
+        return
+    raise AssertionError("the catalog's commit suspended")
 
 
 class InProcessClient:
@@ -64,6 +77,7 @@ class DispatcherRig(InProcessClient):
         config = Config.load(overrides={"log.dirs": "/nonexistent-unused"}, environ={})
         node = Node(config.node_id, "bench-cluster-id-000000", host="127.0.0.1", port=9092)
         self.services = Services(config, node, TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions))
+        known_topics(self.services.topics, {TOPIC: PARTITIONS})  # what the commit frames commit to
         self.log = MemoryLog(auto=False)
         self.clock = FakeScheduler()
         self.services.groups = GroupCoordinator(GroupSettings(initial_rebalance_delay_ms=0), self.clock, self.log)

@@ -411,7 +411,9 @@ class DataPlane:
         config = part.config
         info = check_batch(data, produce_version=produce_version, max_message_bytes=config.max_message_bytes,
                            segment_bytes=config.segment_bytes,
-                           max_decompressed_bytes=self.settings.max_decompressed_bytes, budget=budget)
+                           max_decompressed_bytes=self.settings.max_decompressed_bytes, budget=budget,
+                           rules=config.rules, create_time=not config.log_append_time,
+                           topic_partition=f"{part.topic}-{part.index}")
         log_ = part.log
         pid = info.producer_id
         if pid >= 0:

@@ -102,6 +102,8 @@ class TopicCatalog:
         self._offsets = offsets
         self._by_name: dict[str, TopicInfo] = {offsets.name: offsets}
         self._by_id: dict[uuid.UUID, TopicInfo] = {offsets.topic_id: offsets}
+        # name -> partition count of every visible topic: what OffsetCommit looks up per topic
+        self.partition_counts: dict[str, int] = {offsets.name: offsets.partitions}
         self._keys: dict[str, str] = {collision_key(offsets.name): offsets.name}  # visible and reserved names
         self._reserved: set[str] = set()
         self._dropped: list[TopicInfo] = []  # dropped since the last successful commit
@@ -116,6 +118,7 @@ class TopicCatalog:
     def _show(self, topic: TopicInfo) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self.partition_counts[topic.name] = topic.partitions
         self._keys[collision_key(topic.name)] = topic.name
 
     def colliding(self, name: str) -> str | None:
@@ -205,6 +208,8 @@ class TopicCatalog:
                             if t.same_topic(self._by_name.get(name)) and self._by_name[name].configs != t.configs]
             self._by_name = stored
             self._by_id = {t.topic_id: t for t in stored.values()}
+            self.partition_counts.clear()  # the same dict: its readers keep a reference
+            self.partition_counts.update((t.name, t.partitions) for t in stored.values())
             self._keys = {collision_key(name): name for name in [*self._reserved, *stored]}
             for topic in reconfigured:  # altered on another node
                 self._reconfigured(topic)
@@ -238,6 +243,7 @@ class TopicCatalog:
             raise ValueError(f"{name} is internal")
         del self._by_name[name]
         del self._by_id[topic.topic_id]
+        del self.partition_counts[name]
         key = collision_key(name)
         if self._keys.get(key) == name and name not in self._reserved:
             del self._keys[key]

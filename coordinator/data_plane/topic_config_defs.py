@@ -229,7 +229,7 @@ _ROWS: tuple[TopicConfigDef, ...] = (
                    "consume requests.", ("log.message.downconversion.enable",)),
     TopicConfigDef("message.format.version", C.STRING, "3.0-IV1", metadata_version,
                    "[DEPRECATED] Kafka 3.x only; ignored.", ("log.message.format.version",)),
-    TopicConfigDef("message.timestamp.after.max.ms", C.LONG, "3600000", at_least(0),
+    TopicConfigDef("message.timestamp.after.max.ms", C.LONG, _MAX, at_least(0),  # Kafka 3.9 (4.0: 3600000)
                    "The maximum allowed timestamp difference between the message timestamp and the broker's "
                    "timestamp, for timestamps later than the broker's.", ("log.message.timestamp.after.max.ms",)),
     TopicConfigDef("message.timestamp.before.max.ms", C.LONG, _MAX, at_least(0),

@@ -5,7 +5,9 @@ as LogConfig.validate does: an unknown name, a value of the wrong type or out of
 INVALID_CONFIG with Kafka's message. The data plane enforces segment.bytes,
 max.message.bytes, message.timestamp.type, retention.ms, retention.bytes, cleanup.policy,
 delete.retention.ms and min.cleanable.dirty.ratio (docs/DATA_PLANE.md); the others are
-stored and described. The defaults come from the broker settings (log.retention.*,
+stored and described; the record timestamp bounds message.timestamp.before.max.ms /
+after.max.ms / difference.max.ms and keys on compacted topics are checked per record
+(record_rules.py). The defaults come from the broker settings (log.retention.*,
 log.cleanup.policy, log.segment.bytes, message.max.bytes) or are Kafka's.
 """
 
@@ -14,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigValueError
+from coordinator.data_plane.record_rules import RecordRules
+from coordinator.data_plane.topic_config_defs import INT64_MAX, TOPIC_CONFIG_DEFS, ConfigValueError
 from coordinator.errors import InvalidConfig
 from storage.log_compaction import CompactionPolicy
 from storage.retention_rules import RetentionPolicy
@@ -77,6 +80,7 @@ class EffectiveConfig:
     log_append_time: bool
     retention: RetentionPolicy
     compaction: CompactionPolicy | None  # None unless cleanup.policy has compact
+    rules: RecordRules = RecordRules()  # the per-record checks (keys on compacted topics, timestamps)
 
     @classmethod
     def resolve(cls, overrides: Mapping[str, str], base: Mapping[str, str]) -> EffectiveConfig:
@@ -85,5 +89,10 @@ class EffectiveConfig:
         retention = RetentionPolicy(int(merged["retention.ms"]), int(merged["retention.bytes"]), "delete" in policies)
         compaction = CompactionPolicy(int(merged["delete.retention.ms"]), float(merged["min.cleanable.dirty.ratio"])) \
             if "compact" in policies else None
+        difference = int(merged["message.timestamp.difference.max.ms"])
+        # LogConfig.getMessageTimestampBeforeMaxMs / AfterMaxMs: the deprecated difference when left at Long.MAX
+        before, after = (int(merged[f"message.timestamp.{edge}.max.ms"]) for edge in ("before", "after"))
+        rules = RecordRules(compaction is not None, difference if before == INT64_MAX else before,
+                            difference if after == INT64_MAX else after)
         return cls(int(merged["segment.bytes"]), int(merged["max.message.bytes"]),
-                   merged["message.timestamp.type"] == "LogAppendTime", retention, compaction)
+                   merged["message.timestamp.type"] == "LogAppendTime", retention, compaction, rules)

@@ -32,10 +32,12 @@ without building Record objects.
 from __future__ import annotations
 
 import struct
+import time
 from typing import NamedTuple
 
 from crc32c import crc32c
 
+from coordinator.data_plane.record_rules import RecordRules, check_records
 from coordinator.errors import (
     CorruptMessage,
     InvalidRecord,
@@ -101,11 +103,13 @@ def increment_sequence(sequence: int, increment: int) -> int:
 
 def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: int,
                 segment_bytes: int, max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES,
-                budget: WalkBudget | None = None) -> BatchInfo:
+                budget: WalkBudget | None = None, rules: RecordRules | None = None, create_time: bool = True,
+                topic_partition: str = "") -> BatchInfo:
     """The header of the single valid batch in `data`, or the KafkaError Kafka would raise.
 
     `budget` is shared by the batches of one request (a fresh one of `max_decompressed_bytes`
-    when None); the walk of this batch is taken from it."""
+    when None); the walk of this batch is taken from it. `rules`: the topic's per-record checks
+    (record_rules.py; `create_time` and `topic_partition` "T-P" are what they need)."""
     if not data or len(data) < LOG_OVERHEAD:
         raise InvalidRecord(f"Produce requests with version {produce_version} must have at least one record batch")
     total = len(data)
@@ -128,7 +132,8 @@ def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: 
     if size != total:
         raise InvalidRecord(f"Produce requests with version {produce_version} are only allowed to contain "
                             "exactly one record batch per partition")
-    (_, _, _, _, crc, attributes, delta, _, max_ts, pid, epoch, base_seq, count) = HEADER.unpack_from(data, 0)
+    (base_offset, _, _, _, crc, attributes, delta, first_ts, max_ts, pid, epoch, base_seq, count) = \
+        HEADER.unpack_from(data, 0)
     codec = attributes & 0x07
     if codec == ZSTD and produce_version < 7:
         raise UnsupportedCompressionType(f"Produce requests with version {produce_version} are not allowed "
@@ -145,7 +150,10 @@ def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: 
         raise InvalidRecord(f"Batch has {count} records but lastOffsetDelta {delta}")
     if pid >= 0 and base_seq < 0:
         raise InvalidRecord(f"Invalid sequence number {base_seq} in a batch of producer {pid}")
-    _walk_records(data, codec, count, budget if budget is not None else WalkBudget(max_decompressed_bytes))
+    body = _walk_records(data, codec, count, budget if budget is not None else WalkBudget(max_decompressed_bytes))
+    if rules is not None and rules.active:
+        check_records(body, count, base_offset, first_ts, rules, create_time, topic_partition,
+                      int(time.time() * 1000))
     if size > segment_bytes:
         raise RecordListTooLarge(f"The batch of {size} bytes is larger than the segment size {segment_bytes}")
     return BatchInfo(size, attributes, delta, max_ts, pid, epoch, base_seq, count)
@@ -154,7 +162,8 @@ def check_batch(data: bytes | None, *, produce_version: int, max_message_bytes: 
 MAGIC_END = 17  # bytes needed to read the magic byte
 
 
-def _walk_records(data: bytes, codec: int, count: int, budget: WalkBudget) -> None:
+def _walk_records(data: bytes, codec: int, count: int, budget: WalkBudget) -> bytes | memoryview:
+    """The batch's records section (inflated), once proven to hold `count` well-formed lengths."""
     body: bytes | memoryview = memoryview(data)[HEADER_SIZE:]
     left = budget.left
     if codec != NONE:
@@ -187,6 +196,7 @@ def _walk_records(data: bytes, codec: int, count: int, budget: WalkBudget) -> No
         raise InvalidRecord(f"Batch declares {count} records; the data ends early") from None
     if pos != end:
         raise InvalidRecord(f"{end - pos} bytes left after the {count} declared records")
+    return body
 
 
 def stamp_log_append_time(buf: bytearray, now_ms: int) -> None:

@@ -31,6 +31,7 @@ BATCH_OVERHEAD = 61  # record batch v2 header
 # with at least one byte for each of its 7 framing fields (length, attributes, timestamp and
 # offset deltas, key and value lengths, header count).
 RECORD_OVERHEAD = 10 + 24 + 7
+UNKNOWN_TOPIC_OR_PARTITION = 3
 
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 
@@ -99,7 +100,12 @@ def _partition_fixed(version: int) -> int:
 def scan_oversized(body: bytes, pos: int, version: int, flexible: bool, limit: int,
                    max_metadata: int) -> CommitScan | None:
     """The commit's group fields if its records surely pass `limit` bytes, else None (also
-    for a body the walk cannot read: the normal path judges it)."""
+    for a body the walk cannot read: the normal path judges it). Partitions of topics or
+    indexes this server does not know count too: a frame of a million partitions of an
+    unknown topic must not reach kio's reader either (refusal_body answers them
+    UNKNOWN_TOPIC_OR_PARTITION). Kafka refuses those partitions before
+    its coordinator sizes the rest, so where the known ones alone would fit, Kafka commits them
+    and this refuses them (INVALID_COMMIT_OFFSET_SIZE): the one difference, kept for the guard."""
     try:
         cur = _Bytes(body, pos, flexible)
         group = cur.string() or b""
@@ -136,30 +142,36 @@ def scan_oversized(body: bytes, pos: int, version: int, flexible: bool, limit: i
         return None
 
 
-async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bool, code: int) -> Encoded:
-    """The response body answering `code` for every partition of the commit, built from the raw
-    request SLICE partitions per loop turn (other connections are served in between)."""
+async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bool, code: int,
+                       counts: dict[str, int]) -> Encoded:
+    """The response body answering `code` for every partition of the commit (but those of topics
+    or partitions not in `counts`: UNKNOWN_TOPIC_OR_PARTITION), built from the raw request SLICE
+    partitions per loop turn (other connections are served in between). Partitions are answered
+    in request order (Kafka's response lists the unknown ones first)."""
     cur = _Bytes(body, scan.topics_at, flexible)
     fixed = _partition_fixed(version)
     out = bytearray()
     if version >= 3:
         out += _I32.pack(0)  # throttle time
     tail = _I16.pack(code) + (b"\x00" if flexible else b"")
+    unknown_tail = _I16.pack(UNKNOWN_TOPIC_OR_PARTITION) + (b"\x00" if flexible else b"")
     topics = cur.count()
     out += array_count(topics, flexible)
     done = 0
     for _ in range(topics):
         name = cur.string() or b""
         out += string_bytes(name, flexible)
+        count = counts.get(name.decode(errors="replace"), 0)
         partitions = cur.count()
         out += array_count(partitions, flexible)
         for _ in range(partitions):
             start = cur.pos
-            cur.skip(fixed)
+            index = cur.int32()
+            cur.skip(fixed - 4)
             cur.string()
             cur.tags()
             out += body[start:start + 4]  # partition index
-            out += tail
+            out += tail if 0 <= index < count else unknown_tail
             done += 1
             if done % SLICE == 0:
                 await asyncio.sleep(0)

@@ -30,6 +30,7 @@ from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_overs
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
 from coordinator.net.request_metrics import RequestMetrics
+from coordinator.offsets.known_topics import merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.services import Services
@@ -87,6 +88,11 @@ def with_commit_timestamps(records: list, topics: Any) -> list:
             if (r.topic, r.partition) in stamps else r for r in records]
 
 
+def merged(refused: list | None, answer: list) -> list:
+    """`answer` after the partitions refused for unknown topics (as Kafka's response builder)."""
+    return answer if refused is None else merge_answers(refused, answer)
+
+
 def group_refusal(shard: Any, group_id: str, member_id: str, instance_id: str | None, generation: int,
                   version: int) -> ErrorCode | None:
     """The error of a commit refused for its group as a whole, or None."""
@@ -96,10 +102,13 @@ def group_refusal(shard: Any, group_id: str, member_id: str, instance_id: str | 
 
 
 class OffsetCommitHandler:
-    __slots__ = ("shard_for", "settings", "partitions", "ok_bodies", "on_written", "on_failed", "metrics")
+    __slots__ = ("shard_for", "settings", "partition_counts", "partitions", "ok_bodies", "on_written", "on_failed",
+                 "metrics")
 
-    def __init__(self, groups: GroupCoordinator, metrics: RequestMetrics | None = None) -> None:
+    def __init__(self, groups: GroupCoordinator, partition_counts: dict[str, int],
+                 metrics: RequestMetrics | None = None) -> None:
         self.metrics = metrics  # the fast path counts the errors of its immediate answers there
+        self.partition_counts = partition_counts  # the topic catalog's: name -> partition count
         self.shard_for = groups.shard_for
         self.settings = groups.settings
         self.partitions: dict[tuple[int, int, ErrorCode], Any] = {}
@@ -160,12 +169,18 @@ class OffsetCommitHandler:
             request = as_v2_commit(version, request)
         group_id = request.group_id
         topics = request.topics
+        refused = None  # partitions of topics this server does not know (known_topics.py)
         try:
+            split = split_unknown(topics, self.partition_counts)
+            if split is not None:
+                topics, refused = split
+                if not topics:
+                    return self.response(version, refused)
             shard = self.shard_for(group_id)
             code = group_refusal(shard, group_id, request.member_id, getattr(request, "group_instance_id", None),
                                  request.generation_id_or_member_epoch, version)
             if code is not None:
-                return self.response(version, error_answer(topics, code))
+                return self.response(version, merged(refused, error_answer(topics, code)))
             retention = ms(request.retention_time) if version <= COMMIT_RETENTION_UNTIL else -1
             settings = self.settings
             records, answer, tails = commit_records(group_id, topics, shard.scheduler.wall_ms(), retention,
@@ -176,7 +191,8 @@ class OffsetCommitHandler:
                     records, tails = stamped, None  # the tails carry the server's timestamps
         except Exception:
             log.exception("OffsetCommit failed", group=group_id)
-            return self.response(version, error_answer(topics, E.unknown_server_error))
+            return self.response(version, error_answer(request.topics, E.unknown_server_error))
+        answer = merged(refused, answer)
         if not records:
             return self.response(version, answer)
         return shard.write(records, tails).then(self.on_written, self.on_failed, version, answer)
@@ -232,9 +248,10 @@ class OffsetCommitHandler:
             code = E.unknown_server_error
         log.warning("offset commit refused: its records pass the offsets log's batch limit", group=scan.group_id,
                     limit=settings.offsets_max_batch_bytes, request_bytes=len(frame), code=code.name)
-        return later(refusal_body(frame, scan, version, flexible, code), correlation_id, _HEADER[version], _SPEC.name)
+        body = refusal_body(frame, scan, version, flexible, code, self.partition_counts)
+        return later(body, correlation_id, _HEADER[version], _SPEC.name)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    commit = OffsetCommitHandler(services.groups, services.metrics)
+    commit = OffsetCommitHandler(services.groups, services.topics.partition_counts, services.metrics)
     dispatcher.register(ApiKey.OFFSET_COMMIT, commit.handle, fast=commit.fast)

@@ -88,9 +88,12 @@ def _silent_until_written(futures: list) -> Completion | None:
     return answer
 
 
-def failed(index: int, code: ErrorCode, message: str | None = None) -> dict:
+def failed(index: int, code: ErrorCode, message: str | None = None, exc: BaseException | None = None) -> dict:
+    """A partition's refusal; the record errors of records a topic refuses (KIP-467) when `exc` has them."""
+    record_errors = [{"batch_index": i, "batch_index_error_message": m}
+                     for i, m in getattr(exc, "record_errors", ())]
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": None,
-            "log_start_offset": -1, "record_errors": [], "error_message": message}
+            "log_start_offset": -1, "record_errors": record_errors, "error_message": message}
 
 
 def respond(version: int, topics: list[tuple[str, list[dict]]]) -> object:
@@ -163,7 +166,7 @@ class ProduceHandler:
                     entry, durable = self.append_one(name, pd, version, budget)
                 except (KafkaError, RecordError, StorageError) as exc:
                     any_error = True
-                    parts.append(failed(pd.index, error_code_for(exc), str(exc)))
+                    parts.append(failed(pd.index, error_code_for(exc), str(exc), exc))
                     continue
                 parts.append(entry)
                 if acks != 1 and durable is not None:

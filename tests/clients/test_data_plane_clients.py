@@ -50,3 +50,44 @@ def test_produce_and_consume_whole_topic_survives_restart(server_factory, tmp_pa
     assert topic_id(again, topic) == before
     check(CONSUMERS[client](again.bootstrap, topic, PARTITIONS, MESSAGES))
     assert again.stop() == 0
+
+
+def compacted_topic(server, name: str) -> None:
+    import datetime
+
+    from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+
+    with WireClient(server.host, server.port) as client:
+        response = client.call(CreateTopicsRequest(
+            topics=(CreatableTopic(name=name, num_partitions=1, replication_factor=1, assignments=(),
+                                   configs=(CreatableTopicConfig(name="cleanup.policy", value="compact"),)),),
+            timeout=datetime.timedelta(seconds=5), validate_only=False))
+        assert response.topics[0].error_code == 0, response
+
+
+def test_confluent_producer_gets_invalid_record_for_a_keyless_record_on_a_compacted_topic(server):
+    from confluent_kafka import KafkaError, Producer
+
+    compacted_topic(server, "compacted")
+    reports: list = []
+    producer = Producer({"bootstrap.servers": server.bootstrap, "retries": 0})
+    producer.produce("compacted", value=b"no key", on_delivery=lambda err, msg: reports.append(err))
+    producer.flush(20)
+    producer.produce("compacted", key=b"k", value=b"keyed", on_delivery=lambda err, msg: reports.append(err))
+    producer.flush(20)
+    assert len(reports) == 2 and reports[0] is not None and reports[1] is None, reports
+    assert reports[0].code() == KafkaError.INVALID_RECORD
+
+
+def test_kafka_python_producer_gets_invalid_record_for_a_keyless_record_on_a_compacted_topic(server):
+    from kafka import KafkaProducer
+    from kafka.errors import InvalidRecordError
+
+    compacted_topic(server, "compacted")
+    producer = KafkaProducer(bootstrap_servers=server.bootstrap, retries=0)
+    try:
+        with pytest.raises(InvalidRecordError):
+            producer.send("compacted", value=b"no key").get(timeout=20)
+        assert producer.send("compacted", key=b"k", value=b"keyed").get(timeout=20).offset == 0
+    finally:
+        producer.close()

@@ -155,3 +155,27 @@ def test_group_resumes_at_committed_offsets_after_kill9(tmp_path, client):
     assert not duplicates, f"processed twice: {duplicates[:10]}"
     assert values == list(range(MESSAGES)), f"missing: {sorted(set(range(MESSAGES)) - set(values))[:10]}"
     assert FIRST_PHASE <= first < MESSAGES
+
+
+def test_librdkafka_commit_to_an_unknown_topic_raises_unknown_topic_or_partition(server):
+    """As against Kafka: KafkaApis refuses a commit to a topic its metadata does not have; a
+    partition beyond the topic's count likewise; the known partition of the same commit is kept."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    from tests.support.server_process import create_topics
+
+    create_topics(server.host, server.port, {"known": 1})
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "rd-unknown",
+                         "enable.auto.commit": False})
+    try:
+        with pytest.raises(KafkaException) as raised:
+            consumer.commit(offsets=[TopicPartition("no-such-topic", 0, 5)], asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        with pytest.raises(KafkaException) as raised:
+            consumer.commit(offsets=[TopicPartition("known", 0, 7), TopicPartition("known", 1, 8)],
+                            asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        [kept, beyond] = consumer.committed([TopicPartition("known", 0), TopicPartition("known", 1)], timeout=10)
+        assert (kept.offset, beyond.offset) == (7, -1001)
+    finally:
+        consumer.close()

@@ -23,6 +23,15 @@ from tests.support.wire_members import Member, join_and_sync_all
 
 E = ErrorCode
 STAMP = 1_600_000_000_000
+TOPICS = {"t": 4}  # what the tests commit to (a commit to a topic the server does not know is refused)
+
+
+@pytest.fixture
+def server(tmp_path):
+    """The shared fixture's server, knowing TOPICS."""
+    process = start_server(str(tmp_path / "data"), topics=TOPICS)
+    yield process
+    assert process.stop() == 0, process.lines[-10:]
 
 
 def dump_commits(log_dir: str, group: str) -> list[dict]:
@@ -43,7 +52,7 @@ def test_api_versions_advertises_offset_commit_and_fetch_from_v0(server):
 def test_v0_v1_commits_are_durable_fetched_by_all_versions_and_keep_v1_timestamps(tmp_path):
     data = str(tmp_path / "data")
     group = "legacy-group"
-    server = start_server(data)
+    server = start_server(data, topics=TOPICS)
     try:
         with WireClient(server.host, server.port) as client:
             wait_loaded(client, group)
@@ -69,7 +78,7 @@ def test_v0_v1_commits_are_durable_fetched_by_all_versions_and_keep_v1_timestamp
     assert before <= commits[("t", 2)]["commit_timestamp"] <= after
     assert {v["version"] for v in commits.values()} == {3}  # default retention: no expire timestamp (v1 has one)
 
-    server = start_server(data)  # same log.dirs: loaded back through replay
+    server = start_server(data, topics=TOPICS)  # same log.dirs: loaded back through replay
     try:
         with WireClient(server.host, server.port) as client:
             wait_loaded(client, group)
@@ -80,7 +89,7 @@ def test_v0_v1_commits_are_durable_fetched_by_all_versions_and_keep_v1_timestamp
 
 
 def test_v1_commit_of_a_real_group_member_is_validated_like_v2(server_factory):
-    server = server_factory(overrides={"group.initial.rebalance.delay.ms": "0"})
+    server = server_factory(overrides={"group.initial.rebalance.delay.ms": "0"}, topics=TOPICS)
     group = "legacy-members"
     member = Member(server, group, ["t"])
     with WireClient(server.host, server.port) as client:

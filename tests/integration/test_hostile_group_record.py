@@ -57,7 +57,7 @@ def join_until_member(client: WireClient, group: str, metadata: bytes):
     (45 << 20, 1),  # a03: the subscription alone is 45 MB: refused before it is encoded
 ])
 def test_a_group_record_past_the_batch_limit_is_refused(tmp_path, metadata_bytes, assignment_bytes):
-    server = start_limited_server(str(tmp_path), OVERRIDES)
+    server = start_limited_server(str(tmp_path), OVERRIDES, topics={"t": 1})
     try:
         commit_offsets(server, GROUP, KEPT)
         with Watchdog(server) as dog, WireClient(server.host, server.port, timeout=60) as client:

@@ -26,7 +26,7 @@ E = ErrorCode
 
 
 def test_dump_log_shows_commits_and_group_metadata(tmp_path):
-    server = start_server(str(tmp_path / "data"), overrides={"group.initial.rebalance.delay.ms": "0"})
+    server = start_server(str(tmp_path / "data"), overrides={"group.initial.rebalance.delay.ms": "0"}, topics={"t": 2})
     group = "dump-group"
     try:
         with WireClient(server.host, server.port) as client:
@@ -119,7 +119,7 @@ def test_kill9_never_loses_an_acknowledged_commit(tmp_path):
     start, acked, rng = 0, 0, random.Random(7)  # acked: set by each round, read from the second on
     started = time.monotonic()
     for _round in range(3):
-        server = start_server(data)
+        server = start_server(data, topics={"t": 10})
         try:
             with WireClient(server.host, server.port) as client:
                 wait_loaded(client, group)
@@ -140,7 +140,7 @@ def test_kill9_never_loses_an_acknowledged_commit(tmp_path):
             assert acked > 0, "nothing was acknowledged before the kill"
         finally:
             server.kill()
-    server = start_server(data)
+    server = start_server(data, topics={"t": 10})
     try:
         with WireClient(server.host, server.port) as client:
             wait_loaded(client, group)

@@ -31,6 +31,17 @@ def named_request(api: str, version: int, **fields):
     return build(cls, **fields)
 
 
+def known_topics(catalog: TopicCatalog, topics: dict[str, int]) -> TopicCatalog:
+    """`catalog` (one without a store) with `topics` (name -> partition count) visible, made so at
+    once without an event loop: such a catalog's commit never suspends."""
+    commit = catalog.commit([catalog.reserve(name, count) for name, count in topics.items()])
+    try:
+        commit.send(None)
+    except StopIteration:
+        return catalog
+    raise AssertionError("the catalog's commit suspended")
+
+
 def make_services(**overrides: str) -> Services:
     config = Config.load(overrides={"log.dirs": "/nonexistent-unused", **overrides}, environ={})
     node = Node(config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)

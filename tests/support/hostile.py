@@ -16,7 +16,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
 from tests.support.offsets import commit_request, fetch_request
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, create_topics, start_server
 from tests.support.wire_client import WireClient
 
 MEMORY_LIMIT = 3 << 30  # the address space of a container with a 3 GiB limit (RLIMIT_AS, like prlimit --as)
@@ -24,12 +24,14 @@ RESPONSIVE_SECONDS = 1.5  # the longest a well-behaved client may wait for an an
 
 
 def start_limited_server(log_dir: str | None = None, overrides: dict[str, str] | None = None, *,
-                         memory: int = MEMORY_LIMIT, nofile: int | None = None) -> ServerProcess:
-    """The real server process under RLIMIT_AS = `memory` (and RLIMIT_NOFILE = `nofile` if given)."""
+                         memory: int = MEMORY_LIMIT, nofile: int | None = None,
+                         topics: dict[str, int] | None = None) -> ServerProcess:
+    """The real server process under RLIMIT_AS = `memory` (and RLIMIT_NOFILE = `nofile` if given),
+    with `topics` (name -> partition count) created."""
     rlimits = {resource.RLIMIT_AS: memory}
     if nofile is not None:
         rlimits[resource.RLIMIT_NOFILE] = nofile
-    return start_server(log_dir, overrides, rlimits=rlimits)
+    return start_server(log_dir, overrides, rlimits=rlimits, topics=topics)
 
 
 @contextmanager
@@ -89,7 +91,12 @@ class Watchdog:
 
 
 def commit_offsets(server: ServerProcess, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit `offsets` for a simple (memberless) group and assert that every partition was acknowledged."""
+    """Commit `offsets` for a simple (memberless) group and assert that every partition was acknowledged
+    (their topics are created first: a commit to a topic the server does not know is refused)."""
+    counts: dict[str, int] = {}
+    for topic, partition in offsets:
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    create_topics(server.host, server.port, counts)
     with WireClient(server.host, server.port) as client:
         response = client.call(commit_request(8, group, offsets))
     codes = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}

@@ -14,7 +14,7 @@ from kio.static.primitive import i32, i64, i64Timedelta
 
 from coordinator.app import build_dispatcher
 from coordinator.net.dispatch import Deferred, Dispatcher
-from tests.support.dispatch import make_services
+from tests.support.dispatch import known_topics, make_services
 from tests.support.groups import Harness
 from tests.support.wire_client import WireClient, request_frame, response_class_for
 
@@ -75,13 +75,21 @@ def decode(request: Any, out: bytes) -> Any:
     return response
 
 
-class OffsetsHarness(Harness):
-    """The group Harness plus the real dispatcher bound to its coordinator."""
+# The topics the offsets tests commit to, known to OffsetsHarness' catalog (as in Kafka, a commit
+# to a topic or partition the server does not know answers UNKNOWN_TOPIC_OR_PARTITION).
+TEST_TOPICS = {name: 1 << 20 for name in ("t", "u", "a", "b", "x", "zz", "topic", "orders", "payments", "old")}
 
-    def __init__(self, **settings: Any) -> None:
+
+class OffsetsHarness(Harness):
+    """The group Harness plus the real dispatcher bound to its coordinator; its topic catalog
+    knows `topics` (default TEST_TOPICS)."""
+
+    def __init__(self, topics: dict[str, int] | None = None, **settings: Any) -> None:
         super().__init__(**settings)
         services = make_services()
+        known_topics(services.topics, TEST_TOPICS if topics is None else topics)
         services.groups = self.coordinator
+        self.services = services
         self.dispatcher = build_dispatcher(services)
 
     def send(self, request: Any) -> Any:

@@ -6,6 +6,7 @@ import os
 import time
 
 from protocol.apis import ApiKey
+from storage.batch import build_batch
 from storage.log import PartitionLog
 from tests.support.data_plane import Plane, batch, req
 
@@ -23,10 +24,12 @@ async def filled_log(path: str, batches: int = 6) -> PartitionLog:
     return lg
 
 
-async def produce_n(plane: Plane, n: int, topic: str = "t", ts: int | None = None) -> None:
+async def produce_n(plane: Plane, n: int, topic: str = "t", ts: int | None = None, keyed: bool = False) -> None:
+    """`keyed`: each record with a key (a compacted topic refuses records without one)."""
     ts = int(time.time() * 1000) if ts is None else ts  # now: the default 7-day retention.ms keeps them
     for i in range(n):
-        await plane.produce(topic, 0, batch(b"r%d" % i, ts=ts + i))
+        records = build_batch([(b"k%d" % i, b"r%d" % i, ts + i)]) if keyed else batch(b"r%d" % i, ts=ts + i)
+        assert (await plane.produce(topic, 0, records)).error_code == 0
 
 
 def list_offsets_for(topic: str, timestamp: int):

@@ -69,8 +69,11 @@ class ServerProcess:
 
 def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = None,
                  properties_file: str | None = None, env: dict[str, str] | None = None,
-                 timeout: float = 20.0, rlimits: dict[int, int] | None = None) -> ServerProcess:
-    """`rlimits` maps resource.RLIMIT_* to a soft and hard limit set in the child before it runs
+                 timeout: float = 20.0, rlimits: dict[int, int] | None = None,
+                 topics: dict[str, int] | None = None) -> ServerProcess:
+    """`topics` (name -> partition count) are created once it listens (kept if they exist: a restart
+    over the same log dir); a commit to a topic the server does not know is refused, as in Kafka.
+    `rlimits` maps resource.RLIMIT_* to a soft and hard limit set in the child before it runs
     (as `prlimit` would): e.g. {resource.RLIMIT_AS: 3 << 30} for a container-like memory limit."""
     log_dir = log_dir or tempfile.mkdtemp(prefix="coordinator-test-")
     settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir, **(overrides or {})}
@@ -107,7 +110,27 @@ def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = 
         process.kill()
         process.wait()
         raise RuntimeError(f"server did not start: {lines[-20:]}")
-    return ServerProcess(process, found["host"], found["port"], log_dir, lines)
+    server = ServerProcess(process, found["host"], found["port"], log_dir, lines)
+    if topics:
+        create_topics(server.host, server.port, topics)
+    return server
+
+
+def create_topics(host: str, port: int, topics: dict[str, int]) -> None:
+    """CreateTopics v7 for `topics` (name -> partition count); one that exists already is fine."""
+    import datetime
+
+    from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+
+    from tests.support.wire_client import WireClient
+
+    with WireClient(host, port) as client:
+        response = client.call(CreateTopicsRequest(
+            topics=tuple(CreatableTopic(name=name, num_partitions=count, replication_factor=1, assignments=(),
+                                        configs=()) for name, count in topics.items()),
+            timeout=datetime.timedelta(seconds=10), validate_only=False))
+    for topic in response.topics:
+        assert topic.error_code in (0, 36), topic  # NONE, TOPIC_ALREADY_EXISTS
 
 
 def _set_rlimits(rlimits: dict[int, int]) -> None:

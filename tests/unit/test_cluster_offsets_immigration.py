@@ -21,7 +21,8 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.services import Services
 from storage.placement import partition_for
-from tests.support.offsets import codes, commit_request, decode, fetch_request, fetched
+from tests.support.dispatch import known_topics
+from tests.support.offsets import TEST_TOPICS, codes, commit_request, decode, fetch_request, fetched
 from tests.support.wire_client import request_frame
 
 E = ErrorCode
@@ -36,8 +37,8 @@ class Node1:
         config = Config.load(overrides={"log.dirs": log_dir, "group.initial.rebalance.delay.ms": "0"}, environ={})
         self.runtime = OffsetsRuntime(config, take_all=False)
         node = Node(config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)
-        services = Services(config, node, TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions),
-                            groups=self.runtime.coordinator)
+        catalog = known_topics(TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions), TEST_TOPICS)
+        services = Services(config, node, catalog, groups=self.runtime.coordinator)
         self.dispatcher = build_dispatcher(services)
         self.logs = LocalLogFactory(self.runtime.durable, services.data)
         self.partition = partition_for(GROUP, config.offsets_topic_num_partitions)

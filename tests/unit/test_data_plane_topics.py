@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.data_plane.file_catalog_store import CATALOG_FILE, FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from protocol.apis import ApiKey
+from storage.batch import build_batch
 from tests.support.data_plane import Plane, batch, creatable, create_many, ms, req
 
 ZERO = uuid.UUID(int=0)
@@ -21,7 +22,8 @@ async def test_catalog_persists_atomically_and_survives_restart(tmp_path):
     async with Plane(str(tmp_path)) as plane:
         created = await plane.create("orders", 3, {"retention.ms": "1000", "cleanup.policy": "compact"})
         await plane.create("gone", 1)
-        assert (await plane.produce("orders", 2, batch(b"x"))).error_code == ErrorCode.none
+        keyed = build_batch([(b"k", b"x", 1_000)])  # a compacted topic refuses keyless records
+        assert (await plane.produce("orders", 2, keyed)).error_code == ErrorCode.none
         response = await plane.call(req(ApiKey.DELETE_TOPICS, 4, topic_names=["gone"], timeout=ms(1000)))
         assert response.responses[0].error_code == ErrorCode.none
     stored = json.loads((tmp_path / CATALOG_FILE).read_text())

@@ -150,8 +150,8 @@ async def test_delete_records_errors(tmp_path):
     async with Plane(str(tmp_path)) as plane:
         await plane.create("c", 1, {"cleanup.policy": "compact"})
         await plane.create("cd", 1, {"cleanup.policy": "compact,delete"})
-        await produce_n(plane, 2, "c")
-        await produce_n(plane, 2, "cd")
+        await produce_n(plane, 2, "c", keyed=True)
+        await produce_n(plane, 2, "cd", keyed=True)
         assert await answers(plane, 2, (0, 1), topic="c") == [(0, ErrorCode.policy_violation, -1)]
         assert await answers(plane, 2, (0, 1), topic="cd") == [(0, ErrorCode.none, 1)]
         assert await answers(plane, 2, (0, 1), topic="nope") == [(0, ErrorCode.unknown_topic_or_partition, -1)]
@@ -166,7 +166,7 @@ async def test_retention_check_deletes_by_time_and_size_with_a_fake_clock(tmp_pa
         await plane.create("s", 1, {"segment.bytes": SMALL, "retention.bytes": "200"})
         await plane.create("k", 1, {"segment.bytes": SMALL, "retention.ms": "1000", "cleanup.policy": "compact"})
         for topic in ("t", "s", "k"):
-            await produce_n(plane, 6, topic, ts=10_000)  # record timestamps 10000-10005
+            await produce_n(plane, 6, topic, ts=10_000, keyed=topic == "k")  # record timestamps 10000-10005
         retention = plane.data.retention
         retention.clock = lambda: 11_002  # segment 0 (ts <= 10001) is 1001 ms old; segment 1 is not
         assert await retention.check_all() == 1 + 1  # "t" by time; "s" by size (350 bytes: 140 + 140 + 70)
