@@ -27,7 +27,7 @@ from bench.lib.inprocess import FakeTransport, server_gc_settings, split_answers
 from coordinator.app import App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
-from coordinator.net.server import Connection
+from coordinator.net.connection import Connection
 
 
 class CountingTransport(FakeTransport):

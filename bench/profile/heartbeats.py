@@ -10,7 +10,7 @@ through the dispatcher for `seconds`, yielding to the event loop between rounds 
 as they would in the server. Only the heartbeat phase is profiled (cProfile). It prints the own time
 of the timer code (coordinator/runtime/timers.py and the session-expiry callbacks) against the total.
 
-With --pipeline N the frames go through the server's Connection instead (coordinator/net/server.py: framing,
+With --pipeline N the frames go through the server's Connection instead (coordinator/net/connection.py: framing,
 in-order answers, one write per read) over a fake transport, N size-prefixed frames per
 `data_received`, as a client with N requests in flight delivers them. --no-profile measures the rate
 without cProfile's per-call overhead (heartbeats per second of process CPU time, for before/after runs).
@@ -41,7 +41,7 @@ from bench.lib.wire import request_frame
 from coordinator.app import App
 from coordinator.config import Config
 from coordinator.log_setup import configure_logging
-from coordinator.net.server import Connection
+from coordinator.net.connection import Connection
 
 ANSWER_BYTES = 14
 

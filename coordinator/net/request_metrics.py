@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from primitives.histogram import BUCKETS, Histogram
 from protocol.apis import API_TABLE
 from protocol.error_codes import count_errors
+from protocol.framing import frame_kind
 
 _LAST = BUCKETS - 1
 _SCALE = 1_000_000  # bucket b holds latencies below 2**b µs
@@ -43,10 +44,16 @@ class RequestMetrics:
         self.bytes_in = 0
         self.bytes_out = 0
 
-    def answered(self, kinds: dict[int, int], deferred: list[int], seconds: float) -> None:
+    def answered(self, kinds: dict[int, int], deferred: list[int], seconds: float,
+                 undispatched: list[bytes] | None = None) -> None:
         """The requests of one read's pass, counted by kind (`kinds`: api_key << 16 | version -> how many,
-        as protocol.framing.cut_frames counts them) were handled; those not `deferred` (the kinds of the
-        pass's deferred ones) were answered `seconds` after the read. Empties both."""
+        as protocol.framing.cut_frames counts them) were handled, but for the `undispatched` frames (put
+        back in the buffer: counted when cut again); those not `deferred` (the kinds of the pass's deferred
+        ones) were answered `seconds` after the read. Empties `kinds` and `deferred`."""
+        for frame in undispatched or ():
+            kind = frame_kind(frame)
+            if kind >= 0:
+                kinds[kind] -= 1
         requests = self.requests
         latency = self.latency
         bucket = min(int(seconds * _SCALE).bit_length(), _LAST)
@@ -69,6 +76,12 @@ class RequestMetrics:
             histogram.counts[bucket] += count
             histogram.total += seconds * count
         kinds.clear()
+
+    def single(self, request: bytes, answer: bytes | None, seconds: float) -> None:
+        """A request read alone, answered (`answer`, or None: no answer) `seconds` after its read."""
+        if answer is not None:
+            self.bytes_out += len(answer)
+        self.observe(frame_kind(request), seconds)
 
     def observe(self, kind: int, seconds: float) -> None:
         """One request (`kind`: api_key << 16 | version) answered `seconds` after its read."""

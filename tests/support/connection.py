@@ -9,8 +9,9 @@ from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse
 
 from coordinator.config import Config
+from coordinator.net.connection import Connection
 from coordinator.net.dispatch import CloseConnection, Deferred
-from coordinator.net.server import Connection, Server
+from coordinator.net.server import Server
 from protocol.codec import encode_response
 from tests.support.data_plane import Plane
 

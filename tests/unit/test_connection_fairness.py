@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator.net.server import DISPATCH_BUDGET_SECONDS, Connection
+from coordinator.net.connection import DISPATCH_BUDGET_SECONDS, Connection
 from protocol.framing import frame
 from tests.support.connection import FakeDispatcher, FakeTransport, answer, make_connection
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
-import coordinator.net.server as server_module
-from coordinator.net.server import peer_gone
+import coordinator.net.connection as server_module
+from coordinator.net.connection import peer_gone
 from tests.support.connection import FakeTransport, connect, settle
 from tests.support.data_plane import Plane
 from tests.support.wire_client import request_frame
