@@ -233,8 +233,13 @@ class ConfluentAdmin:
         self.admin.incremental_alter_configs([resource], request_timeout=20)[resource].result(30)
 
     def alter_configs(self, kind: str, name: str, configs: dict[str, str]) -> None:
+        import warnings
+
         resource = self._resource(kind, name, set_config=configs)
-        self.admin.alter_configs([resource], request_timeout=20)[resource].result(30)
+        with warnings.catch_warnings():  # deprecated in confluent-kafka, driven on purpose: servers still get it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            future = self.admin.alter_configs([resource], request_timeout=20)[resource]
+        future.result(30)
 
     def create_partitions(self, topic: str, count: int) -> None:
         from confluent_kafka.admin import NewPartitions
