@@ -86,6 +86,36 @@ FEATURES: dict[str, tuple[str, str]] = {
         "Java deleteConsumerGroups, confluent-kafka delete_consumer_groups, kafka-python delete_groups: refused "
         "with NON_EMPTY_GROUP while members are alive; once they stopped, deleted; no longer listed, described "
         "Dead (or not found) with no members, no committed offsets left."),
+    "admin-configs": (
+        "admin: topic configs",
+        "Java createTopics/describeConfigs/incrementalAlterConfigs, confluent-kafka create_topics/describe_configs/"
+        "incremental_alter_configs and the legacy alter_configs: a topic created with 14 topic configs is described "
+        "with each value and source DYNAMIC_TOPIC_CONFIG; SET, DELETE (back to the default), APPEND and SUBTRACT "
+        "are described as altered, the other configs kept; the legacy AlterConfigs replaces the whole set; the "
+        "broker's log.dirs is read-only (tests/clients/test_server_admin_topics.py)."),
+    "admin-grow": (
+        "admin: create partitions while consumed",
+        "Java createPartitions, confluent-kafka create_partitions grow a topic from 2 to 4 partitions while a "
+        "group of 2 consumers of the same client consumes it: the group rebalances onto all 4, every record "
+        "produced before and after is consumed exactly once; shrinking to 3 is refused (INVALID_PARTITIONS)."),
+    "admin-delete-records": (
+        "admin: delete records",
+        "Java deleteRecords, confluent-kafka delete_records before offset 12 of a 20-record partition answer low "
+        "watermark 12; ListOffsets earliest answers 12 and latest 20; a new group (auto.offset.reset=earliest) "
+        "consumes offsets 12..19 only."),
+    "admin-cluster": (
+        "admin: describe cluster",
+        "Java describeCluster, confluent-kafka describe_cluster: the cluster id of log.dirs/meta.properties, the "
+        "one node (id 1, its host and port), node 1 as the controller."),
+    "admin-log-dirs": (
+        "admin: describe log dirs",
+        "Java describeLogDirs: log.dirs is the one directory, listing each partition of a written topic with a "
+        "size > 0 (confluent-kafka has no DescribeLogDirs call: n/a)."),
+    "admin-unknown-commit": (
+        "admin: commit to an unknown topic",
+        "Java alterConsumerGroupOffsets, confluent-kafka alter_consumer_group_offsets (OffsetCommit) to a topic "
+        "the server does not host answer UNKNOWN_TOPIC_OR_PARTITION and store nothing (an independent OffsetFetch "
+        "shows none); to a hosted topic they succeed."),
 }
 
 

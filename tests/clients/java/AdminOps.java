@@ -3,7 +3,12 @@ import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.protocol.Errors;
 
 /**
  * One admin operation of the Java Admin client (kafka-clients 3.9.1), printed as ONE JSON line on stdout
@@ -14,6 +19,16 @@ import org.apache.kafka.common.TopicPartition;
  *   java AdminOps BOOTSTRAP offsets GROUP
  *   java AdminOps BOOTSTRAP delete-offsets GROUP TOPIC P[,P...]
  *   java AdminOps BOOTSTRAP delete-group GROUP
+ *   java AdminOps BOOTSTRAP create-topic NAME PARTITIONS [k=v ...]
+ *   java AdminOps BOOTSTRAP describe-configs topic|broker NAME     -> {"configs": {name: {value, source, readOnly, sensitive}}}
+ *   java AdminOps BOOTSTRAP alter-configs topic|broker NAME OP...  incrementalAlterConfigs; OP: k=v (SET), -k (DELETE),
+ *                                                                  k+=v (APPEND), k-=v (SUBTRACT)
+ *   java AdminOps BOOTSTRAP create-partitions TOPIC N
+ *   java AdminOps BOOTSTRAP delete-records TOPIC PARTITION OFFSET  -> {"low_watermark": N}
+ *   java AdminOps BOOTSTRAP describe-cluster                       -> {clusterId, controller, nodes: [[id, host, port]]}
+ *   java AdminOps BOOTSTRAP describe-log-dirs                      -> {"dirs": {broker: {dir: {error, partitions: [[t, p, size]]}}}}
+ *   java AdminOps BOOTSTRAP list-offsets TOPIC earliest|latest     -> {"offsets": [[p, offset]]}
+ *   java AdminOps BOOTSTRAP alter-group-offsets GROUP TOPIC PARTITION OFFSET -> {"error": null} or {"error_name": ...}
  */
 public class AdminOps {
     static String q(String s) {
@@ -36,6 +51,10 @@ public class AdminOps {
     static String err(Throwable t) {
         if (t instanceof ExecutionException && t.getCause() != null) t = t.getCause();
         return "{\"error\":" + q(t.getClass().getSimpleName() + ": " + t.getMessage()) + "}";
+    }
+
+    static ConfigResource.Type resourceType(String kind) {
+        return kind.equals("broker") ? ConfigResource.Type.BROKER : ConfigResource.Type.TOPIC;
     }
 
     public static void main(String[] args) throws Exception {
@@ -114,6 +133,110 @@ public class AdminOps {
                     return "{\"deleted\":true}";
                 } catch (ExecutionException ex) {
                     return "{\"deleted\":false,\"error\":" + q(ex.getCause().getClass().getSimpleName()) + "}";
+                }
+            }
+            case "create-topic": {
+                Map<String, String> configs = new LinkedHashMap<>();
+                for (int i = 4; i < args.length; i++) {
+                    int eq = args[i].indexOf('=');
+                    configs.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+                }
+                NewTopic topic = new NewTopic(args[2], Integer.parseInt(args[3]), (short) 1).configs(configs);
+                admin.createTopics(List.of(topic)).all().get();
+                return "{\"created\":true}";
+            }
+            case "describe-configs": {
+                ConfigResource resource = new ConfigResource(resourceType(args[2]), args[3]);
+                Config config = admin.describeConfigs(List.of(resource)).all().get().get(resource);
+                StringJoiner j = new StringJoiner(",", "{\"configs\":{", "}}");
+                for (ConfigEntry e : config.entries()) {
+                    j.add(q(e.name()) + ":{\"value\":" + q(e.value()) + ",\"source\":" + q(e.source().name())
+                          + ",\"readOnly\":" + e.isReadOnly() + ",\"sensitive\":" + e.isSensitive() + "}");
+                }
+                return j.toString();
+            }
+            case "alter-configs": {
+                ConfigResource resource = new ConfigResource(resourceType(args[2]), args[3]);
+                List<AlterConfigOp> ops = new ArrayList<>();
+                for (int i = 4; i < args.length; i++) {
+                    String a = args[i];
+                    if (a.startsWith("-")) {
+                        ops.add(new AlterConfigOp(new ConfigEntry(a.substring(1), null), AlterConfigOp.OpType.DELETE));
+                        continue;
+                    }
+                    int eq = a.indexOf('=');
+                    String name = a.substring(0, eq), value = a.substring(eq + 1);
+                    AlterConfigOp.OpType type = AlterConfigOp.OpType.SET;
+                    if (name.endsWith("+")) type = AlterConfigOp.OpType.APPEND;
+                    else if (name.endsWith("-")) type = AlterConfigOp.OpType.SUBTRACT;
+                    if (type != AlterConfigOp.OpType.SET) name = name.substring(0, name.length() - 1);
+                    ops.add(new AlterConfigOp(new ConfigEntry(name, value), type));
+                }
+                admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
+                return "{\"altered\":true}";
+            }
+            case "create-partitions": {
+                admin.createPartitions(Map.of(args[2], NewPartitions.increaseTo(Integer.parseInt(args[3])))).all().get();
+                return "{\"created\":true}";
+            }
+            case "delete-records": {
+                TopicPartition tp = new TopicPartition(args[2], Integer.parseInt(args[3]));
+                DeletedRecords d = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(Long.parseLong(args[4]))))
+                        .lowWatermarks().get(tp).get();
+                return "{\"low_watermark\":" + d.lowWatermark() + "}";
+            }
+            case "describe-cluster": {
+                DescribeClusterResult r = admin.describeCluster();
+                Node controller = r.controller().get();
+                StringJoiner nodes = new StringJoiner(",", "[", "]");
+                for (Node n : r.nodes().get()) nodes.add("[" + n.id() + "," + q(n.host()) + "," + n.port() + "]");
+                return "{\"clusterId\":" + q(r.clusterId().get()) + ",\"controller\":"
+                       + (controller == null ? "null" : String.valueOf(controller.id())) + ",\"nodes\":" + nodes + "}";
+            }
+            case "describe-log-dirs": {
+                List<Integer> brokers = new ArrayList<>();
+                for (Node n : admin.describeCluster().nodes().get()) brokers.add(n.id());
+                Map<Integer, Map<String, LogDirDescription>> all = admin.describeLogDirs(brokers).allDescriptions().get();
+                StringJoiner j = new StringJoiner(",", "{\"dirs\":{", "}}");
+                for (Map.Entry<Integer, Map<String, LogDirDescription>> b : all.entrySet()) {
+                    StringJoiner dirs = new StringJoiner(",", "{", "}");
+                    for (Map.Entry<String, LogDirDescription> d : b.getValue().entrySet()) {
+                        StringJoiner parts = new StringJoiner(",", "[", "]");
+                        for (Map.Entry<TopicPartition, ReplicaInfo> r : d.getValue().replicaInfos().entrySet()) {
+                            parts.add("[" + q(r.getKey().topic()) + "," + r.getKey().partition() + ","
+                                      + r.getValue().size() + "]");
+                        }
+                        ApiException e = d.getValue().error();
+                        dirs.add(q(d.getKey()) + ":{\"error\":" + q(e == null ? null : e.getClass().getSimpleName())
+                                 + ",\"partitions\":" + parts + "}");
+                    }
+                    j.add(q(String.valueOf(b.getKey())) + ":" + dirs);
+                }
+                return j.toString();
+            }
+            case "list-offsets": {
+                String topic = args[2];
+                OffsetSpec spec = args[3].equals("earliest") ? OffsetSpec.earliest() : OffsetSpec.latest();
+                Map<TopicPartition, OffsetSpec> wanted = new LinkedHashMap<>();
+                for (TopicPartitionInfo p : admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions())
+                    wanted.put(new TopicPartition(topic, p.partition()), spec);
+                Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> got = admin.listOffsets(wanted).all().get();
+                StringJoiner j = new StringJoiner(",", "{\"offsets\":[", "]}");
+                for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> e : got.entrySet())
+                    j.add("[" + e.getKey().partition() + "," + e.getValue().offset() + "]");
+                return j.toString();
+            }
+            case "alter-group-offsets": {
+                TopicPartition tp = new TopicPartition(args[3], Integer.parseInt(args[4]));
+                AlterConsumerGroupOffsetsResult r = admin.alterConsumerGroupOffsets(
+                        args[2], Map.of(tp, new OffsetAndMetadata(Long.parseLong(args[5]))));
+                try {
+                    r.partitionResult(tp).get();
+                    return "{\"error_name\":null}";
+                } catch (ExecutionException ex) {
+                    Throwable cause = ex.getCause();
+                    return "{\"error_name\":" + q(Errors.forException(cause).name()) + ",\"exception\":"
+                           + q(cause.getClass().getSimpleName() + ": " + cause.getMessage()) + "}";
                 }
             }
             default:
