@@ -83,14 +83,15 @@ class App:
             self.node = Node(config.node_id, cluster_id)
             self.offsets = OffsetsRuntime(config)
             topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, FileCatalogStore(config.log_dirs))
-            data = view = None
+            data = view = dynamic = None
         else:
             self.node, self.offsets, topics, data, view = (cluster.node, cluster.offsets, cluster.topics, cluster.data,
                                                            cluster.view)
+            dynamic = cluster.dynamic
         # Request metrics are counted only when something serves them (http.listener).
         metrics = RequestMetrics() if config.http_listener is not None else None
         self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
-                                 metrics=metrics)
+                                 metrics=metrics, dynamic=dynamic)
         self.dispatcher = build_dispatcher(self.services)
         self.dispatcher.metrics = metrics
         self.server: Server | None = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from coordinator.cluster.view import ClusterView, LocalView
 from coordinator.config import Config
-from coordinator.data_plane import DataPlane, DataPlaneSettings
+from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
+from coordinator.data_plane.broker_configs import DynamicBrokerConfigs, FileDynamicConfigStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.request_metrics import RequestMetrics
@@ -15,11 +16,12 @@ from coordinator.runtime.coordinator import GroupCoordinator
 class Services:
     """`groups` and `data` (the embedded data plane: topic logs) are built from `config` when not given;
     `view` (who leads what) is LocalView(node) unless cluster mode gives its own; `metrics` is what the
-    answer path counts for /metrics (None: no http.listener)."""
+    answer path counts for /metrics (None: no http.listener); `dynamic`: the dynamic broker configs (local mode:
+    read from log.dirs here), applied to `data`."""
 
     def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
                  data: DataPlane | None = None, view: ClusterView | None = None,
-                 metrics: RequestMetrics | None = None) -> None:
+                 metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -27,4 +29,9 @@ class Services:
             else groups
         self.data: DataPlane = DataPlane(DataPlaneSettings.from_config(config), topics) if data is None else data
         self.view: ClusterView = LocalView(node) if view is None else view
+        if dynamic is None:
+            dynamic = DynamicBrokerConfigs(config.node_id, FileDynamicConfigStore(config.log_dirs),
+                                           self.data.base_configs)
+            broker_configs.attach(self.data, dynamic)
+        self.dynamic = dynamic
         self.metrics = metrics  # the answer path's counters, when the metrics endpoint is on

@@ -2,6 +2,7 @@
 
 build(): PostgreSQL pool (unreachable or too-new schema: StartupError), the cluster's identity
 (cluster id, offsets partition count), a wiped scratch log.dirs, the catalog from kc_topics, the
+dynamic broker configs from kc_broker_configs (refreshed with the catalog), the
 offsets runtime and data plane with no partition taken yet, and the hooks that take, give up and
 lose partitions through PostgreSQL logs. start(advertised): once listening, register the lease
 (node.id held by another live node for a whole session: StartupError) and let the Reconciler take
@@ -30,8 +31,9 @@ from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.startup import StartupError, claim_scratch, open_store
 from coordinator.cluster.state import ClusterState, advertised_listeners
 from coordinator.config import Config, Listener
-from coordinator.data_plane import DataPlane, DataPlaneSettings
-from coordinator.data_plane.pg_catalog_store import PgCatalogStore
+from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
+from coordinator.data_plane.broker_configs import DynamicBrokerConfigs
+from coordinator.data_plane.pg_catalog_store import PgCatalogStore, PgDynamicConfigStore
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.node import Node
@@ -47,8 +49,12 @@ JOIN_MARGIN_SECONDS = 1.0  # past the session, before a node.id held by a lease 
 
 class ClusterNode:
     def __init__(self, config: Config, pool: Any, node: Node, topics: TopicCatalog, offsets: OffsetsRuntime,
-                 data: DataPlane, scratch_lock: int) -> None:
+                 data: DataPlane, scratch_lock: int, dynamic: DynamicBrokerConfigs | None = None) -> None:
         self.config = config
+        if dynamic is None:  # read from kc_broker_configs at the first membership refresh
+            dynamic = DynamicBrokerConfigs(config.node_id, PgDynamicConfigStore(pool), data.base_configs)
+            broker_configs.attach(data, dynamic)
+        self.dynamic = dynamic
         self.scratch_lock = scratch_lock  # held while this node uses log.dirs (claim_scratch)
         self.pool = pool
         self.node = node
@@ -72,10 +78,13 @@ class ClusterNode:
             offsets = OffsetsRuntime(config, take_all=False)
             producer_ids = ProducerIdAllocator(None, partial(cluster_meta.reserve_producer_ids, pool))
             data = DataPlane(DataPlaneSettings.from_config(config), topics, producer_ids, take_all=False)
+            dynamic = DynamicBrokerConfigs(config.node_id, PgDynamicConfigStore(pool), data.base_configs)
+            await dynamic.refresh()
+            broker_configs.attach(data, dynamic)
         except BaseException:
             await pool.close()
             raise
-        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch)
+        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic)
 
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
@@ -88,6 +97,7 @@ class ClusterNode:
 
     async def _refresh_catalog(self) -> None:
         await self.topics.refresh()
+        await self.dynamic.refresh()
 
     async def start(self, advertised: tuple[Listener, ...]) -> None:
         """Register this node's lease with its advertised endpoint and start taking its share."""

@@ -8,12 +8,12 @@ Nothing can be read without awaiting, so `preload` is empty: the catalog is fill
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import asyncpg
 
 from coordinator.data_plane.topic_catalog import TopicInfo
-from storage.pg import catalog as sql
+from storage.pg import broker_configs, catalog as sql
 
 
 def topic_row(topic: TopicInfo) -> sql.TopicRow:
@@ -44,3 +44,20 @@ class PgCatalogStore:
 
     async def update_configs(self, visible: Sequence[TopicInfo], topic: TopicInfo) -> bool:
         return await sql.update_configs(self.pool, topic.topic_id, topic.config_map())
+
+
+class PgDynamicConfigStore:
+    """Cluster mode's dynamic broker configs (kc_broker_configs): `refresh` fills them before the data
+    plane starts, and again at every membership refresh (a NOTIFY 'broker_configs' wakes it)."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    def preload(self) -> dict[str, dict[str, str]]:
+        return {}
+
+    async def read(self) -> dict[str, dict[str, str]]:
+        return await broker_configs.read_levels(self.pool)
+
+    async def write(self, level: str, configs: Mapping[str, str]) -> None:
+        await broker_configs.write_level(self.pool, level, configs)

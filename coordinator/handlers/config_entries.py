@@ -1,14 +1,17 @@
 """DescribeConfigs' entries for a topic and for this broker, as Kafka's ConfigHelper builds them.
 
 A topic lists every topic config (topic_config_defs.py): its override (source
-DYNAMIC_TOPIC_CONFIG) or the broker setting that supplies the default (STATIC_BROKER_CONFIG
-when the properties file, environment or an override set it, else DEFAULT_CONFIG), or
-Kafka's default. Synonyms, when asked for, list the override and then the broker settings,
-most specific first, static before default (ConfigHelper.configSynonyms).
+DYNAMIC_TOPIC_CONFIG) or the broker config that supplies the default: set dynamically for this
+node (DYNAMIC_BROKER_CONFIG) or cluster-wide (DYNAMIC_DEFAULT_BROKER_CONFIG), set by the
+properties file, environment or an override (STATIC_BROKER_CONFIG), else DEFAULT_CONFIG), or
+Kafka's default. Synonyms, when asked for, list the override and then the broker configs, grouped
+by source in that order, most specific name first within a group (ConfigHelper.configSynonyms).
 
-The broker lists this server's settings (coordinator/config.py SETTINGS) under their Kafka
-names. None can be changed at runtime here, so every one is read_only. storage.url may carry
-a password: it is a PASSWORD, sensitive, and its value is always null.
+The broker (its node id) lists this server's settings (coordinator/config.py SETTINGS) under
+their Kafka names, plus the dynamic broker configs set that are not among them; a dynamic one
+(data_plane/broker_configs.py) is not read_only and shows its dynamic value. The resource ""
+lists the cluster-wide dynamic configs only (DYNAMIC_DEFAULT_BROKER_CONFIG). storage.url may
+carry a password: it is a PASSWORD, sensitive, and its value is always null.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coordinator.config import SETTINGS, Config
+from coordinator.data_plane.broker_configs import DYNAMIC_LOG_CONFIGS, DynamicBrokerConfigs, broker_config_def
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigType
 
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
@@ -52,20 +56,28 @@ def broker_value(name: str, config: Config) -> str | None:
     return config.as_properties()[name]
 
 
-def broker_synonyms(name: str, config: Config) -> list[dict]:
-    """ConfigHelper.configSynonyms for a broker setting (or a topic config's broker synonyms):
-    the set ones (STATIC_BROKER_CONFIG) first, then those with a default (DEFAULT_CONFIG)."""
+def broker_synonyms(name: str, config: Config, dynamic: DynamicBrokerConfigs | None = None,
+                    per_broker: bool = True) -> list[dict]:
+    """ConfigHelper.configSynonyms for a broker config (or a topic config's broker synonyms)."""
     names = next((group[group.index(name):] for group in _BROKER_SYNONYMS if name in group), (name,))
-    return synonym_list(names, config)
+    return synonym_list(names, config, dynamic, per_broker)
 
 
-def synonym_list(names: tuple[str, ...], config: Config) -> list[dict]:
+def synonym_list(names: tuple[str, ...], config: Config, dynamic: DynamicBrokerConfigs | None = None,
+                 per_broker: bool = True) -> list[dict]:
+    """The set ones: this node's dynamic (unless `per_broker` is False: the cluster default resource),
+    the cluster-wide dynamic, the static (STATIC_BROKER_CONFIG), then those with a default (DEFAULT_CONFIG)."""
+    out = []
+    if dynamic is not None:
+        levels = ((dynamic.broker, DYNAMIC_BROKER_CONFIG),) if per_broker else ()
+        for values, source in (*levels, (dynamic.cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)):
+            out += [{"name": n, "value": values[n], "source": source} for n in names if n in values]
     known = [n for n in names if n in SETTINGS]
-    static = [{"name": n, "value": broker_value(n, config), "source": STATIC_BROKER_CONFIG}
-              for n in known if n in config.explicit]
-    default = [{"name": n, "value": broker_value(n, config), "source": DEFAULT_CONFIG}
-               for n in known if n not in config.explicit and getattr(config, SETTINGS[n][0]) is not None]
-    return static + default
+    out += [{"name": n, "value": broker_value(n, config), "source": STATIC_BROKER_CONFIG}
+            for n in known if n in config.explicit]
+    out += [{"name": n, "value": broker_value(n, config), "source": DEFAULT_CONFIG}
+            for n in known if n not in config.explicit and getattr(config, SETTINGS[n][0]) is not None]
+    return out
 
 
 def entry(name: str, value: str | None, source: int, kind: ConfigType, *, read_only: bool, sensitive: bool,
@@ -80,11 +92,12 @@ def wanted(names: tuple[str, ...] | None, all_names: list[str]) -> list[str]:
 
 
 def topic_entries(overrides: Mapping[str, str], base: Mapping[str, str], config: Config,
-                  keys: tuple[str, ...] | None, include_synonyms: bool, include_documentation: bool) -> list[dict]:
+                  keys: tuple[str, ...] | None, include_synonyms: bool, include_documentation: bool,
+                  dynamic: DynamicBrokerConfigs | None = None) -> list[dict]:
     out = []
     for name in wanted(keys, sorted(TOPIC_CONFIG_DEFS)):
         row = TOPIC_CONFIG_DEFS[name]
-        synonyms = synonym_list(row.synonyms, config)
+        synonyms = synonym_list(row.synonyms, config, dynamic)
         if name in overrides:
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
@@ -94,13 +107,39 @@ def topic_entries(overrides: Mapping[str, str], base: Mapping[str, str], config:
     return out
 
 
+def _kind_and_doc(name: str, config: Config) -> tuple[ConfigType, str]:
+    if name in SETTINGS:
+        return broker_type(name, config), SETTINGS[name][3]
+    row = broker_config_def(name)
+    return row.type, row.doc
+
+
 def broker_entries(config: Config, keys: tuple[str, ...] | None, include_synonyms: bool,
-                   include_documentation: bool) -> list[dict]:
+                   include_documentation: bool, dynamic: DynamicBrokerConfigs | None = None) -> list[dict]:
+    """This node's configs: the settings, then the dynamic configs set that are not settings."""
+    extra = [] if dynamic is None else sorted({*dynamic.cluster, *dynamic.broker} - set(SETTINGS))
     out = []
-    for name in wanted(keys, list(SETTINGS)):
-        synonyms = broker_synonyms(name, config)
+    for name in wanted(keys, list(SETTINGS) + extra):
+        synonyms = broker_synonyms(name, config, dynamic)
         source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
-        out.append(entry(name, broker_value(name, config), source, broker_type(name, config), read_only=True,
+        own = None if dynamic is None else dynamic.value(name)
+        value = own if own is not None else broker_value(name, config)
+        kind, doc = _kind_and_doc(name, config)
+        out.append(entry(name, value, source, kind, read_only=name not in DYNAMIC_LOG_CONFIGS,
                          sensitive=name in SENSITIVE, synonyms=synonyms if include_synonyms else [],
-                         doc=SETTINGS[name][3] if include_documentation else None))
+                         doc=doc if include_documentation else None))
+    return out
+
+
+def cluster_default_entries(dynamic: DynamicBrokerConfigs, config: Config, keys: tuple[str, ...] | None,
+                            include_synonyms: bool, include_documentation: bool) -> list[dict]:
+    """The resource "": the cluster-wide dynamic configs (ConfigHelper, perBrokerConfig = false)."""
+    out = []
+    for name in wanted(keys, sorted(dynamic.cluster)):
+        synonyms = broker_synonyms(name, config, dynamic, per_broker=False)
+        kind, doc = _kind_and_doc(name, config)
+        out.append(entry(name, dynamic.cluster[name], DYNAMIC_DEFAULT_BROKER_CONFIG, kind,
+                         read_only=name not in DYNAMIC_LOG_CONFIGS, sensitive=name in SENSITIVE,
+                         synonyms=synonyms if include_synonyms else [],
+                         doc=doc if include_documentation else None))
     return out

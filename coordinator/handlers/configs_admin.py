@@ -3,8 +3,8 @@ DescribeConfigs v0; Kafka 4 dropped it), for TOPIC and BROKER resources, as Kafk
 broker (ConfigHelper, ConfigAdminManager) and controller (ConfigurationControlManager) answer.
 
 Describe: an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a broker resource named "" lists
-the dynamic cluster defaults (none here), one named by this node's id lists every setting,
-another id -> INVALID_REQUEST. Other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP)
+the dynamic cluster defaults, one named by this node's id lists every setting (with the dynamic
+ones in force), another id -> INVALID_REQUEST. Other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP)
 -> INVALID_REQUEST "Unsupported resource type" (Kafka answers BROKER_LOGGER; this server has no
 loggers to name).
 
@@ -13,8 +13,9 @@ new config set is validated as at creation (INVALID_CONFIG), stored (it survives
 cluster mode: PostgreSQL, every node applies it) and applied to the live partitions
 (data_plane/topic_reconfig.py). AlterConfigs replaces the topic's whole override set;
 IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT (the last two on LIST configs
-only). No broker setting can change at runtime here, so altering one answers as Kafka does for a
-setting that is not dynamic: INVALID_REQUEST "Cannot update these configs dynamically: Set(..)".
+only). A BROKER resource ("" or this node's id) changes the dynamic broker configs of that level
+(handlers/broker_config_changes.py, data_plane/broker_configs.py): Kafka's DynamicLogConfig ones;
+any other -> INVALID_REQUEST "Cannot update these configs dynamically: Set(..)".
 validate_only runs every check and changes nothing.
 """
 
@@ -30,7 +31,7 @@ from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigType
 from coordinator.data_plane.topic_configs import check_together, check_value
 from coordinator.errors import InvalidConfig, InvalidRequest, KafkaError, UnknownTopicOrPartition, error_code_for
-from coordinator.handlers import config_entries
+from coordinator.handlers import broker_config_changes, config_entries
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
@@ -52,6 +53,7 @@ class ConfigsHandler:
         self.config = services.config
         self.data: DataPlane = services.data
         self.node_id = services.config.node_id
+        self.dynamic = services.dynamic
 
     # ----------------------------------------------------------------- describe
     def describe(self, ctx: RequestContext, request) -> object:
@@ -72,10 +74,10 @@ class ConfigsHandler:
         if resource.resource_type == TOPIC:
             topic = self._topic(resource.resource_name, describe=True)
             return config_entries.topic_entries(topic.config_map(), self.data.base_configs, self.config, keys,
-                                                synonyms, docs)
+                                                synonyms, docs, self.dynamic)
         if resource.resource_type == BROKER:
             if resource.resource_name == "":
-                return []  # the dynamic cluster-wide defaults: this server has none
+                return config_entries.cluster_default_entries(self.dynamic, self.config, keys, synonyms, docs)
             try:
                 broker = int(resource.resource_name)
             except ValueError:
@@ -83,7 +85,7 @@ class ConfigsHandler:
             if broker != self.node_id:
                 raise InvalidRequest(f"Unexpected broker id, expected {self.node_id} or empty string, but received "
                                      f"{resource.resource_name}")
-            return config_entries.broker_entries(self.config, keys, synonyms, docs)
+            return config_entries.broker_entries(self.config, keys, synonyms, docs, self.dynamic)
         raise unsupported(resource.resource_type)
 
     def _topic(self, name: str, describe: bool = False) -> TopicInfo:
@@ -114,6 +116,7 @@ class ConfigsHandler:
         counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
         results: list[dict] = []
         changes: list[tuple[int, TopicInfo, dict[str, str]]] = []  # (place in results, topic, new set)
+        levels: list[tuple[int, str, dict[str, str]]] = []  # (place in results, broker level, new set)
         for resource in request.resources:
             try:
                 names = [c.name for c in resource.configs]
@@ -128,7 +131,9 @@ class ConfigsHandler:
                     if not request.validate_only:
                         changes.append((len(results), topic, configs))
                 elif resource.resource_type == BROKER:
-                    self._check_broker_change(resource, api)
+                    level, configs = self._broker_change(resource, api)
+                    if not request.validate_only:
+                        levels.append((len(results), level, configs))
                 else:
                     raise unsupported(resource.resource_type)
                 results.append(self._result(resource, ErrorCode.none, None))
@@ -145,9 +150,14 @@ class ConfigsHandler:
                         raise UnknownTopicOrPartition(f"The topic '{topic.name}' does not exist.")
                 except Exception as exc:
                     results[place].update(error_code=error_code_for(exc), error_message=str(exc) or None)
+            for place, level, new in levels:
+                try:
+                    await self.dynamic.set(level, new)
+                except Exception as exc:
+                    results[place].update(error_code=error_code_for(exc), error_message=str(exc) or None)
             return respond()
 
-        return after_writes() if changes else respond()
+        return after_writes() if changes or levels else respond()
 
     @staticmethod
     def _replaced(topic: TopicInfo, configs: tuple) -> dict[str, str]:
@@ -183,26 +193,14 @@ class ConfigsHandler:
                 raise InvalidRequest(f"Unknown operation type {op}")
         return out
 
-    def _check_broker_change(self, resource, api: ApiKey) -> None:
-        """ConfigAdminManager: the node id, then DynamicBrokerConfig.validate (no setting of this
-        server is dynamic)."""
-        name = resource.resource_name
-        if name != "":
-            try:
-                broker = int(name)
-            except ValueError:
-                raise InvalidRequest(f"Node id must be an integer, but it is: {name}") from None
-            if broker != self.node_id:
-                raise InvalidRequest(f"Unexpected broker id, expected {self.node_id}, but received {name}")
+    def _broker_change(self, resource, api: ApiKey) -> tuple[str, dict[str, str]]:
+        """ConfigAdminManager: the node id, the level's new set, then DynamicBrokerConfig.validate."""
+        level = broker_config_changes.broker_level(resource.resource_name, self.node_id)
         if api == ApiKey.ALTER_CONFIGS:
-            nulls = [c.name for c in resource.configs if c.value is None]
-            if nulls:
-                raise InvalidRequest(f"Null value not supported for : {', '.join(nulls)}")
-            names = [c.name for c in resource.configs]
+            configs = broker_config_changes.replaced(resource.configs)
         else:
-            names = [c.name for c in resource.configs if c.config_operation in OP_NAMES]
-        if names:
-            raise InvalidRequest(f"Cannot update these configs dynamically: Set({', '.join(names)})")
+            configs = broker_config_changes.incremented(self.dynamic.get(level), resource.configs, self.config)
+        return level, broker_config_changes.validated(level, configs, self.dynamic)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

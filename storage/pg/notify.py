@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 CHANNEL = "kc_cluster"
-# What changed: kc_nodes (register, deregister), kc_partitions (owners, new rows), kc_topics.
-Change = Literal["nodes", "partitions", "topics"]
+# What changed: kc_nodes (register, deregister), kc_partitions (owners, new rows), kc_topics, kc_broker_configs.
+Change = Literal["nodes", "partitions", "topics", "broker_configs"]
 
 
 class Executor(Protocol):

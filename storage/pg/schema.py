@@ -13,7 +13,7 @@ import asyncpg
 
 from storage.pg.errors import SchemaTooNewError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # pg_advisory_xact_lock key of migrations: any fixed bigint; this one spells "kcschema" in ASCII.
 MIGRATION_LOCK = 0x6B63736368656D61
@@ -49,6 +49,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # The key of the session-level advisory lock the node's incarnation holds on its own connection
             # (storage/pg/leases.py); NULL for a node that holds none, whose lease alone says it is alive.
             "ALTER TABLE kc_nodes ADD COLUMN session_key bigint",
+        ],
+    ),
+    (
+        3,
+        [
+            # Dynamic broker configs (IncrementalAlterConfigs on BROKER): level '' is the cluster-wide default,
+            # a node id (as text) that node's own.
+            """CREATE TABLE kc_broker_configs (level text NOT NULL, name text NOT NULL, value text NOT NULL,
+                                               PRIMARY KEY (level, name))""",
         ],
     ),
 ]

@@ -16,8 +16,12 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
+from kio.schema.errors import ErrorCode
 
+from protocol.apis import ApiKey
+from tests.support.data_plane import req
 from tests.support.server_process import start_server
+from tests.support.wire_client import WireClient
 
 CONFIGS = {
     "cleanup.policy": "compact,delete", "retention.ms": "3600000", "retention.bytes": "1048576",
@@ -66,7 +70,7 @@ def test_confluent_admin_configs_and_restart(tmp_path):
         broker = described(admin, ConfigResource(ResourceType.BROKER, "1"))
         assert broker["storage.url"].is_sensitive and broker["storage.url"].value is None
         assert broker["log.dirs"].value == log_dir and broker["log.dirs"].is_read_only
-        refused = ConfigResource(ResourceType.BROKER, "1", set_config={"log.retention.ms": "1"})
+        refused = ConfigResource(ResourceType.BROKER, "1", set_config={"log.retention.hours": "1"})
         with pytest.raises(KafkaException, match="Cannot update these configs dynamically"):
             admin.alter_configs([refused])[refused].result(timeout=15)
     finally:
@@ -76,6 +80,43 @@ def test_confluent_admin_configs_and_restart(tmp_path):
     try:
         got = described(AdminClient({"bootstrap.servers": again.bootstrap}), ConfigResource(ResourceType.TOPIC, "cfg"))
         assert (got["cleanup.policy"].value, got["segment.ms"].value) == ("delete,compact", "7200000")
+    finally:
+        assert again.stop() == 0
+
+
+def test_confluent_admin_dynamic_broker_config_and_restart(tmp_path):
+    log_dir = str(tmp_path / "data")
+    server = start_server(log_dir)
+    try:
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        admin.create_topics([NewTopic("plain", 1, 1)])["plain"].result(timeout=15)
+        # librdkafka refuses a ConfigResource named "" (the cluster default), so that one goes over the wire
+        with WireClient(server.host, server.port) as client:
+            answer = client.call(req(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=[
+                {"resource_type": 4, "resource_name": "", "configs": [
+                    {"name": "log.retention.ms", "config_operation": 0, "value": "4242000"}]}]))
+            assert [(r.error_code, r.resource_name) for r in answer.responses] == [(ErrorCode.none, "")]
+            cluster = {"resource_type": 4, "resource_name": "", "configuration_keys": None}
+            default = client.call(req(ApiKey.DESCRIBE_CONFIGS, 4, include_synonyms=False, include_documentation=False,
+                                      resources=[cluster]))
+            assert [(c.name, c.value, c.config_source) for c in default.results[0].configs] == [
+                ("log.retention.ms", "4242000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)]
+        broker = described(admin, ConfigResource(ResourceType.BROKER, "1"))
+        assert broker["log.retention.ms"].value == "4242000" and not broker["log.retention.ms"].is_read_only
+        assert broker["log.retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+        got = described(admin, ConfigResource(ResourceType.TOPIC, "plain"))
+        assert got["retention.ms"].value == "4242000"
+        assert got["retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    finally:
+        assert server.stop() == 0
+
+    again = start_server(log_dir)
+    try:
+        admin = AdminClient({"bootstrap.servers": again.bootstrap})
+        got = described(admin, ConfigResource(ResourceType.TOPIC, "plain"))
+        assert got["retention.ms"].value == "4242000"
+        assert got["retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+        assert described(admin, ConfigResource(ResourceType.BROKER, "1"))["log.retention.ms"].value == "4242000"
     finally:
         assert again.stop() == 0
 

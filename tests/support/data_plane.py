@@ -12,6 +12,8 @@ from kio.serial import entity_reader
 
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
+from coordinator.data_plane import broker_configs
+from coordinator.data_plane.broker_configs import DynamicBrokerConfigs
 from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.net.dispatch import Deferred, Dispatcher
@@ -36,8 +38,10 @@ def batch(*values: bytes, ts: int = 1_000, **kwargs: Any) -> bytes:
 
 
 class Plane:
-    def __init__(self, log_dir: str, catalog: TopicCatalog | None = None, **overrides: str) -> None:
-        """`catalog`: the topic catalog to use (default: local mode's, kept in `log_dir`)."""
+    def __init__(self, log_dir: str, catalog: TopicCatalog | None = None, dynamic_store: Any = None,
+                 **overrides: str) -> None:
+        """`catalog`: the topic catalog to use (default: local mode's, kept in `log_dir`); `dynamic_store`: the
+        dynamic broker configs' store (default: local mode's, in `log_dir`), read at __aenter__."""
         self.log_dir = log_dir
         self.config = Config.load(overrides={"log.dirs": log_dir, **overrides}, environ={})
         self.node = Node(self.config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)
@@ -45,10 +49,14 @@ class Plane:
             catalog = TopicCatalog(self.node.cluster_id, 50, FileCatalogStore(log_dir))
         self.services = Services(self.config, self.node, catalog)
         self.data = self.services.data
+        if dynamic_store is not None:
+            self.services.dynamic = DynamicBrokerConfigs(self.config.node_id, dynamic_store, self.data.base_configs)
+            broker_configs.attach(self.data, self.services.dynamic)
         self.dispatcher = build_dispatcher(self.services)
         self.cid = 0
 
     async def __aenter__(self) -> Plane:
+        await self.services.dynamic.refresh()
         await self.data.start()
         return self
 

@@ -106,12 +106,12 @@ async def test_alter_errors(tmp_path):
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t")
         assert await alter(plane, [(TOPIC, "t", {"retention.ms": "x"}), (TOPIC, "missing", {}),
-                                   (TOPIC, "", {}), (BROKER, "1", {"log.retention.ms": "5"}),
+                                   (TOPIC, "", {}), (BROKER, "1", {"log.retention.hours": "5"}),
                                    (BROKER, "2", {}), (BROKER, "", {}), (TOPIC, "t2", {"a": None})]) == [
             (ErrorCode.invalid_config, "Invalid value x for configuration retention.ms: Not a number of type LONG"),
             (ErrorCode.unknown_topic_or_partition, "The topic 'missing' does not exist."),
             (ErrorCode.invalid_request, "Default topic resources are not allowed."),
-            (ErrorCode.invalid_request, "Cannot update these configs dynamically: Set(log.retention.ms)"),
+            (ErrorCode.invalid_request, "Cannot update these configs dynamically: Set(log.retention.hours)"),
             (ErrorCode.invalid_request, "Unexpected broker id, expected 1, but received 2"),
             (ErrorCode.none, None),
             (ErrorCode.unknown_topic_or_partition, "The topic 't2' does not exist.")]
@@ -138,11 +138,11 @@ async def test_incremental_operations(tmp_path):
         assert await incremental(plane, [(TOPIC, "t", [("retention.ms", 2, "5")]),
                                          (TOPIC, "t2", [("retention.ms", 0, "5")]),
                                          (TOPIC, "t", [("retention.ms", 7, "5")]),
-                                         (BROKER, "", [("log.retention.ms", 0, "5")])]) == [
+                                         (BROKER, "", [("num.partitions", 0, "5")])]) == [
             (ErrorCode.invalid_request, "Each resource must appear at most once."),
             (ErrorCode.unknown_topic_or_partition, "The topic 't2' does not exist."),
             (ErrorCode.invalid_request, "Each resource must appear at most once."),
-            (ErrorCode.invalid_request, "Cannot update these configs dynamically: Set(log.retention.ms)")]
+            (ErrorCode.invalid_request, "Cannot update these configs dynamically: Set(num.partitions)")]
         assert await incremental(plane, [(TOPIC, "t", [("retention.ms", 2, "5")])]) == [
             (ErrorCode.invalid_config, "Can't APPEND to key retention.ms because its type is not LIST.")]
         assert await incremental(plane, [(TOPIC, "t", [("retention.ms", 7, "5")])]) == [

@@ -209,3 +209,27 @@ async def test_a_config_change_on_one_node_is_applied_on_the_other_without_rehos
     a.drop("cfg")
     await a.commit()
     assert await b.set_configs(b.get("cfg"), {}) is None  # deleted meanwhile: nothing stored
+
+
+async def test_dynamic_broker_configs_are_shared_through_postgresql(nodes, tmp_path):
+    from coordinator.data_plane.pg_catalog_store import PgDynamicConfigStore
+
+    (pool_a, pool_b), cluster_id = nodes
+    async with Plane(str(tmp_path / "a"), catalog(pool_a, cluster_id), PgDynamicConfigStore(pool_a)) as a, \
+            Plane(str(tmp_path / "b"), catalog(pool_b, cluster_id), PgDynamicConfigStore(pool_b),
+                  **{"node.id": "2"}) as b:
+        await a.create("t")
+        await b.data.catalog.refresh()
+        await a.services.dynamic.set("", {"log.retention.ms": "5000"})
+        await a.services.dynamic.set("1", {"log.retention.bytes": "77"})
+        assert await pool_a.fetch("SELECT level, name, value FROM kc_broker_configs ORDER BY level") == [
+            ("", "log.retention.ms", "5000"), ("1", "log.retention.bytes", "77")]
+        await b.services.dynamic.refresh()  # what a NOTIFY 'broker_configs' makes every node do
+        assert b.services.dynamic.topic_base()["retention.ms"] == "5000"
+        assert b.services.dynamic.topic_base()["retention.bytes"] == "-1"  # node 1's own config is not node 2's
+        assert a.data.base_configs["retention.bytes"] == "77"
+    async with Plane(str(tmp_path / "c"), catalog(pool_b, cluster_id), PgDynamicConfigStore(pool_b)) as again:
+        assert again.data.base_configs["retention.ms"] == "5000"  # kept across a restart (read at start)
+        assert again.services.dynamic.broker == {"log.retention.bytes": "77"}
+        await again.services.dynamic.set("", {})
+    assert await pool_a.fetch("SELECT level FROM kc_broker_configs") == [("1",)]
