@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from tests.support.cluster import ClusterNodes, wait_until
 from tests.support.offsets import commit_request, fetch_request
+from tests.support.server_process import create_topics
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -34,6 +35,7 @@ def test_commits_fail_retriably_while_postgres_is_down_and_recover_without_resta
     cluster = ClusterNodes(pg_url, tmp_path)
     try:
         node = cluster.start(1)
+        create_topics(node.host, node.port, {TP[0]: 1})  # commits to a topic not hosted are refused
         with WireClient(node.host, node.port, timeout=30) as client:
             wait_until(lambda: commit(client, 10) == ErrorCode.none, 30, "a first commit")
             with postgres_server.down():  # past the session: the node loses its lease, not only its connections
@@ -60,6 +62,7 @@ def test_a_short_outage_ends_the_session_the_node_lets_go_and_comes_back(postgre
     cluster = ClusterNodes(pg_url, tmp_path)
     try:
         node = cluster.start(1)
+        create_topics(node.host, node.port, {TP[0]: 1})  # commits to a topic not hosted are refused
         with WireClient(node.host, node.port, timeout=30) as client:
             wait_until(lambda: commit(client, 10) == ErrorCode.none, 30, "a first commit")
             with postgres_server.down():
@@ -80,6 +83,7 @@ def test_a_write_postgresql_refuses_breaks_the_log_which_is_retaken_within_the_l
     cluster = ClusterNodes(pg_url, tmp_path)
     try:
         node = cluster.start(1)
+        create_topics(node.host, node.port, {TP[0]: 1})  # commits to a topic not hosted are refused
         with WireClient(node.host, node.port, timeout=30) as client:
             wait_until(lambda: commit(client, 10) == ErrorCode.none, 30, "a first commit")
             cluster.query("ALTER TABLE kc_batches ADD CONSTRAINT refuse_all CHECK (false) NOT VALID")

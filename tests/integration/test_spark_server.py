@@ -52,6 +52,8 @@ E = ErrorCode
 PARTITIONS = 50
 BASE_SETTINGS = {"group.initial.rebalance.delay.ms": "500", "group.min.session.timeout.ms": "500"}
 SPARK_ENV = {"PYSPARK_PYTHON": sys.executable}
+#: Every topic the tests commit to (OffsetCommit to a topic the server does not host is refused, as Kafka does).
+TOPICS = {"orders": 4, "payments": 2, "audit-log": 1, "clicks": 3, "s": 3, "r": 3, "t": 4, "once": 1, "A": 1, "B": 2}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,7 @@ def servers():
     started: list[ServerProcess] = []
 
     def start(log_dir: str, **overrides: str) -> ServerProcess:
-        process = start_server(log_dir, overrides={**BASE_SETTINGS, **overrides})
+        process = start_server(log_dir, overrides={**BASE_SETTINGS, **overrides}, topics=TOPICS)
         started.append(process)
         wait_all_loaded(process)
         return process
