@@ -12,7 +12,18 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from protocol.kio_fields import EntityField, EntityTupleField, classify_field
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of an error code (NON_EMPTY_GROUP), or ERROR_<n> for a code this kio does not know."""
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"ERROR_{code}"
+
 
 #: entity class -> (names of its error code fields, names of nested entities, names of entity tuples)
 _Plan = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]

@@ -13,9 +13,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.cli.client import CliError, Connection, error_name, parse_address
+from coordinator.cli.client import CliError, Connection, parse_address
 from coordinator.cli.model import GroupListing, TopicPartition
 from protocol.apis import ApiKey
+from protocol.error_codes import error_name
 
 LATEST, EARLIEST = -1, -2  # ListOffsets timestamps
 _RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR

@@ -14,13 +14,13 @@ import socket
 import struct
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
 from protocol.apis import ApiKey, kio_class
 from protocol.build import build
 from protocol.codec import encode_request
+from protocol.error_codes import error_name
 from protocol.header import skip_tagged_fields
 
 CLIENT_ID = "coordinator-groups-cli"
@@ -29,14 +29,6 @@ _INT32 = struct.Struct(">i")
 
 class CliError(Exception):
     """A failure shown to the user as one line (exit code 1), never as a traceback."""
-
-
-def error_name(code: int) -> str:
-    """Kafka's name of an error code (NON_EMPTY_GROUP), or the number when it is unknown."""
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"ERROR_{code}"
 
 
 def parse_address(address: str) -> tuple[str, int]:

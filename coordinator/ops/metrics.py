@@ -11,22 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
 from coordinator.ops.views import GroupViews, ServedNode, active_shards, group_ids, partition_states
 from primitives.histogram import Histogram, bounds
+from protocol.error_codes import error_name
 
 _BOUNDS = [f"{b:.6g}" for b in bounds()] + ["+Inf"]
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return str(code)
 
 
 def histogram(name: str, doc: str, labels: list[str], series: Iterable[tuple[list[str], Histogram]]) -> Metric:
@@ -119,7 +112,7 @@ class NodeCollector:
                                      "(each partition's or group's code counts, as Kafka's ErrorsPerSec).",
                                      labels=["api", "error"])
         for api, code, count in sorted(metrics.error_counts()):
-            errors.add_metric([api, _error_name(code)], count)
+            errors.add_metric([api, error_name(code)], count)
         yield errors
         yield histogram("kcoord_request_latency_seconds",
                         "From the read that brought a request to its answer being written.",

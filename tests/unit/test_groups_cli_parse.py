@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.__main__ import _parser
-from coordinator.cli.client import CliError, error_name, parse_address
+from coordinator.cli.client import CliError, parse_address
 from coordinator.cli.groups import reset_spec
 from coordinator.cli.reset import (
     ResetSpec,
@@ -15,6 +15,7 @@ from coordinator.cli.reset import (
     parse_topic,
     select_partitions,
 )
+from protocol.error_codes import error_name
 
 BASE = ["groups", "--bootstrap-server", "h:9092"]
 
