@@ -254,3 +254,38 @@ def test_a_taken_http_port_stops_start_up_with_one_line(tmp_path):
     assert line.startswith(f"error: http.listener: cannot listen on 127.0.0.1:{port}: ")
     assert line.endswith("address already in use")
     assert "Traceback" not in done.stderr
+
+
+def test_garbage_to_the_http_listener_harms_nothing():
+    """Bad HTTP is answered 400 (or the connection closed) by aiohttp; the server, its probes and its Kafka
+    listener carry on."""
+    import socket
+
+    server = start_server(overrides=HTTP)
+    try:
+        base = http_base(server)
+        port = int(base.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 30
+        while get(base + "/health/ready")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        garbage_requests = (b"\x00\xff" * 512 + b"\r\n\r\n",
+                            b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70000 + b"\r\n\r\n",
+                            b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+                            b"GET /../../etc/passwd HTTP/1.0\r\n\r\n")
+        for garbage in garbage_requests:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(garbage)
+                answer = b""
+                try:
+                    while chunk := sock.recv(65536):
+                        answer += chunk
+                except (ConnectionResetError, TimeoutError):
+                    pass
+            assert answer == b"" or answer.split(b" ", 2)[1] in (b"400", b"404", b"405", b"431"), answer[:200]
+        assert get(base + "/health/live")[0] == 200
+        with WireClient(server.host, server.port) as client:  # the Kafka listener answers as before
+            assert int(client.call(heartbeat_request(GROUP, "nobody")).error_code) == 25  # UNKNOWN_MEMBER_ID
+        assert server.process.poll() is None
+        assert not [e for e in server.events() if e.get("level") in ("error", "critical")]
+    finally:
+        server.stop()
