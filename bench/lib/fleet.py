@@ -228,18 +228,21 @@ async def _seat_group(group: list[Member], session_timeout_ms: int) -> None:
     next generation waits for all of them."""
     running = {asyncio.ensure_future(_join(m, session_timeout_ms)): m for m in group}
     answered: dict[int, Any] = {}  # id(member) -> its JoinGroup answer
+    cut_short: set[int] = set()  # generations whose leader was answered with fewer members than the group
     by_id = {id(m): m for m in group}
     try:
         while running:
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 answered[id(running.pop(task))] = task.result()
-            for leader in [r for r in answered.values() if r.leader == r.member_id and len(r.members) < len(group)]:
-                cut_short = {p.member_id for p in leader.members}
-                for key, answer in list(answered.items()):
-                    if answer.member_id in cut_short and answer.generation_id == leader.generation_id:
-                        del answered[key]
-                        running[asyncio.ensure_future(_join(by_id[key], session_timeout_ms))] = by_id[key]
+            cut_short.update(r.generation_id for r in answered.values()
+                             if r.leader == r.member_id and len(r.members) < len(group))
+            # a follower's answer may come after its leader's: the generation, not the leader's answer,
+            # is remembered, or that follower would wait in a generation the group has left
+            for key, answer in list(answered.items()):
+                if answer.generation_id in cut_short:
+                    del answered[key]
+                    running[asyncio.ensure_future(_join(by_id[key], session_timeout_ms))] = by_id[key]
     finally:
         for task in running:
             task.cancel()

@@ -7,10 +7,13 @@ and the generator must leave its process as it found it (GC on, sockets read by 
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
+from types import SimpleNamespace
 
-from bench.lib.fleet import Fleet, Member, Pipe, _join, _seat
+import bench.lib.fleet as fleet_module
+from bench.lib.fleet import Fleet, Member, Pipe, _join, _seat, _seat_group
 
 GROUPS, SIZE, CONNECTIONS = 6, 3, 4
 
@@ -60,3 +63,47 @@ async def test_a_generation_completed_without_late_members_is_joined_again(serve
     finally:
         for pipe in pipes:
             pipe.transport.close()
+
+
+class _ScriptedGroup:
+    """A coordinator's answers in the order that stalled the fleet in CI: generation 1 is made of a and b,
+    the leader a is answered before its follower b, and c joins after it. Generation 2 is answered once
+    a, b and c have all joined again after generation 1 (as the real server waits for every member)."""
+
+    def __init__(self, members: list[Member]) -> None:
+        self.a, self.b, self.c = members
+        self.joins: dict[str, int] = {}
+        self.rejoined: set[str] = set()
+        self.generation_2 = asyncio.Event()
+
+    def _answer(self, m: Member, generation: int, leader: Member, peers: list[Member]) -> SimpleNamespace:
+        m.generation, m.leader = generation, leader.member_id
+        m.peers = tuple(SimpleNamespace(member_id=p.member_id) for p in peers)
+        return SimpleNamespace(member_id=m.member_id, generation_id=generation, leader=leader.member_id,
+                               members=m.peers)
+
+    async def join(self, m: Member, _session_timeout_ms: int) -> SimpleNamespace:
+        m.member_id = m.member_id or m.group + "-" + str(id(m))
+        count = self.joins[m.member_id] = self.joins.get(m.member_id, 0) + 1
+        if count == 1 and m is self.a:
+            return self._answer(m, 1, self.a, [self.a, self.b])
+        if count == 1 and m is self.b:
+            await asyncio.sleep(0.05)  # the follower's answer, after the generator has seen its leader's
+            return self._answer(m, 1, self.a, [])
+        self.rejoined.add(m.member_id)
+        if len(self.rejoined) == 3:
+            self.generation_2.set()
+        await self.generation_2.wait()
+        return self._answer(m, 2, self.a, [self.a, self.b, self.c] if m is self.a else [])
+
+
+async def test_a_follower_answered_after_its_cut_short_leader_joins_again(monkeypatch):
+    """The CI flake ("JoinGroup of fleet-test-1: unknown_member_id" after 45 s): the generator remembered a
+    cut-short generation by its leader's answer only, so a follower answered later stayed in generation 1 and
+    the group waited for it until its session expired. Every member must end in generation 2."""
+    group = [Member("scripted", pipe=None) for _ in range(3)]  # type: ignore[arg-type]
+    scripted = _ScriptedGroup(group)
+    monkeypatch.setattr(fleet_module, "_join", scripted.join)
+    await asyncio.wait_for(_seat_group(group, 45000), timeout=10)
+    assert [m.generation for m in group] == [2, 2, 2]
+    assert scripted.joins[group[1].member_id] == 2
