@@ -36,6 +36,8 @@ from coordinator.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl,
+    scram_admin,
     sync_group,
     topics_admin,
 )
@@ -60,7 +62,8 @@ HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    offset_commit, offset_fetch, offset_delete,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
-                   describe_producers, describe_topic_partitions, configs_admin)
+                   describe_producers, describe_topic_partitions, configs_admin, sasl,
+                   scram_admin)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:
@@ -83,15 +86,15 @@ class App:
             self.node = Node(config.node_id, cluster_id)
             self.offsets = OffsetsRuntime(config)
             topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, FileCatalogStore(config.log_dirs))
-            data = view = dynamic = None
+            data = view = dynamic = scram = None
         else:
             self.node, self.offsets, topics, data, view = (cluster.node, cluster.offsets, cluster.topics, cluster.data,
                                                            cluster.view)
-            dynamic = cluster.dynamic
+            dynamic, scram = cluster.dynamic, cluster.scram
         # Request metrics are counted only when something serves them (http.listener).
         metrics = RequestMetrics() if config.http_listener is not None else None
         self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
-                                 metrics=metrics, dynamic=dynamic)
+                                 metrics=metrics, dynamic=dynamic, scram=scram)
         self.dispatcher = build_dispatcher(self.services)
         self.dispatcher.metrics = metrics
         self.server: Server | None = None
@@ -108,9 +111,10 @@ class App:
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
         self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)
+        self.server.scram_credentials = self.services.scram.lookup
         bound = await self.server.start()
         advertised = self.config.advertised(bound)
-        self.node.advertise(advertised[0])
+        self.node.advertise(*advertised)
         if self.cluster is not None:
             try:
                 await self.cluster.start(advertised)  # register (node.id in use: StartupError), take a share

@@ -13,15 +13,27 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from typing import Any
 
+from coordinator.config_values import (  # noqa: F401 (read_properties: part of this module's interface)
+    ConfigError,
+    HostLimit,
+    _host_limits,
+    parse_cleanup_policy,
+    parse_storage_url,
+    read_properties,
+)
+from coordinator.security.listener_config import (
+    SECURITY_SETTINGS,
+    ListenerSecurity,
+    check_listener_names,
+    is_secret,
+    is_security_setting,
+    listener_env_names,
+    listener_security,
+)
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 from storage.pg.url import redact
-
-
-class ConfigError(ValueError):
-    """A setting has a bad value; the message names the setting."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +72,6 @@ def parse_listeners(value: str) -> tuple[Listener, ...]:
         if not match:
             raise ValueError(f"{item!r} is not NAME://host:port")
         name, host, port = match["name"].upper(), match["host"].strip("[]"), int(match["port"])
-        if name != "PLAINTEXT":
-            raise ValueError(f"only PLAINTEXT listeners are supported, not {name}")
         if port > 65535:
             raise ValueError(f"port {port} is out of range")
         listeners.append(Listener(name, host, port))
@@ -112,55 +122,6 @@ def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
         return None if not text.strip() else parse(text)
 
     return parse_optional
-
-
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-
-
-def parse_storage_url(text: str) -> str:
-    """Empty (local mode) or a libpq URL `postgresql://user:password@host:port/db` (cluster mode).
-
-    Errors never quote the URL: it may carry a password."""
-    value = text.strip()
-    if not value:
-        return ""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise ValueError("is not a URL postgresql://user:password@host:port/database") from None
-    if parts.scheme not in POSTGRES_SCHEMES:
-        raise ValueError(f"scheme {parts.scheme or '(none)'!r} is not one of {', '.join(POSTGRES_SCHEMES)}")
-    return value
-
-
-def parse_cleanup_policy(text: str) -> str:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError(f"{text!r} is not a list of delete, compact")
-    return ",".join(parts)
-
-
-class HostLimit(NamedTuple):
-    host: str
-    limit: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.limit}"
-
-
-def _host_limits(text: str) -> tuple[HostLimit, ...]:
-    """Kafka's `host:count,host:count` map (max.connections.per.ip.overrides)."""
-    out = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        host, sep, count = item.rpartition(":")
-        host = host.strip().strip("[]")
-        if not sep or not host:
-            raise ValueError(f"{item!r} is not host:count")
-        out.append(HostLimit(host, _int(0, INT32_MAX)(count)))
-    return tuple(out)
 
 
 INT32_MAX = 2**31 - 1
@@ -280,6 +241,12 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
 ENV_PREFIX = "COORDINATOR_"
 
 
+def _listener_names(listeners: str, overrides: Mapping[str, str] | None) -> list[str]:
+    """The listener names, before the settings are parsed (for the names of their environment variables)."""
+    text = (overrides or {}).get("listeners", listeners)
+    return [item.split("://", 1)[0].strip().upper() for item in text.split(",") if "://" in item]
+
+
 def env_name(prop: str) -> str:
     return ENV_PREFIX + prop.upper().replace(".", "_").replace("-", "_")
 
@@ -333,6 +300,8 @@ class Config:
     log_level: str
     #: names set by the file, environment or an override (DescribeConfigs: STATIC_BROKER_CONFIG)
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    #: the TLS/SASL settings given (coordinator/security/listener_config.py), listener.name.* ones included
+    security_props: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -344,20 +313,31 @@ class Config:
     ) -> Config:
         raw = {name: default for name, (_a, _p, default, _d) in SETTINGS.items()}
         explicit: set[str] = set()
+        security: dict[str, str] = {}
         if properties_file:
             for name, value in read_properties(properties_file).items():
                 if name in SETTINGS:
                     raw[name] = value
                     explicit.add(name)
+                elif is_security_setting(name):
+                    security[name] = value
                 elif warn:
                     warn(f"The configuration '{name}' in {properties_file} is not known and is ignored")
         environ = os.environ if environ is None else environ
         known_env = {env_name(name): name for name in SETTINGS}
+        security_env = {env_name(name): name for name in SECURITY_SETTINGS}
+        security_env.update(listener_env_names(_listener_names(environ.get(env_name("listeners"), raw["listeners"]),
+                                                               overrides)))
         for key, value in environ.items():
             if key in known_env:
                 raw[known_env[key]] = value
                 explicit.add(known_env[key])
+            elif key in security_env:
+                security[security_env[key]] = value
         for name, value in (overrides or {}).items():
+            if is_security_setting(name):
+                security[name] = value
+                continue
             if name not in SETTINGS:
                 raise ConfigError(f"{name}: unknown setting")
             raw[name] = value
@@ -368,7 +348,7 @@ class Config:
                 values[attr] = parse(raw[name])
             except ValueError as exc:
                 raise ConfigError(f"{name}: {exc}") from None
-        config = cls(**values, explicit=frozenset(explicit))
+        config = cls(**values, explicit=frozenset(explicit), security_props=security)
         if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
@@ -378,7 +358,14 @@ class Config:
             raise ConfigError(f"broker.heartbeat.interval.ms: {config.broker_heartbeat_interval_ms} is not less than "
                               f"broker.session.timeout.ms ({config.broker_session_timeout_ms})")
         config.advertised()  # validate advertised.listeners now, not at first use
+        check_listener_names(security, [listener.name for listener in config.listeners])
+        for listener in config.listeners:
+            config.security(listener.name)  # certificates load, mechanisms exist, PLAIN has users
         return config
+
+    def security(self, listener: str) -> ListenerSecurity:
+        """What the listener named `listener` asks of its connections (TLS, SASL)."""
+        return listener_security(self.security_props, listener)
 
     @property
     def cluster_mode(self) -> bool:
@@ -408,7 +395,10 @@ class Config:
             listeners = tuple(bound.values())
         result = []
         for listener in listeners:
-            actual = bound.get(listener.name, listener)
+            if listener.name not in bound:  # Kafka: advertised names are a subset of the listeners'
+                raise ConfigError(f"advertised.listeners: {listener.name} is not a listener "
+                                  f"(listeners: {', '.join(bound)})")
+            actual = bound[listener.name]
             host = listener.host
             if host in ("", "0.0.0.0", "::"):
                 host = "localhost" if actual.host in ("", "0.0.0.0", "::") else actual.host
@@ -424,30 +414,6 @@ class Config:
             value = by_attr[attr]
             out[name] = ",".join(map(str, value)) if isinstance(value, tuple) else "" if value is None else str(value)
         out["storage.url"] = redact(out["storage.url"])
+        for name, value in sorted(self.security_props.items()):
+            out[name] = "[hidden]" if is_secret(name) else value
         return out
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """A Java .properties file: `key=value` or `key: value`, # and ! comments, \\ continuations."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ConfigError(f"properties file {path}: {exc.strerror}") from None
-    result: dict[str, str] = {}
-    logical = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not logical and (not stripped or stripped[0] in "#!"):
-            continue
-        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
-            logical += stripped[:-1]
-            continue
-        logical += stripped
-        match = re.match(r"^((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", logical)
-        if match:
-            result[match[1].replace("\\", "")] = match[2]
-        else:
-            result[logical] = ""
-        logical = ""
-    return result

@@ -60,6 +60,9 @@ class Node:
     host: str = "localhost"
     port: int = 0
     rack: str | None = None
+    endpoints: tuple[tuple[str, str, int], ...] = ()  # every advertised listener: (name, host, port)
 
-    def advertise(self, listener: Listener) -> None:
-        self.host, self.port = listener.host, listener.port
+    def advertise(self, *listeners: Listener) -> None:
+        """The advertised listeners, once bound; the first is `host`/`port` (the node's address in logs)."""
+        self.host, self.port = listeners[0].host, listeners[0].port
+        self.endpoints = tuple((listener.name, listener.host, listener.port) for listener in listeners)

@@ -11,6 +11,7 @@ from coordinator.groups.settings import GroupSettings
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.node import Node
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.scram_store import FileCredentialStore, ScramCredentials
 
 
 class Services:
@@ -21,7 +22,8 @@ class Services:
 
     def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
                  data: DataPlane | None = None, view: ClusterView | None = None,
-                 metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None) -> None:
+                 metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None,
+                 scram: ScramCredentials | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -35,3 +37,5 @@ class Services:
             broker_configs.attach(self.data, dynamic)
         self.dynamic = dynamic
         self.metrics = metrics  # the answer path's counters, when the metrics endpoint is on
+        # SCRAM credentials (local mode: read from log.dirs here; cluster mode: PostgreSQL's, given)
+        self.scram = ScramCredentials(FileCredentialStore(config.log_dirs)) if scram is None else scram

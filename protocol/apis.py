@@ -38,6 +38,7 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -47,10 +48,13 @@ class ApiKey(IntEnum):
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TOPIC_PARTITIONS = 75
@@ -138,6 +142,10 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.DESCRIBE_CONFIGS, 1, 4),  # kio has no v0 (Kafka 4 dropped it)
     (ApiKey.ALTER_CONFIGS, 0, 2),
     (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+    (ApiKey.SASL_HANDSHAKE, 0, 1),  # before authentication: coordinator/security/sasl_gate.py
+    (ApiKey.SASL_AUTHENTICATE, 0, 2),
+    (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
+    (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.certs import Certs, make_certs
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
 
@@ -32,3 +33,9 @@ def server_factory(tmp_path):
     yield make
     for process in started:
         process.kill()
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory) -> Certs:
+    """Throwaway TLS material for the session (a CA, server and client certificates: tests/support/certs.py)."""
+    return make_certs(tmp_path_factory.mktemp("certs"))

@@ -38,6 +38,7 @@ from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
+from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
 from storage.pg import cluster_meta
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
@@ -49,8 +50,11 @@ JOIN_MARGIN_SECONDS = 1.0  # past the session, before a node.id held by a lease 
 
 class ClusterNode:
     def __init__(self, config: Config, pool: Any, node: Node, topics: TopicCatalog, offsets: OffsetsRuntime,
-                 data: DataPlane, scratch_lock: int, dynamic: DynamicBrokerConfigs | None = None) -> None:
+                 data: DataPlane, scratch_lock: int, dynamic: DynamicBrokerConfigs | None = None,
+                 scram: ScramCredentials | None = None) -> None:
         self.config = config
+        # SCRAM credentials from kc_scram_credentials, read again at every membership refresh
+        self.scram = ScramCredentials(PgCredentialStore(pool)) if scram is None else scram
         if dynamic is None:  # read from kc_broker_configs at the first membership refresh
             dynamic = DynamicBrokerConfigs(config.node_id, PgDynamicConfigStore(pool), data.base_configs)
             broker_configs.attach(data, dynamic)
@@ -81,10 +85,12 @@ class ClusterNode:
             dynamic = DynamicBrokerConfigs(config.node_id, PgDynamicConfigStore(pool), data.base_configs)
             await dynamic.refresh()
             broker_configs.attach(data, dynamic)
+            scram = ScramCredentials(PgCredentialStore(pool))
+            await scram.refresh()
         except BaseException:
             await pool.close()
             raise
-        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic)
+        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic, scram)
 
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
@@ -98,14 +104,14 @@ class ClusterNode:
     async def _refresh_catalog(self) -> None:
         await self.topics.refresh()
         await self.dynamic.refresh()
+        await self.scram.refresh()
 
     async def start(self, advertised: tuple[Listener, ...]) -> None:
-        """Register this node's lease with its advertised endpoint and start taking its share."""
-        endpoint = advertised[0]
+        """Register this node's lease with its advertised listeners and start taking its share."""
         config = self.config
         self.membership = ClusterMembership(
             self.pool, self.reconciler, self.view, node_id=config.node_id,
-            listeners=advertised_listeners(endpoint.host, endpoint.port), rack=None,
+            listeners=advertised_listeners((a.name, a.host, a.port) for a in advertised), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
             connect=partial(asyncpg.connect, config.storage_url), refresh_catalog=self._refresh_catalog)
         await self._join(self.membership)

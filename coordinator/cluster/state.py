@@ -18,16 +18,18 @@ from coordinator.cluster.view import NO_LEADER, Broker
 WIRE_LEADER_EPOCH = 0  # the leader epoch clients see (Metadata, ListOffsets, batches), local mode's
 
 
-def advertised_listeners(host: str, port: int) -> list[dict[str, Any]]:
-    """What a node registers in kc_nodes.listeners (JSON): its advertised endpoint, the shape `broker_of` reads."""
-    return [{"name": "PLAINTEXT", "host": host, "port": port}]
+def advertised_listeners(endpoints: Iterable[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """What a node registers in kc_nodes.listeners (JSON): its advertised listeners, the shape `broker_of` reads."""
+    return [{"name": name, "host": host, "port": port} for name, host, port in endpoints]
 
 
 def broker_of(node_id: int, listeners: Any, rack: str | None) -> Broker:
-    """A Broker from a kc_nodes row: the first advertised listener (jsonb arrives as text or decoded)."""
+    """A Broker from a kc_nodes row: every advertised listener, the first as its address (jsonb arrives as
+    text or decoded; a row from before listener names has one, PLAINTEXT)."""
     endpoints = json.loads(listeners) if isinstance(listeners, (str, bytes)) else listeners
     first = endpoints[0]
-    return Broker(node_id, first["host"], int(first["port"]), rack)
+    named = tuple((str(e.get("name", "PLAINTEXT")), e["host"], int(e["port"])) for e in endpoints)
+    return Broker(node_id, first["host"], int(first["port"]), rack, named)
 
 
 class ClusterState:

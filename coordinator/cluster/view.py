@@ -8,6 +8,7 @@ PostgreSQL (coordinator/cluster/state.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,10 +19,29 @@ NO_LEADER = -1
 
 @dataclass(frozen=True, slots=True)
 class Broker:
+    """A live broker; `host`/`port` are its first listener's, `endpoints` (name, host, port) all of them."""
+
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def on(self, listener: str) -> Broker | None:
+        """This broker as seen from `listener` (its endpoint of that name), None if it has no such
+        listener (Kafka leaves it out of Metadata); "" or a broker that names none: as it is."""
+        if not listener or not self.endpoints:
+            return self
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return self if (host, port) == (self.host, self.port) else \
+                    Broker(self.node_id, host, port, self.rack, self.endpoints)
+        return None
+
+
+def listener_brokers(brokers: Iterable[Broker], listener: str) -> list[Broker]:
+    """The brokers as a client of `listener` sees them: those with that listener, at its address."""
+    return [seen for seen in (broker.on(listener) for broker in brokers) if seen is not None]
 
 
 class ClusterView(Protocol):
@@ -55,7 +75,7 @@ class LocalView:
 
     def me(self) -> Broker:
         node = self.node
-        return Broker(node.node_id, node.host, node.port, node.rack)
+        return Broker(node.node_id, node.host, node.port, node.rack, node.endpoints)
 
     def brokers(self) -> list[Broker]:
         return [self.me()]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.cluster.view import listener_brokers
 from coordinator.handlers.metadata import CLUSTER_OPERATIONS
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -42,7 +43,7 @@ class DescribeClusterHandler:
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request if version == 0
                          else code, error_message=message, endpoint_type=BROKER, cluster_id="", controller_id=-1,
                          brokers=[], cluster_authorized_operations=NOT_REQUESTED)
-        brokers = self.view.brokers()
+        brokers = listener_brokers(self.view.brokers(), ctx.listener)
         controller = self.view.controller_id()
         if all(broker.node_id != controller for broker in brokers):
             controller = -1

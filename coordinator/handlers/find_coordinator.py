@@ -42,13 +42,15 @@ class FindCoordinatorHandler:
         self.view = view
         self.offsets_partitions = offsets_partitions
 
-    def locate(self, key_type: int, key: str) -> tuple[ErrorCode, dict]:
+    def locate(self, key_type: int, key: str, listener: str = "") -> tuple[ErrorCode, dict]:
         """The error and the endpoint (Kafka's "no node" unless the error is NONE) for one key."""
         code = error_for(key_type, key)
         if code is not ErrorCode.none:
             return code, NO_NODE
         view = self.view
         broker: Broker | None = view.broker(view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions)))
+        if broker is not None:
+            broker = broker.on(listener)  # None: the coordinator has no listener of the client's name
         if broker is None:  # no leader now (or it is gone): retriable
             return ErrorCode.coordinator_not_available, NO_NODE
         return code, {"node_id": broker.node_id, "host": broker.host, "port": broker.port}
@@ -59,10 +61,10 @@ class FindCoordinatorHandler:
         if ctx.api_version >= BATCHED_FROM:
             coordinators = []
             for key in request.coordinator_keys:
-                code, endpoint = self.locate(key_type, key)
+                code, endpoint = self.locate(key_type, key, ctx.listener)
                 coordinators.append({"key": key, "error_code": code, "error_message": None, **endpoint})
             return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
-        code, endpoint = self.locate(key_type, request.key)
+        code, endpoint = self.locate(key_type, request.key, ctx.listener)
         return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=error_message(code),
                      **endpoint)
 

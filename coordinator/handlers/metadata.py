@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.cluster.view import NO_LEADER
+from coordinator.cluster.view import NO_LEADER, listener_brokers
 from coordinator.completion import settled
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.errors import TopicAlreadyExists
@@ -134,7 +134,7 @@ class MetadataHandler:
         head = {"throttle_time": NO_THROTTLE, "cluster_id": self.node.cluster_id,
                 "controller_id": view.controller_id(),
                 "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                            for b in view.brokers()],
+                            for b in listener_brokers(view.brokers(), ctx.listener)],
                 "cluster_authorized_operations": cluster_ops}
 
         def respond(topics: list[dict]) -> object:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import structlog
 
 from coordinator.completion import Completion
-from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
+from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, Session
 from protocol.framing import FrameError, cut_frames, frame as size_prefixed, frame_kind, single_frame
 
 if TYPE_CHECKING:
@@ -84,11 +84,12 @@ class Connection(asyncio.Protocol):
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
         "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier", "metrics",
-        "kinds", "deferred_kinds",
+        "kinds", "deferred_kinds", "session",
     )
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, listener: str = "") -> None:
         self.server = server
+        self.session = Session(listener)  # who is on the connection: its listener (and principal, see secured.py)
         self.dispatcher = server.dispatcher
         self.loop = server.loop
         self.transport: asyncio.Transport | None = None
@@ -172,7 +173,7 @@ class Connection(asyncio.Protocol):
         """The dispatcher's answer to one frame, or _CLOSED after a protocol violation."""
         self.requests += 1
         try:
-            return self.dispatcher.dispatch(request, self.peer_host, self.peer_port)
+            return self.dispatcher.dispatch(request, self.peer_host, self.peer_port, self.session)
         except CloseConnection as exc:
             self._violation(str(exc))
         except Exception as exc:  # a bug of ours (a fast path, say): never a silent drop

@@ -38,6 +38,8 @@ from protocol.codec import DecodeError, decode_request, decode_request_sliced, e
 from protocol.header import REQUEST_PREFIX, HeaderError, parse_request_header, peek_api
 from protocol.sliced_decode import SLICED_FROM
 
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT, and TLS without a client certificate
+
 log = structlog.get_logger(__name__)
 
 
@@ -53,9 +55,20 @@ class RequestContext:
     client_id: str | None
     client_host: str
     client_port: int
+    listener: str = ""  # the name of the listener the request came in on ("": the first)
+    principal: str = ANONYMOUS
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Who is on a connection: its listener's name and, once authenticated, its principal."""
+
+    listener: str
+    principal: str = ANONYMOUS
 
 
 Handler = Callable[[RequestContext, Any], Any]
+_NO_SESSION = Session("")
 FastPath = Callable[[bytes, int, int], "bytes | Deferred | None"]  # (frame, api_version, correlation_id)
 
 
@@ -130,7 +143,8 @@ class Dispatcher:
         if missing or extra or self._unsupported_api_versions is None:
             raise RuntimeError(f"api table and handlers disagree: missing={missing} extra={extra}")
 
-    def dispatch(self, frame: bytes, client_host: str, client_port: int) -> bytes | Deferred | None:
+    def dispatch(self, frame: bytes, client_host: str, client_port: int,
+                 session: Session = _NO_SESSION) -> bytes | Deferred | None:
         try:
             api_key, api_version, correlation_id = REQUEST_PREFIX.unpack_from(frame)
         except StructError:
@@ -144,10 +158,11 @@ class Dispatcher:
             answer = fast(frame, api_version, correlation_id)
             if answer is not None:
                 return answer
-        return self.dispatch_generic(frame, api_key, api_version, correlation_id, client_host, client_port)
+        return self.dispatch_generic(frame, api_key, api_version, correlation_id, client_host, client_port, session)
 
     def dispatch_generic(self, frame: bytes, api_key: int, api_version: int, correlation_id: int,
-                         client_host: str, client_port: int) -> bytes | Deferred | None:
+                         client_host: str, client_port: int,
+                         session: Session = _NO_SESSION) -> bytes | Deferred | None:
         """Header, version check, kio decode, handler, encode: the path of every request kind."""
         spec = API_TABLE.get(api_key)
         if spec is None:
@@ -164,7 +179,8 @@ class Dispatcher:
             header = parse_request_header(frame, spec.request_is_flexible(api_version))
         except HeaderError as exc:
             raise CloseConnection(f"{spec.name} v{api_version} header does not parse: {exc}") from None
-        context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port)
+        context = RequestContext(api_key, api_version, correlation_id, header.client_id, client_host, client_port,
+                                 session.listener, session.principal)
         if len(frame) > SLICED_FROM:
             return later(self._sliced(spec, context, frame, header.body_offset),
                          correlation_id, spec.response_header_versions[api_version], spec.name, barrier=True)

@@ -5,12 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from typing import Any
 
 from coordinator.config import Config, Listener
 from coordinator.net.connection import DISPATCH_BUDGET_SECONDS, Connection
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import Dispatcher
 from coordinator.net.request_metrics import RequestMetrics
+from coordinator.net.secured import SecuredConnection
+from coordinator.security.listener_config import PLAINTEXT, ListenerSecurity
+from coordinator.security.mechanisms import new_exchange
+from coordinator.security.sasl_gate import SaslGate
+from coordinator.security.tls import principal_of, server_context
+
+#: How long a TLS handshake may take before the connection is dropped (a client that opens a socket and never
+#: finishes its handshake would otherwise hold it until the idle timeout).
+TLS_HANDSHAKE_SECONDS = 10.0
+
+
+def _no_credentials(_user: str, _mechanism: str) -> None:
+    return None
 
 
 class Server:
@@ -28,18 +43,36 @@ class Server:
         self._servers: list[asyncio.AbstractServer] = []
         self._all_closed: asyncio.Event = asyncio.Event()
         self.bound: dict[str, Listener] = {}
+        # SCRAM credentials by (user, mechanism), for SASL listeners (the credential store's lookup)
+        self.scram_credentials: Callable[[str, str], Any] = _no_credentials
 
     async def start(self) -> dict[str, Listener]:
         for listener in self.config.listeners:
+            security = self.config.security(listener.name)
+            tls = None if security.tls is None else server_context(security.tls)
             server = await self.loop.create_server(
-                lambda: Connection(self), host=listener.host or None, port=listener.port,
-                reuse_address=True, backlog=1024,
+                (lambda s=security: SecuredConnection(self, s)) if security.protocol != PLAINTEXT
+                else (lambda n=listener.name: Connection(self, n)),
+                host=listener.host or None, port=listener.port, reuse_address=True, backlog=1024,
+                ssl=tls, ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if tls is not None else None,
             )
             self._servers.append(server)
             sockname = server.sockets[0].getsockname()
             bound = Listener(listener.name, listener.host or sockname[0], sockname[1])
             self.bound[listener.name] = bound
         return self.bound
+
+    def tls_principal(self, security: ListenerSecurity, peercert: Any) -> str:
+        """`User:<subject, mapped by ssl.principal.mapping.rules>`, or User:ANONYMOUS without a certificate."""
+        assert security.tls is not None
+        return principal_of(peercert, security.tls.principal_rules)
+
+    def sasl_gate(self, security: ListenerSecurity, peer: str) -> SaslGate:
+        return SaslGate(security, self._answer_api_versions,
+                        lambda mechanism: new_exchange(security, mechanism, self.scram_credentials), peer)
+
+    def _answer_api_versions(self, frame: bytes) -> Any:
+        return self.dispatcher.dispatch(frame, "", 0)
 
     def connection_gone(self) -> None:
         if not self.connections:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 CHANNEL = "kc_cluster"
-# What changed: kc_nodes (register, deregister), kc_partitions (owners, new rows), kc_topics, kc_broker_configs.
-Change = Literal["nodes", "partitions", "topics", "broker_configs"]
+# What changed: kc_nodes (register, deregister), kc_partitions (owners, new rows), kc_topics, kc_broker_configs,
+# kc_scram_credentials.
+Change = Literal["nodes", "partitions", "topics", "broker_configs", "scram_credentials"]
 
 
 class Executor(Protocol):

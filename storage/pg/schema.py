@@ -13,7 +13,7 @@ import asyncpg
 
 from storage.pg.errors import SchemaTooNewError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # pg_advisory_xact_lock key of migrations: any fixed bigint; this one spells "kcschema" in ASCII.
 MIGRATION_LOCK = 0x6B63736368656D61
@@ -58,6 +58,16 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # a node id (as text) that node's own.
             """CREATE TABLE kc_broker_configs (level text NOT NULL, name text NOT NULL, value text NOT NULL,
                                                PRIMARY KEY (level, name))""",
+        ],
+    ),
+    (
+        4,
+        [
+            # SCRAM credentials (AlterUserScramCredentials): Kafka's UserScramCredentialRecord, no password.
+            """CREATE TABLE kc_scram_credentials (user_name text NOT NULL, mechanism smallint NOT NULL,
+                                                  salt bytea NOT NULL, stored_key bytea NOT NULL,
+                                                  server_key bytea NOT NULL, iterations int NOT NULL,
+                                                  PRIMARY KEY (user_name, mechanism))""",
         ],
     ),
 ]

@@ -64,7 +64,8 @@ class Cluster:
         hooks = self.hooks[node_id] = Hooks()
         reconciler = Reconciler(hooks, OwnershipStore.over(pool, node_id), node_id)
         node = ClusterMembership(pool, reconciler, ClusterState(node_id, {"offsets": TOPIC}.get), node_id=node_id,
-                                 listeners=advertised_listeners("127.0.0.1", 9000 + node_id), rack=None,
+                                 listeners=advertised_listeners([("PLAINTEXT", "127.0.0.1", 9000 + node_id)]),
+                                 rack=None,
                                  heartbeat_ms=heartbeat_ms, session_ms=session_ms,
                                  connect=lambda: asyncpg.connect(self.url))
         await node.start()

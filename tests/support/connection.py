@@ -27,7 +27,7 @@ class FakeDispatcher:
         self.futures: dict[str, asyncio.Future] = {}
         self.seen: list[str] = []
 
-    def dispatch(self, data: bytes, host: str, port: int):
+    def dispatch(self, data: bytes, host: str, port: int, session: object = None):
         tag = data[1:].decode()
         self.seen.append(tag)
         if data[:1] == b"S":

@@ -27,9 +27,19 @@ class ServerProcess:
     log_dir: str
     lines: list[str] = field(default_factory=list)
 
+    advertised: str = ""  # every listener, NAME://host:port,... as the server logged them
+
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def port_of(self, listener: str) -> int:
+        """The bound port of the listener named `listener`."""
+        for item in self.advertised.split(","):
+            name, _, address = item.partition("://")
+            if name == listener:
+                return int(address.rsplit(":", 1)[1])
+        raise KeyError(f"no listener {listener} in {self.advertised!r}")
 
     def events(self, name: str | None = None) -> list[dict]:
         out = []
@@ -110,7 +120,7 @@ def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = 
         process.kill()
         process.wait()
         raise RuntimeError(f"server did not start: {lines[-20:]}")
-    server = ServerProcess(process, found["host"], found["port"], log_dir, lines)
+    server = ServerProcess(process, found["host"], found["port"], log_dir, lines, found.get("advertised", ""))
     if topics:
         create_topics(server.host, server.port, topics)
     return server

@@ -6,7 +6,7 @@ import json
 import uuid
 
 from coordinator.cluster.state import ClusterState, advertised_listeners, broker_of
-from coordinator.cluster.view import NO_LEADER, Broker
+from coordinator.cluster.view import NO_LEADER, Broker, listener_brokers
 from storage.pg.ownership import PartitionRow
 
 ORDERS = uuid.UUID(int=11)
@@ -50,9 +50,26 @@ def test_before_the_first_refresh_this_node_is_the_controller_and_leads_nothing(
 
 
 def test_a_registered_listener_reads_back_as_the_broker():
-    listeners = advertised_listeners("10.0.0.7", 9092)
-    assert broker_of(7, json.dumps(listeners), "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a")
-    assert broker_of(7, listeners, None) == Broker(7, "10.0.0.7", 9092)
+    endpoints = (("PLAINTEXT", "10.0.0.7", 9092),)
+    listeners = advertised_listeners(endpoints)
+    assert broker_of(7, json.dumps(listeners), "rack-a") == Broker(7, "10.0.0.7", 9092, "rack-a", endpoints)
+    assert broker_of(7, listeners, None) == Broker(7, "10.0.0.7", 9092, None, endpoints)
+
+
+def test_every_registered_listener_is_read_back_and_each_client_sees_its_own():
+    endpoints = (("INTERNAL", "node7.internal", 9092), ("SASL_SSL", "kafka.example.com", 9094))
+    broker = broker_of(7, json.dumps(advertised_listeners(endpoints)), None)
+    assert (broker.host, broker.port) == ("node7.internal", 9092)  # the first is the node's address
+    external = broker.on("SASL_SSL")
+    assert external is not None and (external.host, external.port) == ("kafka.example.com", 9094)
+    assert broker.on("INTERNAL") is broker
+    assert broker.on("SSL") is None  # no such listener on that node: Kafka leaves it out of Metadata
+    assert listener_brokers([broker, Broker(8, "n8", 9092)], "SSL") == [Broker(8, "n8", 9092)]
+
+
+def test_a_row_from_before_listener_names_reads_as_plaintext():
+    broker = broker_of(3, '[{"host": "h", "port": 1}]', None)
+    assert broker.endpoints == (("PLAINTEXT", "h", 1),) and broker.on("PLAINTEXT") is broker
 
 
 def test_a_dropped_broker_leads_nothing_until_the_next_update():

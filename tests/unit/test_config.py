@@ -36,7 +36,7 @@ def test_env_names():
 
 @pytest.mark.parametrize("name, value", [
     ("node.id", "-1"), ("node.id", "abc"), ("offsets.topic.num.partitions", "0"),
-    ("listeners", "127.0.0.1:9092"), ("listeners", "SSL://:9093"), ("listeners", "PLAINTEXT://h:70000"),
+    ("listeners", "127.0.0.1:9092"), ("listeners", "PLAINTEXT://h:1,PLAINTEXT://h:2"), ("listeners", "PLAINTEXT://h:70000"),
     ("socket.request.max.bytes", "0"), ("log.level", "LOUD"),
     ("advertised.listeners", "nonsense"),
 ])

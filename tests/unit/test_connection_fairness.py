@@ -24,7 +24,7 @@ class BurningDispatcher(FakeDispatcher):
     def clock(self) -> float:
         return self.now
 
-    def dispatch(self, data: bytes, host: str, port: int):
+    def dispatch(self, data: bytes, host: str, port: int, session: object = None):
         self.now += COST
         return super().dispatch(data, host, port)
 

@@ -1,0 +1,112 @@
+"""A connection on an SSL, SASL_PLAINTEXT or SASL_SSL listener (PLAINTEXT ones are plain Connections, so the
+hot path pays nothing for security).
+
+TLS is done before `connection_made` (asyncio calls it after the handshake): a verified client certificate
+gives the principal, `User:<subject>` mapped by `ssl.principal.mapping.rules`. On a SASL listener every
+frame goes to the connection's SaslGate until the client has authenticated (coordinator/security/sasl_gate.py),
+under Kafka's smaller frame limit for that stage (`sasl.server.max.receive.size`, 512 KiB); then the principal
+is the SASL user's and frames go to the dispatcher. A failed authentication is answered, reading stops, and
+the connection closes after `connection.failed.authentication.delay.ms`, as Kafka delays it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import structlog
+
+from coordinator.net.connection import _CLOSED, Connection, Server as BaseServer
+from coordinator.net.dispatch import ANONYMOUS, CloseConnection, Session
+
+if TYPE_CHECKING:
+    from coordinator.security.listener_config import ListenerSecurity
+    from coordinator.security.sasl_gate import SaslGate
+
+log = structlog.get_logger("coordinator.net.connection")
+
+SASL_MAX_RECEIVE_BYTES = 524288  # Kafka's sasl.server.max.receive.size
+
+
+class Server(BaseServer, Protocol):
+    """What a secured connection uses of its server, beyond a plain one's."""
+
+    def tls_principal(self, security: ListenerSecurity, peercert: Any) -> str: ...
+
+    def sasl_gate(self, security: ListenerSecurity, peer: str) -> SaslGate: ...
+
+
+class SecuredConnection(Connection):
+    __slots__ = ("security", "gate")
+
+    def __init__(self, server: Server, security: ListenerSecurity) -> None:
+        super().__init__(server, security.name)
+        self.security = security
+        self.gate: SaslGate | None = None  # until the client has authenticated
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if not self.admitted:
+            return
+        server: Server = self.server  # type: ignore[assignment]
+        security = self.security
+        if security.uses_tls:
+            try:
+                principal = server.tls_principal(security, transport.get_extra_info("peercert"))
+            except ValueError as exc:  # Kafka's NoMatchingRule: the certificate names nobody we know
+                log.warning("authentication failed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
+                            reason=str(exc))
+                self.close_reason = "authentication failed: no principal for the client certificate"
+                self.closing = True
+                cast(asyncio.Transport, transport).abort()
+                return
+            self.session = Session(security.name, principal)
+            if principal != ANONYMOUS:
+                log.info("authenticated", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
+                         mechanism="SSL", principal=principal)
+        if security.uses_sasl:
+            self.gate = server.sasl_gate(security, f"{self.peer_host}:{self.peer_port}")
+            self.max_frame = min(self.max_frame, SASL_MAX_RECEIVE_BYTES)
+
+    def _dispatch(self, request: bytes) -> Any:
+        gate = self.gate
+        if gate is None:
+            return super()._dispatch(request)
+        self.requests += 1
+        try:
+            return self._authenticate(gate, request)
+        except CloseConnection as exc:  # a request out of place, a frame that does not parse
+            self._violation(str(exc))
+        except Exception as exc:  # a bug of ours: never a silent drop
+            self._internal_error(exc)
+        return _CLOSED
+
+    def _authenticate(self, gate: SaslGate, request: bytes) -> Any:
+        """A frame before authentication, answered by the gate; once authenticated the session has its
+        principal and later frames go to the dispatcher."""
+        answer = gate.receive(request)
+        if gate.principal is not None:
+            self.session = Session(self.session.listener, gate.principal)
+            self.gate = None
+            self.max_frame = self.server.config.socket_request_max_bytes
+        elif gate.failed:
+            self._close_after_failed_authentication(answer, gate.failed_reason)
+            return _CLOSED
+        return answer
+
+    def _close_after_failed_authentication(self, answer: bytes | None, reason: str) -> None:
+        """Kafka's delayed close: the answer goes out now, nothing more is read, and the connection closes
+        after `connection.failed.authentication.delay.ms` (a client retrying passwords waits that long)."""
+        if answer is not None:
+            self.out.append(answer)
+        self._write_out()
+        self.close_reason = f"authentication failed: {reason}"
+        self.closing = True
+        if self.transport is not None and not self.reading_paused:
+            self.transport.pause_reading()
+            self.reading_paused = True
+        self.loop.call_later(self.security.failed_authentication_delay_ms / 1000.0, self._close_now)
+
+    def _close_now(self) -> None:
+        if self.transport is not None:
+            self.transport.close()

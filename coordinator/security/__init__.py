@@ -1,0 +1,1 @@
+"""Security: TLS, SASL and the ACL authorizer (issue 18)."""
