@@ -116,6 +116,20 @@ FEATURES: dict[str, tuple[str, str]] = {
         "Java alterConsumerGroupOffsets, confluent-kafka alter_consumer_group_offsets (OffsetCommit) to a topic "
         "the server does not host answer UNKNOWN_TOPIC_OR_PARTITION and store nothing (an independent OffsetFetch "
         "shows none); to a hosted topic they succeed."),
+    "sasl-ssl-scram": (
+        "SASL_SSL + SCRAM-SHA-512",
+        "a consumer over TLS (the server's certificate from a test CA, which the client trusts) authenticated with "
+        "SCRAM-SHA-512 as a user created through confluent-kafka's AlterUserScramCredentials consumes a 2-partition "
+        "topic and commits its ends; the server logs principal User:bob."),
+    "sasl-plain": (
+        "SASL_PLAINTEXT + PLAIN",
+        "at the same time, a consumer authenticated with PLAIN as a JAAS user of the listener consumes and commits "
+        "the same topic in its own group."),
+    "sasl-refused": (
+        "wrong password / untrusted CA refused",
+        "the same client with a wrong SCRAM password is answered SASL_AUTHENTICATION_FAILED (server log: "
+        "'authentication failed', principal User:bob, no password), and one whose CA does not trust the server's "
+        "certificate fails TLS; neither is assigned anything."),
 }
 
 

@@ -192,6 +192,10 @@ def run_aiokafka(args, stop: threading.Event) -> None:
     async def main() -> None:
         conf = {"bootstrap_servers": args.bootstrap, "group_id": args.group, "auto_offset_reset": "earliest",
                 "enable_auto_commit": args.commit == "auto", **args.extra}
+        if "ssl_cafile" in conf:  # aiokafka takes TLS settings only as an SSLContext
+            from aiokafka.helpers import create_ssl_context
+
+            conf["ssl_context"] = create_ssl_context(cafile=conf.pop("ssl_cafile"))
         if args.instance_id:
             conf["group_instance_id"] = args.instance_id
         if args.assignor:

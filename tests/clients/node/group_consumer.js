@@ -24,11 +24,20 @@ const toStderr = () => ({ namespace, level, log }) => {
   const { message, ...extra } = log;
   process.stderr.write(`[${namespace}] ${message} ${JSON.stringify(extra)}\n`);
 };
-const kafka = new Kafka({ clientId: 'harness-kafkajs', brokers: [opts.bootstrap], logCreator: toStderr });
+// --set ssl.ca=<PEM file> and sasl.mechanism/username/password are the Kafka client's (TLS, SASL); the rest the
+// consumer's options.
+const client = { clientId: 'harness-kafkajs', brokers: [opts.bootstrap], logCreator: toStderr };
 const config = { groupId: opts.group };
 if (opts['session-timeout-ms']) config.sessionTimeout = Number(opts['session-timeout-ms']);
 const parse = (text) => { try { return JSON.parse(text); } catch (e) { return text; } };  // numbers, booleans
-for (const kv of opts.set) { const at = kv.indexOf('='); config[kv.slice(0, at)] = parse(kv.slice(at + 1)); }
+for (const kv of opts.set) {
+  const at = kv.indexOf('=');
+  const [name, value] = [kv.slice(0, at), kv.slice(at + 1)];
+  if (name === 'ssl.ca') client.ssl = { ca: [require('fs').readFileSync(value, 'utf8')] };
+  else if (name.startsWith('sasl.')) client.sasl = { ...client.sasl, [name.slice(5)]: value };
+  else config[name] = parse(value);
+}
+const kafka = new Kafka(client);
 const consumer = kafka.consumer(config);
 const explicit = opts.commit === 'explicit';
 const count = Number(opts.count);

@@ -1,0 +1,93 @@
+"""Every client with TLS and SASL against our server (issue 18): a consumer group over SASL_SSL with
+SCRAM-SHA-512 (a user created through confluent-kafka's admin API) and one over SASL_PLAINTEXT with PLAIN (a JAAS
+user), both at once; then the same client with a wrong password and with a CA that does not trust the server's
+certificate is refused: it is never assigned anything.
+
+One server for the module (PLAINTEXT for set-up, SASL_PLAINTEXT, SASL_SSL); each client its own topic and groups.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.clients import compat
+from tests.clients.drivers import CLIENTS, run_consumer
+from tests.clients.produce import create_topic, produce
+from tests.clients.scenarios import stop_all, wait_committed
+from tests.clients.security import client_security
+from tests.support.certs import create_scram_user
+from tests.support.server_process import start_server
+
+PARTITIONS = 2
+RECORDS = 20
+REFUSED_FOR_S = 6.0  # how long a refused client is watched for an assignment it must not get
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-pw";'
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, certs):
+    process = start_server(str(tmp_path_factory.mktemp("secured")), overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "ssl.keystore.location": str(certs.server),
+        "group.initial.rebalance.delay.ms": "0",
+    })
+    create_scram_user(process.bootstrap, "bob", "bob-pw")
+    yield process
+    process.kill()
+
+
+@pytest.fixture(params=sorted(CLIENTS))
+def client(request) -> str:
+    return request.param
+
+
+def test_groups_over_sasl_ssl_scram_and_sasl_plaintext_plain(server, certs, client):
+    topic = f"secured-{client}"
+    create_topic(server.bootstrap, topic, PARTITIONS)
+    sent = produce(server.bootstrap, topic, PARTITIONS, RECORDS)
+    ends = {p: len(values) for p, values in sent.items()}
+    scram = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_SSL')}", f"scram-{client}", topic,
+                         extra=client_security(client, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw", str(certs.ca)))
+    plain = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_PLAINTEXT')}", f"plain-{client}", topic,
+                         extra=client_security(client, "SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw"))
+    with compat.record(client, "sasl-ssl-scram"):
+        wait_committed([scram], topic, ends, timeout=90)
+        assert sorted(r["value"] for r in scram.records) == sorted(v for values in sent.values() for v in values)
+    with compat.record(client, "sasl-plain"):
+        wait_committed([plain], topic, ends, timeout=90)
+    stop_all([scram, plain])
+    principals = {e["principal"] for e in server.events("authenticated")}
+    assert {"User:bob", "User:alice"} <= principals
+
+
+def test_a_wrong_password_and_an_untrusting_client_are_refused(server, certs, client):
+    topic = f"refused-{client}"
+    create_topic(server.bootstrap, topic, 1)
+    produce(server.bootstrap, topic, 1, 3)
+    failed_before = len(server.events("authentication failed"))
+    wrong = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_SSL')}", f"wrong-{client}", topic,
+                         extra=client_security(client, "SASL_SSL", "SCRAM-SHA-512", "bob", "not-bobs", str(certs.ca)))
+    untrusting = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_SSL')}", f"untrusting-{client}", topic,
+                              extra=client_security(client, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw",
+                                                    str(certs.untrusted_ca)))
+    try:
+        with compat.record(client, "sasl-refused"):
+            deadline = time.monotonic() + 60
+            while len(server.events("authentication failed")) == failed_before and time.monotonic() < deadline:
+                time.sleep(0.2)
+            failures = server.events("authentication failed")[failed_before:]
+            assert failures and failures[0]["principal"] == "User:bob"
+            watched_until = time.monotonic() + REFUSED_FOR_S
+            while time.monotonic() < watched_until:
+                assert not wrong.of("assigned") and not wrong.records, wrong.describe()
+                assert not untrusting.of("assigned") and not untrusting.records, untrusting.describe()
+                time.sleep(0.2)
+    finally:
+        wrong.kill()
+        untrusting.kill()
+    assert "not-bobs" not in "\n".join(server.lines)
