@@ -14,6 +14,7 @@ from coordinator.config import Config, ConfigError
 from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
+    acls_admin,
     api_versions,
     configs_admin,
     create_partitions,
@@ -63,13 +64,15 @@ HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
                    describe_producers, describe_topic_partitions, configs_admin, sasl,
-                   scram_admin)
+                   scram_admin, acls_admin)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:
     dispatcher = Dispatcher()
     for module in HANDLER_MODULES:
         module.register(dispatcher, services)
+    if services.access.enabled:
+        dispatcher.drop_fast_paths()
     dispatcher.verify()
     return dispatcher
 
@@ -86,15 +89,17 @@ class App:
             self.node = Node(config.node_id, cluster_id)
             self.offsets = OffsetsRuntime(config)
             topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, FileCatalogStore(config.log_dirs))
-            data = view = dynamic = scram = None
+            data = view = dynamic = scram = acl_store = None
         else:
             self.node, self.offsets, topics, data, view = (cluster.node, cluster.offsets, cluster.topics, cluster.data,
                                                            cluster.view)
-            dynamic, scram = cluster.dynamic, cluster.scram
+            dynamic, scram, acl_store = cluster.dynamic, cluster.scram, cluster.acl_store
         # Request metrics are counted only when something serves them (http.listener).
         metrics = RequestMetrics() if config.http_listener is not None else None
         self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
-                                 metrics=metrics, dynamic=dynamic, scram=scram)
+                                 metrics=metrics, dynamic=dynamic, scram=scram, acl_store=acl_store)
+        if cluster is not None:
+            cluster.acls = self.services.acls
         self.dispatcher = build_dispatcher(self.services)
         self.dispatcher.metrics = metrics
         self.server: Server | None = None
@@ -110,6 +115,8 @@ class App:
             await self.http.start()
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
+        if self.cluster is not None and self.services.acls is not None:
+            await self.services.acls.refresh()  # the ACLs in force before the first request
         self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)
         self.server.scram_credentials = self.services.scram.lookup
         bound = await self.server.start()

@@ -126,6 +126,17 @@ def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 INT32_MAX = 2**31 - 1
 
+# Kafka's authorizers; any of them turns on this server's (coordinator/security/authorizer.py, the same decisions)
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer",
+               "kafka.security.auth.SimpleAclAuthorizer")
+
+
+def parse_authorizer(text: str) -> str:
+    value = text.strip()
+    if value and value not in AUTHORIZERS:
+        raise ValueError(f"{value!r} is not one of {', '.join(AUTHORIZERS)} (or empty: no authorizer)")
+    return value
+
 # property name -> (attribute, parser, default text, doc)
 SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "node.id": ("node_id", _int(0, INT32_MAX), "1", "This node's id in Metadata and FindCoordinator."),
@@ -235,6 +246,11 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "http.listener": ("http_listener", parse_http_listener, "",
                       "http://host:port of the operations endpoint (/metrics, /health/live, /health/ready, the "
                       "console); empty = none. Request metrics are counted only when it is set."),
+    "authorizer.class.name": ("authorizer_class_name", parse_authorizer, "",
+                              "Kafka's StandardAuthorizer or AclAuthorizer class name turns ACLs on; empty: off."),
+    "super.users": ("super_users", _str, "", "Principals allowed everything, `User:admin;User:ops`."),
+    "allow.everyone.if.no.acl.found": ("allow_everyone_if_no_acl_found", _bool, "false",
+                                       "Whether a resource without any ACL is open to everyone."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
 }
 
@@ -297,6 +313,9 @@ class Config:
     log_cleanup_policy: str
     fetch_max_bytes: int
     http_listener: Listener | None
+    authorizer_class_name: str
+    super_users: str
+    allow_everyone_if_no_acl_found: bool
     log_level: str
     #: names set by the file, environment or an override (DescribeConfigs: STATIC_BROKER_CONFIG)
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)

@@ -11,6 +11,9 @@ from coordinator.groups.settings import GroupSettings
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.node import Node
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Access
+from coordinator.security.acl_store import Acls, AclStore, FileAclStore
+from coordinator.security.authorizer import Authorizer, parse_super_users
 from coordinator.security.scram_store import FileCredentialStore, ScramCredentials
 
 
@@ -23,7 +26,7 @@ class Services:
     def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
                  data: DataPlane | None = None, view: ClusterView | None = None,
                  metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None,
-                 scram: ScramCredentials | None = None) -> None:
+                 scram: ScramCredentials | None = None, acl_store: AclStore | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -39,3 +42,9 @@ class Services:
         self.metrics = metrics  # the answer path's counters, when the metrics endpoint is on
         # SCRAM credentials (local mode: read from log.dirs here; cluster mode: PostgreSQL's, given)
         self.scram = ScramCredentials(FileCredentialStore(config.log_dirs)) if scram is None else scram
+        # ACLs, when an authorizer is configured (local mode: log.dirs/acls.json; cluster mode: kc_acls, given)
+        self.acls: Acls | None = None
+        if config.authorizer_class_name:
+            authorizer = Authorizer(parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found)
+            self.acls = Acls(FileAclStore(config.log_dirs) if acl_store is None else acl_store, authorizer)
+        self.access = Access(None if self.acls is None else self.acls.authorizer)

@@ -45,6 +45,9 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -146,6 +149,9 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.SASL_AUTHENTICATE, 0, 2),
     (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
     (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
+    (ApiKey.DESCRIBE_ACLS, 1, 3),  # Kafka 4 dropped v0
+    (ApiKey.CREATE_ACLS, 1, 3),
+    (ApiKey.DELETE_ACLS, 1, 3),
 )
 
 API_TABLE: dict[int, ApiSpec] = {int(key): ApiSpec(key, lo, hi) for key, lo, hi in _ROWS}

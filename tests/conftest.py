@@ -10,6 +10,18 @@ from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtur
 from tests.support.server_process import ServerProcess, start_server
 
 
+SERIAL_MODULES = ("test_hostile_", "test_bench_fleet")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests whose assertions are bound by wall-clock time run alone (marker `serial`): the hostile tests, whose
+    well-behaved client must be answered within 1.5 s, and the load generator's; sharing 2 cores with a parallel
+    worker, they would measure the other worker."""
+    for item in items:
+        if item.path.name.startswith(SERIAL_MODULES):
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture
 def server(tmp_path) -> ServerProcess:
     """A fresh server on defaults (ephemeral port, data in tmp_path); stopped with SIGTERM after."""

@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import ssl
 import struct
 import time
 from collections import deque
@@ -70,6 +71,7 @@ class Workload:
     setup: Callable[[str, int], Sequence[bytes] | None] | None = None
     check: Callable[[bytes], None] | None = None
     frames_for: Callable[[int], Sequence[bytes]] | None = None
+    tls_cafile: str | None = None  # connect with TLS, trusting this CA's PEM (the server's name: localhost)
 
     @classmethod
     def one_at_a_time(cls, frames: Sequence[bytes], **kwargs: Any) -> Workload:
@@ -194,12 +196,14 @@ class _Connection(asyncio.Protocol):
 async def _drive(host: str, port: int, w: Workload, report: Callable[[str], None]) -> Result:
     loop = asyncio.get_running_loop()
     shared = _Shared(w.requests)
+    tls = None if w.tls_cafile is None else ssl.create_default_context(cafile=w.tls_cafile)
     conns = []
     for i in range(w.connections):
         frames = w.frames_for(i) if w.frames_for else w.frames
         offset = i * len(frames) // w.connections
         conn = _Connection(shared, frames, offset, w.in_flight, w.check, w.connections)
-        await loop.create_connection(lambda conn=conn: conn, host, port)
+        await loop.create_connection(lambda conn=conn: conn, host, port, ssl=tls,
+                                     server_hostname=None if tls is None else "localhost")
         conns.append(conn)
     for conn in conns:
         conn.send(w.in_flight)

@@ -38,6 +38,7 @@ from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
+from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
 from storage.pg import cluster_meta
 from storage.pg.errors import NodeIdInUseError
@@ -55,6 +56,8 @@ class ClusterNode:
         self.config = config
         # SCRAM credentials from kc_scram_credentials, read again at every membership refresh
         self.scram = ScramCredentials(PgCredentialStore(pool)) if scram is None else scram
+        self.acl_store = PgAclStore(pool)  # kc_acls; the App's Acls over it are read again at every refresh
+        self.acls: Acls | None = None
         if dynamic is None:  # read from kc_broker_configs at the first membership refresh
             dynamic = DynamicBrokerConfigs(config.node_id, PgDynamicConfigStore(pool), data.base_configs)
             broker_configs.attach(data, dynamic)
@@ -105,6 +108,8 @@ class ClusterNode:
         await self.topics.refresh()
         await self.dynamic.refresh()
         await self.scram.refresh()
+        if self.acls is not None:
+            await self.acls.refresh()
 
     async def start(self, advertised: tuple[Listener, ...]) -> None:
         """Register this node's lease with its advertised listeners and start taking its share."""

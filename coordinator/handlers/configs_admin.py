@@ -34,6 +34,7 @@ from coordinator.errors import InvalidConfig, InvalidRequest, KafkaError, Unknow
 from coordinator.handlers import broker_config_changes, config_entries
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -54,12 +55,24 @@ class ConfigsHandler:
         self.data: DataPlane = services.data
         self.node_id = services.config.node_id
         self.dynamic = services.dynamic
+        self.access = services.access
+
+    def _authorize(self, ctx: RequestContext, resource, operation: Op) -> None:
+        """KafkaApis: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker resource."""
+        access = self.access
+        if not access.enabled:
+            return
+        if resource.resource_type == TOPIC and not access.topic(ctx, operation, resource.resource_name):
+            raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
+        if resource.resource_type == BROKER and not access.cluster(ctx, operation):
+            raise KafkaError("Authorization failed.", ErrorCode.cluster_authorization_failed)
 
     # ----------------------------------------------------------------- describe
     def describe(self, ctx: RequestContext, request) -> object:
         results = []
         for resource in request.resources:
             try:
+                self._authorize(ctx, resource, Op.DESCRIBE_CONFIGS)
                 configs = self._describe_one(resource, request)
                 results.append(self._result(resource, ErrorCode.none, None, configs=configs))
             except KafkaError as exc:  # Kafka's describe of an unknown topic carries no message
@@ -119,6 +132,7 @@ class ConfigsHandler:
         levels: list[tuple[int, str, dict[str, str]]] = []  # (place in results, broker level, new set)
         for resource in request.resources:
             try:
+                self._authorize(ctx, resource, Op.ALTER_CONFIGS)
                 names = [c.name for c in resource.configs]
                 if len(set(names)) != len(names):
                     raise InvalidRequest("Error due to duplicate config keys")

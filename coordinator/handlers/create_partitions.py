@@ -21,6 +21,7 @@ from coordinator.data_plane.growth import check_growth, grow_topic
 from coordinator.errors import KafkaError, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -40,6 +41,7 @@ class CreatePartitionsHandler:
     def __init__(self, services: Services) -> None:
         self.data: DataPlane = services.data
         self.view = services.view
+        self.access = services.access
         self.lock = asyncio.Lock()  # one request's growths at a time: each checks what the last left
 
     def check(self, topic) -> tuple:
@@ -53,6 +55,11 @@ class CreatePartitionsHandler:
         results = [_result(name, ErrorCode.invalid_request, "Duplicate topic name.")
                    for name, count in counts.items() if count > 1]
         topics = [t for t in request.topics if counts[t.name] == 1]
+        access = self.access
+        if access.enabled:  # KafkaApis: ALTER on each topic
+            denied = [t for t in topics if not access.topic(ctx, Op.ALTER, t.name)]
+            results += [_result(t.name, ErrorCode.topic_authorization_failed, "Authorization failed.") for t in denied]
+            topics = [t for t in topics if t not in denied]
 
         def respond() -> object:
             cls = API_TABLE[ApiKey.CREATE_PARTITIONS].responses[version]

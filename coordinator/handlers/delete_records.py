@@ -26,6 +26,7 @@ from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import KafkaError, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -35,10 +36,14 @@ SLICE = 1024
 
 
 class DeleteRecordsHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
-    async def one(self, topic: str, index: int, offset: int) -> tuple[int, ErrorCode]:
+    async def one(self, topic: str, index: int, offset: int, denied: frozenset[str] | set[str] = frozenset()
+                  ) -> tuple[int, ErrorCode]:
+        if topic in denied:
+            return -1, ErrorCode.topic_authorization_failed
         data = self.data
         info = data.catalog.get(topic)
         if info is None or not 0 <= index < info.partitions:
@@ -59,13 +64,17 @@ class DeleteRecordsHandler:
             for p in topic.partitions:
                 wanted[(topic.name, p.partition_index)] = p.offset
 
+        access = self.access  # KafkaApis: DELETE on each topic
+        denied = set() if not access.enabled else {t for t, _ in wanted if not access.topic(ctx, Op.DELETE, t)}
+
         async def answer() -> object:
             items = list(wanted.items())
             results: list[tuple[int, ErrorCode]] = []
             for start in range(0, len(items), SLICE):  # a huge request yields to other requests
                 if start:
                     await asyncio.sleep(0)
-                results += await asyncio.gather(*(self.one(t, i, o) for (t, i), o in items[start:start + SLICE]))
+                chunk = items[start:start + SLICE]
+                results += await asyncio.gather(*(self.one(t, i, o, denied) for (t, i), o in chunk))
             topics: dict[str, list[dict]] = {}
             for (name, index), (low, code) in zip(wanted, results):
                 topics.setdefault(name, []).append(
@@ -77,4 +86,4 @@ class DeleteRecordsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.DELETE_RECORDS, DeleteRecordsHandler(services.data).handle)
+    dispatcher.register(ApiKey.DELETE_RECORDS, DeleteRecordsHandler(services.data, services.access).handle)

@@ -28,6 +28,7 @@ class DescribeClusterHandler:
     def __init__(self, services: Services) -> None:
         self.node = services.node
         self.view = services.view
+        self.access = services.access
 
     def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version
@@ -47,7 +48,8 @@ class DescribeClusterHandler:
         controller = self.view.controller_id()
         if all(broker.node_id != controller for broker in brokers):
             controller = -1
-        ops = CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED
+        ops = self.access.cluster_operations(ctx, CLUSTER_OPERATIONS) \
+            if request.include_cluster_authorized_operations else NOT_REQUESTED
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
                      endpoint_type=BROKER, cluster_id=self.node.cluster_id, controller_id=controller,
                      brokers=[{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}

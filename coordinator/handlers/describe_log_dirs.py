@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.data_plane import DataPlane
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -33,12 +34,16 @@ def log_size(lg) -> int:
 
 
 class DescribeLogDirsHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.DESCRIBE_LOG_DIRS].responses[version]
+        if not self.access.cluster(ctx, Op.DESCRIBE):  # KafkaApis: DESCRIBE on the cluster
+            return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.cluster_authorization_failed,
+                         results=[])
         path = os.path.abspath(self.data.settings.log_dir)
         try:
             stats = os.statvfs(path)
@@ -59,4 +64,4 @@ class DescribeLogDirsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsHandler(services.data).handle)
+    dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsHandler(services.data, services.access).handle)

@@ -19,6 +19,7 @@ from coordinator.data_plane.topic_catalog import topic_name_error
 from coordinator.errors import error_message
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -29,8 +30,9 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> dict:
 
 
 class DescribeProducersHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def partition(self, topic: str, index: int) -> dict:
         part = self.data.partition(topic, index)
@@ -51,7 +53,10 @@ class DescribeProducersHandler:
         for topic in request.topics:
             name = topic.name
             reason = topic_name_error(name)
-            if reason is not None:
+            if not self.access.topic(ctx, Op.READ, name):  # KafkaApis: READ on each topic
+                code = ErrorCode.topic_authorization_failed
+                parts = [_error(i, code, error_message(code)) for i in topic.partition_indexes]
+            elif reason is not None:
                 parts = [_error(i, ErrorCode.invalid_topic_exception, f"Topic name {name!r} is illegal: {reason}")
                          for i in topic.partition_indexes]
             elif self.data.catalog.get(name) is None:
@@ -65,4 +70,4 @@ class DescribeProducersHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.DESCRIBE_PRODUCERS, DescribeProducersHandler(services.data).handle)
+    dispatcher.register(ApiKey.DESCRIBE_PRODUCERS, DescribeProducersHandler(services.data, services.access).handle)

@@ -19,8 +19,10 @@ from kio.schema.errors import ErrorCode
 from coordinator.cluster.view import NO_LEADER
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.handlers.metadata import TOPIC_OPERATIONS
-from coordinator.handlers.wire_values import NO_THROTTLE, ZERO_UUID
+from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Op
+from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -33,6 +35,7 @@ class DescribeTopicPartitionsHandler:
     def __init__(self, services: Services) -> None:
         self.catalog = services.topics
         self.view = services.view
+        self.access = services.access
 
     def partitions(self, topic: TopicInfo, start: int, upper: int) -> list[dict]:
         view, name = self.view, topic.name
@@ -65,6 +68,12 @@ class DescribeTopicPartitionsHandler:
                 next_cursor = {"topic_name": name, "partition_index": 0}
                 break
             topic = self.catalog.get(name)
+            if self.access.enabled and not self.access.topic(ctx, Op.DESCRIBE, name):  # KafkaApis: DESCRIBE
+                if not fetch_all:  # listed: refused; all topics: left out
+                    topics.append({"error_code": ErrorCode.topic_authorization_failed, "name": name,
+                                   "topic_id": ZERO_UUID, "is_internal": False, "partitions": [],
+                                   "topic_authorized_operations": NOT_REQUESTED})
+                continue
             if topic is None:
                 if not fetch_all:
                     code = ErrorCode.invalid_topic_exception if topic_name_error(name) else \
@@ -78,7 +87,8 @@ class DescribeTopicPartitionsHandler:
             parts = self.partitions(topic, start, upper)
             topics.append({"error_code": ErrorCode.none, "name": name, "topic_id": topic.topic_id,
                            "is_internal": topic.internal, "partitions": parts,
-                           "topic_authorized_operations": TOPIC_OPERATIONS})
+                           "topic_authorized_operations": self.access.operations(ctx, ResourceType.TOPIC, name,
+                                                                                  TOPIC_OPERATIONS)})
             if upper < topic.partitions:
                 next_cursor = {"topic_name": name, "partition_index": upper}
                 break

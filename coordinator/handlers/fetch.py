@@ -38,6 +38,7 @@ from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -70,13 +71,16 @@ def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
 
 
 class FetchHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
-    def plan(self, version: int, request) -> list[tuple[dict, list[tuple]]]:
+    def plan(self, version: int, request, ctx: RequestContext | None = None) -> list[tuple[dict, list[tuple]]]:
         """[(topic response fields, [(index, partition or error code, offset, max bytes, leader epoch)])],
-        one row per distinct partition (see `distinct_partitions`)."""
+        one row per distinct partition (see `distinct_partitions`). With an authorizer (`ctx` given), a topic
+        the principal may not READ answers TOPIC_AUTHORIZATION_FAILED."""
         data = self.data
+        access = self.access
         catalog = data.catalog
         out = []
         topic_key: Any
@@ -91,6 +95,9 @@ class FetchHandler:
                 missing = ErrorCode.unknown_topic_or_partition
             planned = []
             target: Any
+            name = info.name if info is not None else topic_key if version < 13 else None
+            if ctx is not None and access.enabled and name is not None and not access.topic(ctx, Op.READ, name):
+                info, missing = None, ErrorCode.topic_authorization_failed
             for fp in rows:
                 if info is None:
                     target = missing
@@ -147,7 +154,7 @@ class FetchHandler:
         if version >= 7 and request.session_epoch not in (0, -1):
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
                          session_id=0, responses=[])
-        planned = self.plan(version, request)
+        planned = self.plan(version, request, ctx)
         max_bytes = min(request.max_bytes, self.data.settings.fetch_max_bytes)
         read_committed = request.isolation_level == 1
         min_bytes = min(request.min_bytes, max_bytes)  # Kafka: KafkaApis.handleFetchRequest
@@ -163,7 +170,7 @@ class FetchHandler:
 
         async def after_wait() -> object:
             await delayed.future
-            again, _, _, _ = self.read(self.plan(version, request), max_bytes, read_committed)
+            again, _, _, _ = self.read(self.plan(version, request, ctx), max_bytes, read_committed)
             # encoded here, within the purgatory's wake slice, not later by the connection,
             # which encodes every answer that is ready at once (a DeleteTopics wakes them all)
             return Encoded.of(respond(again))
@@ -172,4 +179,4 @@ class FetchHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.FETCH, FetchHandler(services.data).handle)
+    dispatcher.register(ApiKey.FETCH, FetchHandler(services.data, services.access).handle)

@@ -17,6 +17,8 @@ from coordinator.cluster.view import Broker, ClusterView
 from coordinator.errors import error_message
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
+from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -38,13 +40,27 @@ def error_for(key_type: int, key: str) -> ErrorCode:
 
 
 class FindCoordinatorHandler:
-    def __init__(self, view: ClusterView, offsets_partitions: int) -> None:
+    def __init__(self, view: ClusterView, offsets_partitions: int, access: Access | None = None) -> None:
         self.view = view
         self.offsets_partitions = offsets_partitions
+        self.access = access or Access()
 
-    def locate(self, key_type: int, key: str, listener: str = "") -> tuple[ErrorCode, dict]:
+    def refused(self, ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
+        """KafkaApis: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id
+        (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) the key names."""
+        access = self.access
+        if not access.enabled:
+            return None
+        if key_type == GROUP and not access.group(ctx, Op.DESCRIBE, key):
+            return ErrorCode.group_authorization_failed
+        if key_type == TRANSACTION and not access.allows(ctx, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return ErrorCode.transactional_id_authorization_failed
+        return None
+
+    def locate(self, key_type: int, key: str, listener: str = "",
+               refused: ErrorCode | None = None) -> tuple[ErrorCode, dict]:
         """The error and the endpoint (Kafka's "no node" unless the error is NONE) for one key."""
-        code = error_for(key_type, key)
+        code = refused or error_for(key_type, key)
         if code is not ErrorCode.none:
             return code, NO_NODE
         view = self.view
@@ -61,14 +77,14 @@ class FindCoordinatorHandler:
         if ctx.api_version >= BATCHED_FROM:
             coordinators = []
             for key in request.coordinator_keys:
-                code, endpoint = self.locate(key_type, key, ctx.listener)
+                code, endpoint = self.locate(key_type, key, ctx.listener, self.refused(ctx, key_type, key))
                 coordinators.append({"key": key, "error_code": code, "error_message": None, **endpoint})
             return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
-        code, endpoint = self.locate(key_type, request.key, ctx.listener)
+        code, endpoint = self.locate(key_type, request.key, ctx.listener, self.refused(ctx, key_type, request.key))
         return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=error_message(code),
                      **endpoint)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions)
+    handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions, services.access)
     dispatcher.register(ApiKey.FIND_COORDINATOR, handler.handle)

@@ -14,10 +14,12 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -93,4 +95,7 @@ class HeartbeatHandler:
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
     heartbeat = HeartbeatHandler(services.groups, services.metrics)
-    dispatcher.register(ApiKey.HEARTBEAT, heartbeat.handle, fast=heartbeat.fast)
+    refuse = lambda version, _request: heartbeat.answer(version, ErrorCode.group_authorization_failed)  # noqa: E731
+    # with an authorizer, no fast path: it would answer without asking (Dispatcher.drop_fast_paths)
+    dispatcher.register(ApiKey.HEARTBEAT, group_guarded(services.access, Op.READ, heartbeat.handle, refuse),
+                        fast=heartbeat.fast)

@@ -17,14 +17,17 @@ from coordinator.data_plane import DataPlane
 from coordinator.errors import KafkaError, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
+from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
 
 class InitProducerIdHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def handle(self, ctx: RequestContext, request) -> object:
         cls = API_TABLE[ApiKey.INIT_PRODUCER_ID].responses[ctx.api_version]
@@ -36,6 +39,10 @@ class InitProducerIdHandler:
         txn = request.transactional_id
         if txn is not None:
             return answer(ErrorCode.invalid_request if txn == "" else ErrorCode.coordinator_not_available)
+        access = self.access  # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+        if access.enabled and not access.cluster(ctx, Op.IDEMPOTENT_WRITE) and \
+                not access.any(ctx, Op.WRITE, ResourceType.TOPIC):
+            return answer(ErrorCode.cluster_authorization_failed)
         ids = self.data.producer_ids
         producer_id = ids.take()
         if producer_id is not None:
@@ -51,4 +58,4 @@ class InitProducerIdHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(services.data).handle)
+    dispatcher.register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(services.data, services.access).handle)

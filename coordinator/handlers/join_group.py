@@ -20,9 +20,11 @@ from coordinator.completion import Completion
 from coordinator.groups.classic_group import JoinResult, dedupe_protocols
 from coordinator.groups.params import JoinParams
 from coordinator.handlers import sliced_encoding
+from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import field_shapes
@@ -107,4 +109,6 @@ class JoinGroupHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.JOIN_GROUP, JoinGroupHandler(services.groups).handle)
+    dispatcher.register(ApiKey.JOIN_GROUP, group_guarded(
+        services.access, Op.READ, JoinGroupHandler(services.groups).handle,
+        lambda version, _request: join_response(version, JoinResult(ErrorCode.group_authorization_failed, ""))))

@@ -13,9 +13,11 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import write_error_code
 from coordinator.groups.params import LeaveResult, LeavingMember
+from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -66,4 +68,6 @@ class LeaveGroupHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.LEAVE_GROUP, LeaveGroupHandler(services.groups).handle)
+    dispatcher.register(ApiKey.LEAVE_GROUP, group_guarded(
+        services.access, Op.READ, LeaveGroupHandler(services.groups).handle,
+        lambda version, _request: leave_response(version, LeaveResult(ErrorCode.group_authorization_failed, ()))))

@@ -26,6 +26,7 @@ from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -58,16 +59,22 @@ def lookup(lg, timestamp: int, version: int, leader_epoch: int = 0) -> tuple[int
 
 
 class ListOffsetsHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def handle(self, ctx: RequestContext, request) -> object:
         data = self.data
         version = ctx.api_version
         counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = []
+        access = self.access
         for topic in request.topics:
             parts = []
+            if access.enabled and not access.topic(ctx, Op.DESCRIBE, topic.name):  # KafkaApis: DESCRIBE
+                topics.append({"name": topic.name, "partitions": [
+                    _answer(lp.partition_index, ErrorCode.topic_authorization_failed) for lp in topic.partitions]})
+                continue
             for lp in topic.partitions:
                 index = lp.partition_index
                 if counts[(topic.name, index)] > 1:
@@ -93,4 +100,4 @@ class ListOffsetsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(services.data).handle)
+    dispatcher.register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(services.data, services.access).handle)

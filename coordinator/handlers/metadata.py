@@ -30,6 +30,8 @@ from coordinator.errors import TopicAlreadyExists
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Op
+from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -46,6 +48,16 @@ class MetadataHandler:
         self.catalog = services.topics
         self.data = services.data
         self.view = services.view
+        self.access = services.access
+
+    def visible(self, ctx: RequestContext, name: str) -> bool:
+        """Whether the principal may DESCRIBE the topic (KafkaApis: else TOPIC_AUTHORIZATION_FAILED, or left out
+        of an all-topics answer)."""
+        return self.access.topic(ctx, Op.DESCRIBE, name)
+
+    def may_create(self, ctx: RequestContext, name: str) -> bool:
+        """Auto-creation needs CREATE on the cluster or on the topic."""
+        return self.access.cluster(ctx, Op.CREATE) or self.access.topic(ctx, Op.CREATE, name)
 
     def partitions(self, topic: TopicInfo) -> list[dict]:
         view, name = self.view, topic.name
@@ -64,8 +76,8 @@ class MetadataHandler:
                 "is_internal": topic.internal, "partitions": self.partitions(topic),
                 "topic_authorized_operations": topic_ops}
 
-    def classify(self, items, topic_ops: int, allow_auto_create: bool, seen: set[str], topics: list[dict],
-                 to_create: list[tuple[int, str]]) -> None:
+    def classify(self, ctx: RequestContext, items, topic_ops: int, allow_auto_create: bool, seen: set[str],
+                 topics: list[dict], to_create: list[tuple[int, str]]) -> None:
         """Append each requested topic's answer to `topics`; names to auto-create to `to_create`
         as (place in `topics`, name)."""
         catalog = self.catalog
@@ -86,14 +98,24 @@ class MetadataHandler:
                 continue
             seen.add(name)
             topic = catalog.get(name)
-            if topic is not None:
-                topics.append(self.described(topic, topic_ops))
+            if self.access.enabled and not self.visible(ctx, name):
+                topics.append(missing(name, ZERO_UUID, ErrorCode.topic_authorization_failed, NOT_REQUESTED))
+            elif topic is not None:
+                topics.append(self.described(topic, self.topic_ops(ctx, name, topic_ops)))
             elif topic_name_error(name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
+            elif allow_auto_create and self.access.enabled and not self.may_create(ctx, name):
+                topics.append(missing(name, ZERO_UUID, ErrorCode.topic_authorization_failed, NOT_REQUESTED))
             else:
                 if allow_auto_create:
                     to_create.append((len(topics), name))
                 topics.append(missing(name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, topic_ops))
+
+    def topic_ops(self, ctx: RequestContext, name: str, requested: int) -> int:
+        """A topic's `topic_authorized_operations` when asked for (`requested` is not NOT_REQUESTED)."""
+        if requested == NOT_REQUESTED:
+            return requested
+        return self.access.operations(ctx, ResourceType.TOPIC, name, requested)
 
     def with_creation(self, topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int,
                       respond: Callable[[list[dict]], object]) -> object:
@@ -128,8 +150,8 @@ class MetadataHandler:
         all_topics = requested is None or (version == 0 and not requested)
         topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
             else NOT_REQUESTED
-        cluster_ops = CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) \
-            else NOT_REQUESTED
+        cluster_ops = self.access.cluster_operations(ctx, CLUSTER_OPERATIONS) \
+            if getattr(request, "include_cluster_authorized_operations", False) else NOT_REQUESTED
         view = self.view
         head = {"throttle_time": NO_THROTTLE, "cluster_id": self.node.cluster_id,
                 "controller_id": view.controller_id(),
@@ -145,7 +167,8 @@ class MetadataHandler:
             return build(cls, **head, topics=topics)
 
         if all_topics:
-            return respond([self.described(topic, topic_ops) for topic in self.catalog.all()])
+            visible = [t for t in self.catalog.all() if not self.access.enabled or self.visible(ctx, t.name)]
+            return respond([self.described(topic, self.topic_ops(ctx, topic.name, topic_ops)) for topic in visible])
         if version < 12 and any(
             getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
             for t in requested
@@ -158,12 +181,12 @@ class MetadataHandler:
         to_create: list[tuple[int, str]] = []
         seen: set[str] = set()
         if len(requested) <= sliced_encoding.SLICE:
-            self.classify(requested, topic_ops, allow_auto_create, seen, topics, to_create)
+            self.classify(ctx, requested, topic_ops, allow_auto_create, seen, topics, to_create)
             return self.with_creation(topics, to_create, topic_ops, respond)
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
             await sliced_encoding.in_slices(requested, lambda chunk: self.classify(
-                chunk, topic_ops, allow_auto_create, seen, topics, to_create))
+                ctx, chunk, topic_ops, allow_auto_create, seen, topics, to_create))
             return await settled(self.with_creation(topics, to_create, topic_ops, respond))
 
         return in_slices()

@@ -33,6 +33,7 @@ from coordinator.net.request_metrics import RequestMetrics
 from coordinator.offsets.known_topics import merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
@@ -103,10 +104,11 @@ def group_refusal(shard: Any, group_id: str, member_id: str, instance_id: str | 
 
 class OffsetCommitHandler:
     __slots__ = ("shard_for", "settings", "partition_counts", "partitions", "ok_bodies", "on_written", "on_failed",
-                 "metrics")
+                 "metrics", "access")
 
     def __init__(self, groups: GroupCoordinator, partition_counts: dict[str, int],
-                 metrics: RequestMetrics | None = None) -> None:
+                 metrics: RequestMetrics | None = None, access: Access | None = None) -> None:
+        self.access = access  # with an authorizer: the group's and topics' READ (the fast path is then off)
         self.metrics = metrics  # the fast path counts the errors of its immediate answers there
         self.partition_counts = partition_counts  # the topic catalog's: name -> partition count
         self.shard_for = groups.shard_for
@@ -163,17 +165,25 @@ class OffsetCommitHandler:
                                          else [code if c is ok else c for c in codes])
                                         for name, indexes, codes in answer])
 
-    def commit(self, version: int, request: Any) -> Any:
-        """OffsetCommit: the response, or a Completion settled when the records are durable."""
+    def commit(self, version: int, request: Any, denied: list | None = None) -> Any:
+        """OffsetCommit: the response, or a Completion settled when the records are durable. `denied`: the
+        topics the principal may not read, answered TOPIC_AUTHORIZATION_FAILED before anything else."""
         if version < COMMIT_RETENTION_FROM:
             request = as_v2_commit(version, request)
         group_id = request.group_id
         topics = request.topics
-        refused = None  # partitions of topics this server does not know (known_topics.py)
+        refused = None  # partitions of topics this server does not know (known_topics.py), or may not be read
+        if denied:
+            names = {t.name for t in denied}
+            topics = [t for t in topics if t.name not in names]
+            refused = error_answer(denied, E.topic_authorization_failed)
+            if not topics:
+                return self.response(version, refused)
         try:
             split = split_unknown(topics, self.partition_counts)
             if split is not None:
-                topics, refused = split
+                topics, unknown = split
+                refused = unknown if refused is None else refused + unknown
                 if not topics:
                     return self.response(version, refused)
             shard = self.shard_for(group_id)
@@ -198,7 +208,14 @@ class OffsetCommitHandler:
         return shard.write(records, tails).then(self.on_written, self.on_failed, version, answer)
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
-        return self.commit(ctx.api_version, request)
+        access = self.access
+        if access is None or not access.enabled:
+            return self.commit(ctx.api_version, request)
+        # KafkaApis: READ on the group, else every partition GROUP_AUTHORIZATION_FAILED; then READ on each topic
+        if not access.group(ctx, Op.READ, request.group_id):
+            return self.response(ctx.api_version, error_answer(request.topics, E.group_authorization_failed))
+        denied = [t for t in request.topics if not access.topic(ctx, Op.READ, t.name)]
+        return self.commit(ctx.api_version, request, denied)
 
     def fast(self, frame: bytes, version: int, correlation_id: int) -> Any:
         """OffsetCommit v2+ without RequestHeader, RequestContext or the generic dispatch: kio's
@@ -253,5 +270,5 @@ class OffsetCommitHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    commit = OffsetCommitHandler(services.groups, services.topics.partition_counts, services.metrics)
+    commit = OffsetCommitHandler(services.groups, services.topics.partition_counts, services.metrics, services.access)
     dispatcher.register(ApiKey.OFFSET_COMMIT, commit.handle, fast=commit.fast)

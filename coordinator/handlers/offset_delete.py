@@ -13,6 +13,7 @@ from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.manager import delete_offsets
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -33,18 +34,28 @@ def delete_failed(_code: ErrorCode, _answer: list, error: BaseException) -> Any:
 
 
 class OffsetDeleteHandler:
-    def __init__(self, groups: GroupCoordinator) -> None:
+    def __init__(self, groups: GroupCoordinator, access: Access) -> None:
         self.shard_for = groups.shard_for
+        self.access = access
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         group_id = request.group_id
+        topics, denied = request.topics, []
+        access = self.access
+        if access.enabled:  # KafkaApis: DELETE on the group, then READ on each topic
+            if not access.group(ctx, Op.DELETE, group_id):
+                return delete_response(E.group_authorization_failed, [])
+            denied = [(t.name, [(p.partition_index, E.topic_authorization_failed) for p in t.partitions])
+                      for t in topics if not access.topic(ctx, Op.READ, t.name)]
+            topics = [t for t in topics if access.topic(ctx, Op.READ, t.name)]
         if not group_id:
             return delete_response(E.invalid_group_id, [])
         try:
             shard = self.shard_for(group_id)
             if shard.error is not None:
                 return delete_response(shard.error, [])
-            code, records, answer = delete_offsets(shard, group_id, request.topics)
+            code, records, answer = delete_offsets(shard, group_id, topics)
+            answer = denied + answer
         except Exception:
             log.exception("OffsetDelete failed", group=group_id)
             return delete_response(E.unknown_server_error, [])
@@ -56,4 +67,4 @@ class OffsetDeleteHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.OFFSET_DELETE, OffsetDeleteHandler(services.groups).handle)
+    dispatcher.register(ApiKey.OFFSET_DELETE, OffsetDeleteHandler(services.groups, services.access).handle)

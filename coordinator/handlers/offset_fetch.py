@@ -9,6 +9,7 @@ offset_fetch_slices.SLICE partitions is answered in slices by offset_fetch_slice
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -19,6 +20,7 @@ from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.manager import fetch
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
@@ -56,9 +58,14 @@ def fetch_topics(version: int, rows: list) -> tuple:
     return tuple(out)
 
 
+GroupError = Callable[[str], "ErrorCode | None"]
+Read = Callable[[str, Any], list]
+
+
 class OffsetFetchHandler:
-    def __init__(self, groups: GroupCoordinator) -> None:
+    def __init__(self, groups: GroupCoordinator, access: Access | None = None) -> None:
         self.shard_for = groups.shard_for
+        self.access = access
 
     def group_error(self, group_id: str) -> ErrorCode | None:
         """An OffsetFetch's group-level error, or None."""
@@ -69,32 +76,58 @@ class OffsetFetchHandler:
     def read(self, group_id: str, topics: Any, require_stable: bool) -> list:
         return fetch(self.shard_for(group_id), group_id, topics, require_stable)
 
-    def fetch_group(self, group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, list]:
-        code = self.group_error(group_id)
+    @staticmethod
+    def fetch_group(group_error: GroupError, read: Read, group_id: str, topics: Any) -> tuple[ErrorCode, list]:
+        code = group_error(group_id)
         if code is not None:
             return code, []
         try:
-            return E.none, self.read(group_id, topics, require_stable)
+            return E.none, read(group_id, topics)
         except Exception:
             log.exception("OffsetFetch failed", group=group_id)
             return E.unknown_server_error, []
+
+    def authorized(self, ctx: RequestContext, read: Read) -> tuple[GroupError, Read]:
+        """KafkaApis: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; of the topics asked for, those the
+        principal may not DESCRIBE answer TOPIC_AUTHORIZATION_FAILED (after the others); asked for all, it sees
+        only those it may describe."""
+        access = self.access
+        assert access is not None
+
+        def group_error(group_id: str) -> ErrorCode | None:
+            if not access.group(ctx, Op.DESCRIBE, group_id):
+                return E.group_authorization_failed
+            return self.group_error(group_id)
+
+        def read_allowed(group_id: str, topics: Any) -> list:
+            if topics is None:
+                return [row for row in read(group_id, None) if access.topic(ctx, Op.DESCRIBE, row[0])]
+            allowed = [t for t in topics if access.topic(ctx, Op.DESCRIBE, t.name)]
+            denied = [(t.name, [(i, -1, -1, "", E.topic_authorization_failed) for i in t.partition_indexes])
+                      for t in topics if not access.topic(ctx, Op.DESCRIBE, t.name)]
+            return (read(group_id, allowed) if allowed else []) + denied
+
+        return group_error, read_allowed
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         cls = _CLASSES[version]
         require_stable = version >= FETCH_STABLE_FROM and request.require_stable
+        group_error: GroupError = self.group_error
+        read: Read = lambda group_id, topics: self.read(group_id, topics, require_stable)  # noqa: E731
+        if self.access is not None and self.access.enabled:
+            group_error, read = self.authorized(ctx, read)
         if fetch_slices.requested_partitions(version, request) > fetch_slices.SLICE:
-            return fetch_slices.sliced_body(version, request, self.group_error,
-                                            lambda group_id, topics: self.read(group_id, topics, require_stable))
+            return fetch_slices.sliced_body(version, request, group_error, read)
         if version >= FETCH_GROUPS_FROM:
             # classic groups: Kafka ignores member id / epoch (ClassicGroup.validateOffsetFetch)
             out = []
             for g in request.groups:
-                code, rows = self.fetch_group(g.group_id, g.topics, require_stable)
+                code, rows = self.fetch_group(group_error, read, g.group_id, g.topics)
                 out.append(_GROUP[version](group_id=g.group_id, error_code=code, topics=fetch_topics(version, rows)))
             return cls(throttle_time=NO_THROTTLE, groups=tuple(out))
         topics = request.topics
-        code, rows = self.fetch_group(request.group_id, topics, require_stable)
+        code, rows = self.fetch_group(group_error, read, request.group_id, topics)
         if code is not E.none:
             if version >= FETCH_TOP_ERROR_FROM:
                 rows = []
@@ -109,4 +142,4 @@ class OffsetFetchHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.OFFSET_FETCH, OffsetFetchHandler(services.groups).handle)
+    dispatcher.register(ApiKey.OFFSET_FETCH, OffsetFetchHandler(services.groups, services.access).handle)

@@ -23,6 +23,7 @@ from coordinator.data_plane import DataPlane
 from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -44,8 +45,9 @@ def _answer(index: int, code: ErrorCode, epoch: int = UNDEFINED, offset: int = U
 
 
 class OffsetForLeaderEpochHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def partition(self, topic: str, asked) -> dict:
         index = asked.partition
@@ -60,11 +62,15 @@ class OffsetForLeaderEpochHandler:
         return _answer(index, ErrorCode.none, epoch, offset)
 
     def handle(self, ctx: RequestContext, request) -> object:
-        topics = [{"topic": t.topic, "partitions": [self.partition(t.topic, p) for p in t.partitions]}
-                  for t in request.topics]
+        access = self.access  # KafkaApis: DESCRIBE on each topic
+        topics = [{"topic": t.topic, "partitions": [
+            self.partition(t.topic, p) if access.topic(ctx, Op.DESCRIBE, t.topic)
+            else _answer(p.partition, ErrorCode.topic_authorization_failed) for p in t.partitions]}
+            for t in request.topics]
         cls = API_TABLE[ApiKey.OFFSET_FOR_LEADER_EPOCH].responses[ctx.api_version]
         return build(cls, throttle_time=NO_THROTTLE, topics=topics)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochHandler(services.data).handle)
+    handler = OffsetForLeaderEpochHandler(services.data, services.access)
+    dispatcher.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, handler.handle)

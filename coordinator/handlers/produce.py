@@ -42,6 +42,7 @@ from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -102,8 +103,9 @@ def respond(version: int, topics: list[tuple[str, list[dict]]]) -> object:
 
 
 class ProduceHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def handle(self, ctx: RequestContext, request) -> object:
         data = self.data
@@ -122,14 +124,20 @@ class ProduceHandler:
             return respond(version, [(name, [failed(p.index, whole_request_error) for p in parts])
                                      for name, parts in topic_data])
 
-        reserved, _ = data.auto_create_names([name for name, _ in topic_data if data.catalog.get(name) is None])
+        denied: set[str] = set()
+        access = self.access
+        if access.enabled:  # KafkaApis: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED
+            denied = {name for name, _ in topic_data if not access.topic(ctx, Op.WRITE, name)}
+        creatable = [name for name, _ in topic_data if name not in denied and data.catalog.get(name) is None
+                     and (not access.enabled or access.cluster(ctx, Op.CREATE) or access.topic(ctx, Op.CREATE, name))]
+        reserved, _ = data.auto_create_names(creatable)
         if reserved:
             async def after_creation() -> object:
                 await data.create_topics(reserved)  # all of them with one catalog write, off the loop
-                return await settled(self.append_all(version, topic_data, acks))
+                return await settled(self.append_all(version, topic_data, acks, denied))
 
             return after_creation()
-        return self.append_all(version, topic_data, acks)
+        return self.append_all(version, topic_data, acks, denied)
 
     def append_one(self, name: str, pd, version: int, budget) -> tuple[dict, Any]:
         """(the partition's answer, the future of its durability or None); raises what Kafka answers."""
@@ -153,7 +161,8 @@ class ProduceHandler:
                  "error_message": None}
         return entry, appended.durable
 
-    def append_all(self, version: int, topic_data: list[tuple[str, list]], acks: int) -> object:
+    def append_all(self, version: int, topic_data: list[tuple[str, list]], acks: int,
+                   denied: frozenset[str] | set[str] = frozenset()) -> object:
         topics: list[tuple[str, list[dict]]] = []
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
@@ -161,6 +170,10 @@ class ProduceHandler:
         budget = self.data.walk_budget()  # the request's batches together (message.max.decompressed.bytes)
         for name, listed in topic_data:
             parts: list[dict] = []
+            if name in denied:
+                any_error = True
+                topics.append((name, [failed(pd.index, ErrorCode.topic_authorization_failed) for pd in listed]))
+                continue
             for pd in listed:
                 try:
                     entry, durable = self.append_one(name, pd, version, budget)
@@ -191,4 +204,4 @@ class ProduceHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.PRODUCE, ProduceHandler(services.data).handle)
+    dispatcher.register(ApiKey.PRODUCE, ProduceHandler(services.data, services.access).handle)

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.security.scram_store import ScramCredentials, Upsertion
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
@@ -28,10 +29,15 @@ TWICE = "Cannot describe SCRAM credentials for the same user twice in a single r
 
 
 class ScramAdmin:
-    def __init__(self, credentials: ScramCredentials) -> None:
+    def __init__(self, credentials: ScramCredentials, access: Access | None = None) -> None:
         self.credentials = credentials
+        self.access = access or Access()
 
     def describe(self, ctx: RequestContext, request: Any) -> Any:
+        if not self.access.cluster(ctx, Op.DESCRIBE):  # KafkaApis: DESCRIBE on the cluster
+            cls = API_TABLE[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS].responses[ctx.api_version]
+            return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.cluster_authorization_failed,
+                         error_message=None, results=[])
         named = [user.name for user in request.users or ()]
         if not named:
             users = {user: False for user in self.credentials.users()}
@@ -55,6 +61,12 @@ class ScramAdmin:
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results)
 
     async def alter(self, ctx: RequestContext, request: Any) -> Any:
+        if not self.access.cluster(ctx, Op.ALTER):  # ControllerApis: ALTER on the cluster, every user refused
+            cls = API_TABLE[ApiKey.ALTER_USER_SCRAM_CREDENTIALS].responses[ctx.api_version]
+            names = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+            return build(cls, throttle_time=NO_THROTTLE, results=[
+                {"user": name, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
+                for name in names])
         try:
             results = await self.credentials.alter(
                 [(d.name, d.mechanism) for d in request.deletions],
@@ -70,6 +82,6 @@ class ScramAdmin:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    admin = ScramAdmin(services.scram)
+    admin = ScramAdmin(services.scram, services.access)
     dispatcher.register(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, admin.describe)
     dispatcher.register(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, admin.alter)

@@ -11,9 +11,11 @@ from kio.schema.errors import ErrorCode
 from coordinator.completion import Completion
 from coordinator.groups.classic_group import SyncResult
 from coordinator.groups.params import SyncParams
+from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import field_shapes
@@ -60,4 +62,6 @@ class SyncGroupHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.SYNC_GROUP, SyncGroupHandler(services.groups).handle)
+    dispatcher.register(ApiKey.SYNC_GROUP, group_guarded(
+        services.access, Op.READ, SyncGroupHandler(services.groups).handle,
+        lambda version, _request: sync_response(version, SyncResult(ErrorCode.group_authorization_failed))))

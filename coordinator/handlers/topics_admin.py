@@ -34,6 +34,7 @@ from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartiti
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.wire_values import NO_THROTTLE, ZERO_UUID
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -54,8 +55,9 @@ def refused(name: str, code: ErrorCode, message: str) -> dict:
 
 
 class CreateTopicsHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def config_list(self, overrides: dict[str, str]) -> list[dict]:
         merged = {**self.data.base_configs, **overrides}
@@ -77,9 +79,16 @@ class CreateTopicsHandler:
         reserved: list[tuple[int, TopicInfo]] = []  # (place in `results`, reserved topic)
         budget = RecordBudget()
 
+        access = self.access
+        may_create_any = not access.enabled or access.cluster(ctx, Op.CREATE)
+
         def check(topics) -> None:
             for topic in topics:
                 if counts[topic.name] > 1 or budget.exceeded:
+                    continue
+                if not may_create_any and not access.topic(ctx, Op.CREATE, topic.name):  # KafkaApis: CREATE
+                    results.append(refused(topic.name, ErrorCode.topic_authorization_failed,
+                                           "Authorization failed."))
                     continue
                 args = (topic.name, topic.num_partitions, topic.replication_factor,
                         [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
@@ -136,8 +145,9 @@ class CreateTopicsHandler:
 
 
 class DeleteTopicsHandler:
-    def __init__(self, data: DataPlane) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
+        self.access = access or Access()
 
     def handle(self, ctx: RequestContext, request) -> object:
         data = self.data
@@ -174,12 +184,16 @@ class DeleteTopicsHandler:
                 try:
                     if name is not None:
                         topic = data.catalog.get(name)
+                        if topic is None and not self.access.topic(ctx, Op.DESCRIBE, name):
+                            raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
                         if topic is None:
                             raise UnknownTopicOrPartition("This server does not host this topic-partition.")
                     else:
                         topic = data.catalog.by_id(topic_id)
                         if topic is None:
                             raise UnknownTopicId("This server does not host this topic ID.")
+                    if not self.access.topic(ctx, Op.DELETE, topic.name):  # KafkaApis: DELETE on the topic
+                        raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
                     detached.append((topic, data.detach_topic(topic)))
                 except KafkaError as exc:
                     answer(name, topic_id, exc.code, str(exc))
@@ -212,5 +226,5 @@ class DeleteTopicsHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.CREATE_TOPICS, CreateTopicsHandler(services.data).handle)
-    dispatcher.register(ApiKey.DELETE_TOPICS, DeleteTopicsHandler(services.data).handle)
+    dispatcher.register(ApiKey.CREATE_TOPICS, CreateTopicsHandler(services.data, services.access).handle)
+    dispatcher.register(ApiKey.DELETE_TOPICS, DeleteTopicsHandler(services.data, services.access).handle)

@@ -20,8 +20,8 @@ from coordinator.security.sasl_gate import SaslGate
 from coordinator.security.tls import principal_of, server_context
 
 #: How long a TLS handshake may take before the connection is dropped (a client that opens a socket and never
-#: finishes its handshake would otherwise hold it until the idle timeout).
-TLS_HANDSHAKE_SECONDS = 10.0
+#: finishes its handshake would otherwise hold it until the idle timeout); generous for a cold JVM on a busy host.
+TLS_HANDSHAKE_SECONDS = 30.0
 
 
 def _no_credentials(_user: str, _mechanism: str) -> None:

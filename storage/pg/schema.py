@@ -68,6 +68,12 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                                                   salt bytea NOT NULL, stored_key bytea NOT NULL,
                                                   server_key bytea NOT NULL, iterations int NOT NULL,
                                                   PRIMARY KEY (user_name, mechanism))""",
+            # ACLs (CreateAcls/DeleteAcls): Kafka's AccessControlEntryRecord, one row per binding.
+            """CREATE TABLE kc_acls (resource_type smallint NOT NULL, name text NOT NULL,
+                                     pattern_type smallint NOT NULL, principal text NOT NULL, host text NOT NULL,
+                                     operation smallint NOT NULL, permission smallint NOT NULL,
+                                     PRIMARY KEY (resource_type, name, pattern_type, principal, host, operation,
+                                                  permission))""",
         ],
     ),
 ]

@@ -81,7 +81,8 @@ def test_a_wrong_password_and_an_untrusting_client_are_refused(server, certs, cl
             while len(server.events("authentication failed")) == failed_before and time.monotonic() < deadline:
                 time.sleep(0.2)
             failures = server.events("authentication failed")[failed_before:]
-            assert failures and failures[0]["principal"] == "User:bob"
+            assert failures and failures[0]["principal"] == "User:bob", \
+                f"no failed authentication logged; the server's last lines: {server.lines[-8:]}\n{wrong.describe()}"
             watched_until = time.monotonic() + REFUSED_FOR_S
             while time.monotonic() < watched_until:
                 assert not wrong.of("assigned") and not wrong.records, wrong.describe()

@@ -13,7 +13,7 @@ from storage.pg.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_versio
 from tests.support.postgres import free_port
 
 TABLES = {"kc_schema", "kc_cluster", "kc_nodes", "kc_topics", "kc_partitions", "kc_batches", "kc_producer_ids",
-          "kc_blobs", "kc_broker_configs", "kc_scram_credentials"}  # fmt: skip
+          "kc_blobs", "kc_broker_configs", "kc_scram_credentials", "kc_acls"}  # fmt: skip
 
 
 async def _tables(conn: asyncpg.Connection) -> set[str]:
