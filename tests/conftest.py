@@ -9,7 +9,6 @@ from tests.support.certs import Certs, make_certs
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
 
-
 SERIAL_MODULES = ("test_hostile_", "test_bench_fleet")
 
 
