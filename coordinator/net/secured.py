@@ -52,7 +52,10 @@ class SecuredConnection(Connection):
         security = self.security
         if security.uses_tls:
             try:
-                principal = server.tls_principal(security, transport.get_extra_info("peercert"))
+                # the DER certificate: the subject's string types as Java reads them (x500.py), not the dict's text
+                ssl_object = transport.get_extra_info("ssl_object")
+                principal = server.tls_principal(security, None if ssl_object is None else
+                                                 ssl_object.getpeercert(binary_form=True))
             except ValueError as exc:  # Kafka's NoMatchingRule: the certificate names nobody we know
                 log.warning("authentication failed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
                             reason=str(exc))

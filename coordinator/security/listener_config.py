@@ -35,14 +35,15 @@ SECURITY_SETTINGS: dict[str, tuple[str, str, bool]] = {
     "ssl.keystore.type": ("PEM", "PEM only (Kafka's JKS and PKCS12 stores: convert them with keytool/openssl)",
                           False),
     "ssl.keystore.location": ("", "A PEM file with the private key and the certificate chain", False),
-    "ssl.keystore.password": ("", "Not used by PEM files (accepted for Kafka compatibility)", True),
+    "ssl.keystore.password": ("", "Must stay unset: a PEM keystore has none (Kafka refuses it with PEM too)", True),
     "ssl.keystore.key": ("", "The private key, inline PEM (instead of ssl.keystore.location)", True),
     "ssl.keystore.certificate.chain": ("", "The certificate chain, inline PEM", False),
     "ssl.key.password": ("", "The password of an encrypted private key", True),
     "ssl.truststore.type": ("PEM", "PEM only", False),
     "ssl.truststore.location": ("", "A PEM file of the CA certificates that client certificates must chain to",
                                 False),
-    "ssl.truststore.password": ("", "Not used by PEM files (accepted for Kafka compatibility)", True),
+    "ssl.truststore.password": ("", "Must stay unset: a PEM truststore has none (Kafka refuses it with PEM too)",
+                                True),
     "ssl.truststore.certificates": ("", "The trusted CA certificates, inline PEM", False),
     "ssl.client.auth": ("none", "none, requested or required: whether clients present a certificate", False),
     "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", "TLS versions accepted", False),
@@ -50,7 +51,6 @@ SECURITY_SETTINGS: dict[str, tuple[str, str, bool]] = {
     "ssl.principal.mapping.rules": ("DEFAULT", "Rules from a client certificate's subject to a principal name",
                                     False),
 }
-TLS_SETTINGS = tuple(name for name in SECURITY_SETTINGS if name.startswith("ssl."))
 
 
 def is_security_setting(name: str) -> bool:
@@ -180,7 +180,7 @@ def listener_security(props: Mapping[str, str], listener: str) -> ListenerSecuri
     values = effective(props, listener)
     tls = None
     if protocol in (SSL, SASL_SSL):
-        tls = tls_settings({name: values[name] for name in TLS_SETTINGS})
+        tls = tls_settings(props, prefix=f"{LISTENER_PREFIX}{listener.lower()}.")  # errors name the key given
         server_context(tls)  # a certificate that does not load stops start-up here
     mechanisms: tuple[str, ...] = ()
     plain: dict[str, str] = {}

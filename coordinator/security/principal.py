@@ -1,115 +1,117 @@
-"""The name a TLS client certificate gives: its subject as an RFC 2253 string the way Java's
-X500Principal.getName() prints it (Kafka's DefaultKafkaPrincipalBuilder uses that), then Kafka's
-`ssl.principal.mapping.rules` (SslPrincipalMapper): `DEFAULT` (the DN as it is) and
-`RULE:<pattern>/<replacement>/[LU]` (the first rule whose pattern matches the whole DN wins; L/U change case).
+"""Kafka's `ssl.principal.mapping.rules` (SslPrincipalMapper): from the subject of a client certificate (RFC 2253,
+coordinator/security/x500.py) to the principal's name.
+
+Rules are comma separated; the first that applies wins. `DEFAULT` is the subject as it is;
+`RULE:<pattern>/<replacement>/[LU]` applies when the pattern matches the whole subject, which is then replaced
+(`$1` is a group, `\\x` a literal x, as Java's replaceAll), and lowered (L) or uppered (U). A subject no rule
+applies to names nobody: Kafka refuses the connection. Rules are split and parsed with Kafka's grammar, so the same
+text gives the same rules (empty ones are skipped; `rule:...`, `DEFAULT/L` are errors). The pattern is Python's
+regular expression syntax, which shares Java's for everything rules usually hold; a replacement that can only fail
+(`$2` of a pattern with one group and none of Kafka's literal fallback, a lone `$` or trailing `\\`) is refused at
+start-up, where Kafka would fail each matching connection.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-# Python's names of the attributes Java prints by keyword
-_KEYWORDS = {"commonName": "CN", "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
-             "organizationName": "O", "organizationalUnitName": "OU", "streetAddress": "STREET",
-             "domainComponent": "DC", "userId": "UID"}
-# the others Java prints as <oid>=#<DER hex>: (oid, DER string tag)
-_OIDS = {"emailAddress": ("1.2.840.113549.1.9.1", 0x16), "serialNumber": ("2.5.4.5", 0x13),
-         "title": ("2.5.4.12", 0x0C), "surname": ("2.5.4.4", 0x0C), "givenName": ("2.5.4.42", 0x0C),
-         "initials": ("2.5.4.43", 0x0C), "generationQualifier": ("2.5.4.44", 0x0C),
-         "dnQualifier": ("2.5.4.46", 0x13), "pseudonym": ("2.5.4.65", 0x0C), "postalCode": ("2.5.4.17", 0x0C),
-         "businessCategory": ("2.5.4.15", 0x0C), "organizationIdentifier": ("2.5.4.97", 0x0C)}
-
-
-def _escape(value: str) -> str:
-    out = re.sub(r'([,+"\\<>;])', r"\\\1", value)
-    if out.startswith(("#", " ")):
-        out = "\\" + out
-    if out.endswith(" ") and not out.endswith("\\ "):
-        out = out[:-1] + "\\ "
-    return out
-
-
-def _der_hex(tag: int, value: str) -> str:
-    data = value.encode("utf-8")
-    size = len(data)
-    length = bytes([size]) if size < 0x80 else bytes([0x80 | ((size.bit_length() + 7) // 8)]) + \
-        size.to_bytes((size.bit_length() + 7) // 8, "big")
-    return "#" + (bytes([tag]) + length + data).hex()
-
-
-def _attribute(name: str, value: str) -> str:
-    if name in _KEYWORDS:
-        return f"{_KEYWORDS[name]}={_escape(value)}"
-    oid, tag = _OIDS.get(name, (name, 0x0C))
-    return f"{oid}={_der_hex(tag, value)}"
-
-
-def dn_of(subject: tuple) -> str:
-    """RFC 2253 of a subject as `SSLSocket.getpeercert()` gives it (relative names in certificate order):
-    most specific first, a multi-valued name joined with '+'."""
-    return ",".join("+".join(_attribute(name, value) for name, value in rdn) for rdn in reversed(subject))
+# Kafka's rule grammar (SslPrincipalMapper.RULE_PATTERN): the same alternatives in the same order, so a text splits
+# and parses into the same rules, with the same errors.
+_RULE = (r"(?P<default>DEFAULT)|RULE:(?P<pattern>(?:\\.|[^\\/])*)/(?P<replacement>(?:\\.|[^\\/])*)/(?P<case>[LU]?).*?"
+         r"|(?P<other>.*?)")
+_SPLITTER = re.compile(r"\s*(?P<rule>" + _RULE + r")\s*(?:,\s*|$)", re.ASCII)
+_PARSER = re.compile(_RULE, re.ASCII)
 
 
 @dataclass(frozen=True)
 class MappingRule:
-    pattern: re.Pattern[str] | None  # None: DEFAULT
-    replacement: str = ""
+    pattern: re.Pattern[str] | None = None  # None: DEFAULT
+    replacement: str = ""  # as written (Java's syntax)
     case: str = ""  # "L", "U" or ""
+    template: str = field(default="", repr=False, compare=False)  # the replacement in Python's syntax
 
     def apply(self, dn: str) -> str | None:
+        """The name this rule gives `dn`, or None when it does not apply."""
         if self.pattern is None:
             return dn
         if self.pattern.fullmatch(dn) is None:
             return None
-        result = self.pattern.sub(self.replacement, dn)
-        return result.lower() if self.case == "L" else result.upper() if self.case == "U" else result
+        name = self.pattern.sub(self.template, dn)
+        return name.lower() if self.case == "L" else name.upper() if self.case == "U" else name
+
+    def __str__(self) -> str:  # as Kafka prints a rule
+        if self.pattern is None:
+            return "DEFAULT"
+        return f"RULE:{self.pattern.pattern}/{self.replacement}" + (f"/{self.case}" if self.case else "")
 
 
-_RULE = re.compile(r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?)")
-_SPLIT = re.compile(r"\s*(DEFAULT|RULE:(?:\\.|[^\\/])*/(?:\\.|[^\\/])*/[LU]?|[^,]*?)\s*(?:,\s*|$)")
+DEFAULT_RULE = MappingRule()
 
 
-def _python_replacement(java: str) -> str:
-    """Java's replacement syntax ($1, \\x) as Python's (\\g<1>, x)."""
-    out = []
-    i = 0
-    while i < len(java):
-        char = java[i]
-        if char == "\\" and i + 1 < len(java):
-            out.append(java[i + 1].replace("\\", "\\\\"))
+def _template(replacement: str, groups: int) -> str:
+    """Java's replacement as Python's template for a pattern with `groups` groups: `$n` takes as many digits as
+    name a group; `$n` past the last group is literal text when the pattern has groups (Kafka's
+    escapeLiteralBackReferences), an error when it has none (Java's "No group n")."""
+    out, i = [], 0
+    while i < len(replacement):
+        char = replacement[i]
+        if char == "\\":
+            if i + 1 == len(replacement):
+                raise ValueError("the replacement ends with a lone backslash")
+            out.append(replacement[i + 1].replace("\\", "\\\\"))
             i += 2
-        elif char == "$" and i + 1 < len(java) and java[i + 1].isdigit():
+        elif char == "$":
             j = i + 1
-            while j < len(java) and java[j].isdigit():
-                j += 1
-            out.append(f"\\g<{java[i + 1:j]}>")
+            if j == len(replacement) or not replacement[j].isdigit():
+                raise ValueError(f"illegal group reference in the replacement {replacement!r} (write \\$ for a $)")
+            group = int(replacement[j])
+            if group > groups:
+                if groups == 0:
+                    raise ValueError(f"the replacement refers to ${group} but the pattern has no group")
+                out.append("$")
+                i += 1
+                continue
+            j += 1
+            while j < len(replacement) and replacement[j].isdigit() and group * 10 + int(replacement[j]) <= groups:
+                group, j = group * 10 + int(replacement[j]), j + 1
+            out.append(f"\\g<{group}>")
             i = j
         else:
-            out.append("\\\\" if char == "\\" else char)
+            out.append(char)
             i += 1
     return "".join(out)
 
 
+def _rule(text: str) -> MappingRule | None:
+    match = _PARSER.match(text)
+    assert match is not None  # the last alternative matches anything
+    if match.end() != len(text):
+        raise ValueError(f"invalid rule `{text}`, unmatched substring `{text[match.end():]}`")
+    if match["default"] is not None:
+        return DEFAULT_RULE
+    if match["pattern"] is None:
+        return None  # an empty rule
+    try:
+        pattern = re.compile(match["pattern"])
+    except re.error as exc:
+        raise ValueError(f"invalid pattern in rule `{text}`: {exc}") from None
+    try:
+        template = _template(match["replacement"], pattern.groups)
+    except ValueError as exc:
+        raise ValueError(f"rule `{text}`: {exc}") from None
+    return MappingRule(pattern, match["replacement"], match["case"], template)
+
+
 def parse_mapping_rules(text: str) -> tuple[MappingRule, ...]:
-    """ssl.principal.mapping.rules; ValueError names the rule that does not parse."""
-    rules = []
-    for match in _SPLIT.finditer(text.strip()):
-        rule = match.group(1)
-        if not rule:
-            continue
-        parsed = _RULE.fullmatch(rule)
-        if parsed is None:
-            raise ValueError(f"invalid rule: {rule!r}")
-        if parsed.group(1):
-            rules.append(MappingRule(None))
-            continue
-        try:
-            pattern = re.compile(parsed.group(2))
-        except re.error as exc:
-            raise ValueError(f"invalid rule pattern {parsed.group(2)!r}: {exc}") from None
-        rules.append(MappingRule(pattern, _python_replacement(parsed.group(3)), parsed.group(4)))
-    return tuple(rules) or (MappingRule(None),)
+    """The rules of `ssl.principal.mapping.rules`; ValueError names the rule that does not parse. No rules (an
+    empty text) refuse every certificate, as in Kafka."""
+    rules = (_rule(match["rule"]) for match in _SPLITTER.finditer(text.strip()))
+    return tuple(rule for rule in rules if rule is not None)
+
+
+class NoMatchingRule(ValueError):
+    """No rule gives the subject a name (Kafka's SslPrincipalMapper.NoMatchingRule): the client is refused."""
 
 
 def map_principal(dn: str, rules: tuple[MappingRule, ...]) -> str:
@@ -117,4 +119,5 @@ def map_principal(dn: str, rules: tuple[MappingRule, ...]) -> str:
         name = rule.apply(dn)
         if name is not None:
             return name
-    raise ValueError(f"no rule of ssl.principal.mapping.rules applies to {dn}")
+    raise NoMatchingRule(f"no rule of ssl.principal.mapping.rules applies to {dn} "
+                         f"(rules: [{', '.join(map(str, rules))}])")
