@@ -10,7 +10,16 @@ from __future__ import annotations
 import sys
 import time
 
-from bench import bench_api_versions, bench_codec, bench_groups, bench_memory, bench_offsets, bench_rejoin, bench_steady
+from bench import (
+    bench_api_versions,
+    bench_codec,
+    bench_groups,
+    bench_memory,
+    bench_offsets,
+    bench_rejoin,
+    bench_steady,
+    bench_tls,
+)
 from bench.lib.report import DOC
 
 
@@ -27,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         (bench_rejoin, [], ["--reps", "1"]),
         (bench_steady, [], ["--reps", "1", "--groups", "1000", "--seconds", "4"]),
         (bench_memory, [], ["--reps", "1", "--offsets", "100000"]),
+        (bench_tls, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5"]),
     ]
     names = [module.__name__.rsplit(".", 1)[1] for module, _, _ in plan]
     parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.splitlines()[0])
