@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 
 import pytest
 from hypothesis import given, strategies as st
@@ -15,6 +14,7 @@ from coordinator.security.jaas import parse_jaas, plain_users
 from coordinator.security.plain import PlainExchange
 from coordinator.security.scram import ScramExchange
 from coordinator.security.scram_store import from_salted_password
+from tests.support.scram_client import client_final
 
 SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
 RFC_CREDENTIAL = from_salted_password(1, SALT, hashlib.pbkdf2_hmac("sha256", b"pencil", SALT, 4096), 4096)
@@ -36,17 +36,6 @@ def test_rfc7677_exchange_byte_for_byte():
     assert not exchange.complete
     assert exchange.evaluate(CLIENT_FINAL) == SERVER_FINAL
     assert exchange.complete and exchange.username == "user"
-
-
-def client_final(first_bare: str, server_first: str, password: bytes, salt: bytes, nonce: str, header: bytes = b"n,,",
-                 digest: str = "sha256") -> bytes:
-    salted = hashlib.pbkdf2_hmac(digest, password, salt, 4096)
-    client_key = hmac.new(salted, b"Client Key", digest).digest()
-    without_proof = f"c={base64.b64encode(header).decode()},r={nonce}"
-    signature = hmac.new(hashlib.new(digest, client_key).digest(),
-                         f"{first_bare},{server_first},{without_proof}".encode(), digest).digest()
-    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
 
 def test_the_doubled_nonce_of_old_librdkafka_is_accepted_as_kafka_does():
