@@ -1,5 +1,5 @@
 """The SASL mechanisms, server side: SCRAM (RFC 7677's exchange byte for byte, tampering, the nonce old librdkafka
-sends, arbitrary bytes), PLAIN (RFC 4616 as Kafka's PlainSaslServer) and the JAAS text PLAIN's users come from."""
+sends, arbitrary bytes), PLAIN (RFC 4616 as Kafka's PlainSaslServer); the JAAS text is test_security_jaas.py's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, strategies as st
 
 from coordinator.security.errors import AuthenticationFailed
-from coordinator.security.jaas import parse_jaas, plain_users
 from coordinator.security.plain import PlainExchange
 from coordinator.security.scram import ScramExchange
 from coordinator.security.scram_store import from_salted_password
@@ -115,24 +114,3 @@ def test_plain_as_kafkas_plain_sasl_server():
         with pytest.raises(AuthenticationFailed, match=reason) as raised:
             PlainExchange(users).evaluate(message)
         assert "alice-pw" not in str(raised.value) and "wrong" not in str(raised.value)
-
-
-def test_jaas_text_as_kafka_writes_it():
-    entries = parse_jaas('org.apache.kafka.common.security.plain.PlainLoginModule required\n'
-                         '  username="admin" password="admin-secret"\n  user_admin="admin-secret"\n'
-                         '  user_alice="a \\"quoted\\" pw" user_bob=bare;')
-    assert [(e.module, e.flag) for e in entries] == [("org.apache.kafka.common.security.plain.PlainLoginModule",
-                                                      "required")]
-    assert plain_users(entries) == {"admin": "admin-secret", "alice": 'a "quoted" pw', "bob": "bare"}
-    two = parse_jaas('a.B required x="1"; c.D optional y="2";')
-    assert [(e.module, e.flag, e.options) for e in two] == [("a.B", "required", {"x": "1"}),
-                                                              ("c.D", "optional", {"y": "2"})]
-    assert plain_users(two) == {}
-
-
-@pytest.mark.parametrize("text", ["", "a.B required x=\"1\"", "a.B maybe x=\"1\";", "a.B required x;",
-                                  'a.B required x="secret-value" =;', 'a.B required "x"="1";'])
-def test_bad_jaas_text_says_where_not_what(text):
-    with pytest.raises(ValueError) as raised:
-        parse_jaas(text)
-    assert "secret-value" not in str(raised.value)
