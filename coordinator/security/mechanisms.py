@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.security.listener_config import ListenerSecurity
-from coordinator.security.plain import PlainExchange
+from coordinator.security.plain import PlainServer, jaas_user_verifier
 from coordinator.security.scram import ScramExchange
 
 
 def new_exchange(security: ListenerSecurity, mechanism: str, scram_credentials: Callable[[str, str], Any]) -> Any:
     """The exchange of `mechanism` (one of the listener's enabled ones, checked by the gate)."""
     if mechanism == "PLAIN":
-        return PlainExchange(security.plain_users)
+        return PlainServer(jaas_user_verifier(security.plain_users))
     return ScramExchange(mechanism, lambda user: scram_credentials(user, mechanism))

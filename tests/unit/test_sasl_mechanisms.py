@@ -1,5 +1,5 @@
 """The SASL mechanisms, server side: SCRAM (RFC 7677's exchange byte for byte, tampering, the nonce old librdkafka
-sends, arbitrary bytes), PLAIN (RFC 4616 as Kafka's PlainSaslServer); the JAAS text is test_security_jaas.py's."""
+sends, arbitrary bytes); PLAIN is test_security_plain.py's, the JAAS text test_security_jaas.py's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, strategies as st
 
 from coordinator.security.errors import AuthenticationFailed
-from coordinator.security.plain import PlainExchange
 from coordinator.security.scram import ScramExchange
 from coordinator.security.scram_store import from_salted_password
 
@@ -99,18 +98,3 @@ def test_arbitrary_bytes_only_ever_fail_as_authentication(messages):
             exchange.evaluate(message)
         except AuthenticationFailed:
             return
-
-
-def test_plain_as_kafkas_plain_sasl_server():
-    users = {"alice": "alice-pw"}
-    ok = PlainExchange(users)
-    assert ok.evaluate(b"\0alice\0alice-pw") == b"" and ok.complete and ok.username == "alice"
-    assert PlainExchange(users).evaluate(b"alice\0alice\0alice-pw") == b""
-    for message, reason in [(b"\0alice\0wrong", "Invalid username or password"),
-                            (b"\0bob\0alice-pw", "Invalid username or password"),
-                            (b"admin\0alice\0alice-pw", "authorization id that is different from username"),
-                            (b"\0\0pw", "username not specified"), (b"\0alice\0", "password not specified"),
-                            (b"alice-pw", "expected 3 tokens"), (b"\xff\0a\0b", "not UTF-8")]:
-        with pytest.raises(AuthenticationFailed, match=reason) as raised:
-            PlainExchange(users).evaluate(message)
-        assert "alice-pw" not in str(raised.value) and "wrong" not in str(raised.value)
