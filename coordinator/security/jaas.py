@@ -4,80 +4,174 @@
     org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="b";
 
 one or more entries `<login module class> <flag> <key>=<value>... ;`, the flag one of required, requisite,
-sufficient, optional, a value quoted ("..." with backslash escapes) or a bare token. Errors say where, never
-what a value was (values are passwords).
+sufficient, optional (any case). Kafka reads the text with java.io.StreamTokenizer, and so does `_tokens` here,
+so that a text Kafka takes means the same here and one it refuses is refused: names and bare values are words
+(letters, digits, `.`, `-`, `_`, `$`, any character from U+00A0 on; not starting with a digit, `.` or `-`, which
+make a number, and a number is not a value); quoted values use `"` or `'` with Java's backslash escapes and end at
+the closing quote or the end of the line; `//`, `/* */` and a lone `/` start comments.
+
+Errors say where (a position in the text), never what a value was: values are passwords.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 FLAGS = ("required", "requisite", "sufficient", "optional")
-_TOKEN = re.compile(r'\s*(?:(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<word>[^\s=;"]+)|(?P<punct>[=;]))', re.S)
+_UPPER_FLAGS = tuple(flag.upper() for flag in FLAGS)
+PLAIN_USER_PREFIX = "user_"  # PlainServerCallbackHandler.JAAS_USER_PREFIX
+
+_WORD_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_$")
+_NUMBER = frozenset("0123456789.-")
+_ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
+_OCTAL = "01234567"
 
 
 @dataclass(frozen=True)
 class JaasEntry:
     module: str
-    flag: str
+    flag: str  # one of FLAGS
     options: dict[str, str] = field(repr=False)  # values may be passwords
 
 
-def _tokens(text: str) -> list[tuple[str, str, int]]:
-    """(kind, text, position) with kind "value" (a quoted string, unescaped), "word" or "=" / ";"."""
-    out: list[tuple[str, str, int]] = []
-    position = 0
-    while True:
-        while position < len(text) and text[position].isspace():
-            position += 1
-        if position >= len(text):
-            return out
-        match = _TOKEN.match(text, position)
-        if match is None or match.end() == position:
-            raise ValueError(f"unexpected character at position {position}")
-        if match["quoted"] is not None:
-            out.append(("value", re.sub(r"\\(.)", r"\1", match["quoted"][1:-1], flags=re.S), position))
-        elif match["word"] is not None:
-            out.append(("word", match["word"], position))
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "word", "quoted", "number", or the ordinary character itself ("=", ";", ...)
+    text: str | None  # StreamTokenizer's sval: a word's or a quoted string's text, None for the others
+    position: int
+
+
+def _is_word_char(char: str) -> bool:
+    return char in _WORD_START or char in _NUMBER or ord(char) >= 0xA0
+
+
+def _quoted(text: str, start: int) -> tuple[str, int]:
+    """The string whose opening quote is at `start`, and the position after it (after the closing quote, or at
+    the line end or the end of the text, where StreamTokenizer ends an unterminated string)."""
+    quote, out, i = text[start], [], start + 1
+    while i < len(text) and text[i] not in (quote, "\n", "\r"):
+        char = text[i]
+        i += 1
+        if char == "\\":
+            if i >= len(text):
+                out.append("\uffff")  # Java's (char) -1
+                break
+            first = text[i]
+            i += 1
+            if first in _OCTAL:  # \7, \77, \377 (three digits only up to \377)
+                value = int(first)
+                for _ in range(2 if first <= "3" else 1):
+                    if i < len(text) and text[i] in _OCTAL:
+                        value, i = value * 8 + int(text[i]), i + 1
+                    else:
+                        break
+                char = chr(value)
+            else:
+                char = _ESCAPES.get(first, first)
+        out.append(char)
+    if i < len(text) and text[i] == quote:
+        i += 1
+    return "".join(out), i
+
+
+def _number_end(text: str, i: int) -> int:
+    """Where the number whose digits start at `i` ends: ASCII digits and at most one `.`."""
+    seen_dot = False
+    while i < len(text) and ("0" <= text[i] <= "9" or text[i] == "." and not seen_dot):
+        seen_dot = seen_dot or text[i] == "."
+        i += 1
+    return i
+
+
+def _tokens(text: str) -> list[_Token]:
+    out: list[_Token] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char <= " ":
+            i += 1
+        elif char == "/" and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+        elif char == "/":  # `//` and a lone `/` (StreamTokenizer's comment character): to the line end
+            while i < len(text) and text[i] not in "\n\r":
+                i += 1
+        elif char == "-" and not (i + 1 < len(text) and (text[i + 1] == "." or "0" <= text[i + 1] <= "9")):
+            out.append(_Token("-", None, i))
+            i += 1
+        elif char in _NUMBER:
+            out.append(_Token("number", None, i))
+            i = _number_end(text, i + 1 if char == "-" else i)
+        elif char in _WORD_START or ord(char) >= 0xA0:
+            end = i + 1
+            while end < len(text) and _is_word_char(text[end]):
+                end += 1
+            out.append(_Token("word", text[i:end], i))
+            i = end
+        elif char in "\"'":
+            value, end = _quoted(text, i)
+            out.append(_Token("quoted", value, i))
+            i = end
         else:
-            out.append((match["punct"], match["punct"], position))
-        position = match.end()
+            out.append(_Token(char, None, i))
+            i += 1
+    return out
 
 
 def parse_jaas(text: str) -> list[JaasEntry]:
+    """The entries of a JAAS text, as Kafka's JaasConfig reads them; ValueError says where it is wrong."""
     tokens = _tokens(text)
     entries: list[JaasEntry] = []
     i = 0
     while i < len(tokens):
-        if i + 1 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][0] != "word":
-            raise ValueError(f"expected '<LoginModule class> <flag>' at position {tokens[i][2]}")
-        module, flag = tokens[i][1], tokens[i + 1][1].lower()
-        if flag not in FLAGS:
-            raise ValueError(f"the login module flag at position {tokens[i + 1][2]} is not one of {', '.join(FLAGS)}")
+        module = tokens[i]
+        if not module.text:
+            raise ValueError(f"Login module not specified in JAAS config at position {module.position}")
+        if i + 1 >= len(tokens):
+            raise ValueError("Login module control flag not specified in JAAS config")
+        flag = tokens[i + 1]
+        if flag.text is None or flag.text.upper() not in _UPPER_FLAGS:  # Kafka: toUpperCase(Locale.ROOT)
+            raise ValueError(f"Invalid login module control flag in JAAS config at position {flag.position} "
+                             f"(one of {', '.join(FLAGS)})")
         i += 2
         options: dict[str, str] = {}
-        while i < len(tokens) and tokens[i][0] != ";":
-            if i + 2 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][0] != "=" or \
-                    tokens[i + 2][0] not in ("value", "word"):
-                raise ValueError(f"expected <name>=<value> at position {tokens[i][2]}")
-            options[tokens[i][1]] = tokens[i + 2][1]
+        while i < len(tokens) and tokens[i].kind != ";":
+            key = tokens[i]
+            if i + 1 >= len(tokens) or tokens[i + 1].kind != "=":  # the key is not named: it may be a value
+                raise ValueError(f"Expected <name>=<value> in JAAS config at position {key.position}")
+            if i + 2 >= len(tokens) or tokens[i + 2].text is None:
+                name = "" if key.text is None else f" '{key.text}'"
+                raise ValueError(f"Value not specified for key{name} in JAAS config at position "
+                                 f"{tokens[i + 1].position}")
+            if key.text is not None:  # Kafka keeps `5="x"` under a null key, which no lookup finds
+                options[key.text] = tokens[i + 2].text or ""
             i += 3
         if i >= len(tokens):
-            raise ValueError("the login module entry does not end with ';'")
+            raise ValueError("JAAS config entry not terminated by semi-colon")
         i += 1
-        entries.append(JaasEntry(module, flag, options))
+        entries.append(JaasEntry(module.text, FLAGS[_UPPER_FLAGS.index(flag.text.upper())], options))
     if not entries:
-        raise ValueError("no login module entry")
+        raise ValueError("Login module not specified in JAAS config")
     return entries
 
 
-def plain_users(entries: list[JaasEntry]) -> dict[str, str]:
-    """The `user_<name>="<password>"` options of the PlainLoginModule entry (Kafka's PlainServerCallbackHandler)."""
+def single_entry(entries: Sequence[JaasEntry]) -> JaasEntry:
+    """The one entry a listener's `sasl.jaas.config` must hold (Kafka's JaasContext.loadServerContext)."""
+    if len(entries) != 1:
+        raise ValueError(f"JAAS config property contains {len(entries)} login modules, should be 1 module")
+    return entries[0]
+
+
+def plain_users(entries: Sequence[JaasEntry]) -> dict[str, str]:
+    """The `user_<name>="<password>"` options of the PlainLoginModule entries; when several entries name a user,
+    the first wins (Kafka's JaasContext.configEntryOption, which PlainServerCallbackHandler asks)."""
     users: dict[str, str] = {}
     for entry in entries:
         if entry.module == PLAIN_LOGIN_MODULE:
-            users.update({name[len("user_"):]: value for name, value in entry.options.items()
-                          if name.startswith("user_") and len(name) > len("user_")})
+            for name, value in entry.options.items():
+                if name.startswith(PLAIN_USER_PREFIX) and len(name) > len(PLAIN_USER_PREFIX):
+                    users.setdefault(name[len(PLAIN_USER_PREFIX):], value)
     return users

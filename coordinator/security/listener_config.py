@@ -155,7 +155,7 @@ def _delay(text: str) -> int:
 
 
 def _plain_users(props: Mapping[str, str], listener: str) -> dict[str, str]:
-    from coordinator.security.jaas import parse_jaas, plain_users
+    from coordinator.security.jaas import parse_jaas, plain_users, single_entry
 
     name = f"{LISTENER_PREFIX}{listener.lower()}.plain{JAAS_SUFFIX}"
     text = next((value for key, value in props.items() if key.lower() == name), "")
@@ -163,7 +163,7 @@ def _plain_users(props: Mapping[str, str], listener: str) -> dict[str, str]:
         raise ConfigError(f"{name}: listener {listener} enables PLAIN but has no JAAS users "
                           "(org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"...\";)")
     try:
-        users = plain_users(parse_jaas(text))
+        users = plain_users([single_entry(parse_jaas(text))])  # Kafka: one login module per listener's config
     except ValueError as exc:
         raise ConfigError(f"{name}: {exc}") from None
     if not users:

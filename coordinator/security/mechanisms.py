@@ -7,12 +7,15 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.security.listener_config import ListenerSecurity
-from coordinator.security.plain import PlainExchange
-from coordinator.security.scram import ScramExchange
+from coordinator.security.plain import PlainServer, jaas_user_verifier
+from coordinator.security.scram import ScramMechanism, ScramServer
 
 
 def new_exchange(security: ListenerSecurity, mechanism: str, scram_credentials: Callable[[str, str], Any]) -> Any:
     """The exchange of `mechanism` (one of the listener's enabled ones, checked by the gate)."""
     if mechanism == "PLAIN":
-        return PlainExchange(security.plain_users)
-    return ScramExchange(mechanism, lambda user: scram_credentials(user, mechanism))
+        return PlainServer(jaas_user_verifier(security.plain_users))
+    scram = ScramMechanism.from_name(mechanism)
+    if scram is None:
+        raise ValueError(f"no SASL mechanism {mechanism!r} here")
+    return ScramServer(scram, lambda user: scram_credentials(user, mechanism))

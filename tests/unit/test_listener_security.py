@@ -50,6 +50,9 @@ def test_a_listener_setting_overrides_the_global_one_for_that_listener_only():
     ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
       "listener.name.sasl_plaintext.plain.sasl.jaas.config": "not jaas at all"},
      "^listener.name.sasl_plaintext.plain.sasl.jaas.config: "),
+    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS + " " + JAAS},
+     "^listener.name.sasl_plaintext.plain.sasl.jaas.config: JAAS config property contains 2 login modules"),
     ({"listener.name.external.sasl.enabled.mechanisms": "PLAIN"}, "^listener.name.external.sasl.enabled.mechanisms: "
      "there is no listener EXTERNAL"),
     ({"listener.name.plaintext.ssl.keystore.colour": "x"}, "^listener.name.plaintext.ssl.keystore.colour: unknown"),

@@ -11,13 +11,8 @@ import stat
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.security.scram_store import (
-    FileCredentialStore,
-    ScramCredentials,
-    StoredCredential,
-    Upsertion,
-    from_salted_password,
-)
+from coordinator.security.scram import ScramCredential, ScramMechanism, credential_from_salted_password
+from coordinator.security.scram_store import FileCredentialStore, ScramCredentials, Upsertion
 
 SALT = b"0123456789abcdef"
 
@@ -33,11 +28,11 @@ def upsert(user: str, mechanism: int = 2, iterations: int = 4096, password: str 
 
 def test_the_keys_are_rfc5802s_and_no_password_is_kept():
     password = salted("pencil", digest="sha256")
-    stored = from_salted_password(1, SALT, password, 4096)
+    stored = credential_from_salted_password(ScramMechanism.SCRAM_SHA_256, password, SALT, 4096)
     client_key = hmac.new(password, b"Client Key", "sha256").digest()
     assert stored.stored_key == hashlib.sha256(client_key).digest()
     assert stored.server_key == hmac.new(password, b"Server Key", "sha256").digest()
-    assert password not in repr(stored).encode() and "keys=[hidden]" in repr(stored)
+    assert password.hex() not in repr(stored) and "keys=[hidden]" in repr(stored)
 
 
 async def test_kafkas_validation_per_user(tmp_path):
@@ -70,7 +65,7 @@ async def test_credentials_survive_a_restart_in_a_private_file_without_the_passw
     again = ScramCredentials(FileCredentialStore(str(tmp_path)))
     assert again.users() == ["alice"] and again.of_user("alice") == [(2, 8192)]
     assert again.lookup("alice", "SCRAM-SHA-512") == credentials.lookup("alice", "SCRAM-SHA-512")
-    assert isinstance(again.lookup("alice", "SCRAM-SHA-512"), StoredCredential)
+    assert isinstance(again.lookup("alice", "SCRAM-SHA-512"), ScramCredential)
 
 
 class FailingStore(FileCredentialStore):
