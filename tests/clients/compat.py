@@ -120,7 +120,8 @@ FEATURES: dict[str, tuple[str, str]] = {
         "SASL_SSL + SCRAM-SHA-512",
         "a consumer over TLS (the server's certificate from a test CA, which the client trusts) authenticated with "
         "SCRAM-SHA-512 as a user created through confluent-kafka's AlterUserScramCredentials consumes a 2-partition "
-        "topic and commits its ends; the server logs principal User:bob."),
+        "topic and commits its ends, allowed by prefixed READ ACLs on its group and topic (the authorizer is on, "
+        "the ACLs made with confluent-kafka's create_acls); the server logs principal User:bob."),
     "sasl-plain": (
         "SASL_PLAINTEXT + PLAIN",
         "at the same time, a consumer authenticated with PLAIN as a JAAS user of the listener consumes and commits "
@@ -129,7 +130,8 @@ FEATURES: dict[str, tuple[str, str]] = {
         "wrong password / untrusted CA refused",
         "the same client with a wrong SCRAM password is answered SASL_AUTHENTICATION_FAILED (server log: "
         "'authentication failed', principal User:bob, no password), and one whose CA does not trust the server's "
-        "certificate fails TLS; neither is assigned anything."),
+        "certificate fails TLS, and one authenticated but in a group it has no ACL for is refused "
+        "(GROUP_AUTHORIZATION_FAILED); none is assigned anything."),
 }
 
 

@@ -1,9 +1,11 @@
-"""Every client with TLS and SASL against our server (issue 18): a consumer group over SASL_SSL with
+"""Every client with TLS, SASL and ACLs against our server (issue 18): a consumer group over SASL_SSL with
 SCRAM-SHA-512 (a user created through confluent-kafka's admin API) and one over SASL_PLAINTEXT with PLAIN (a JAAS
-user), both at once; then the same client with a wrong password and with a CA that does not trust the server's
-certificate is refused: it is never assigned anything.
+user), both at once, each allowed by prefixed ACLs made with confluent-kafka's create_acls; then the same client
+with a wrong password, with a CA that does not trust the server's certificate, and authenticated but in a group
+it has no ACL for, is refused: it is never assigned anything.
 
-One server for the module (PLAINTEXT for set-up, SASL_PLAINTEXT, SASL_SSL); each client its own topic and groups.
+One server for the module (PLAINTEXT for set-up, its User:ANONYMOUS a super user; SASL_PLAINTEXT; SASL_SSL), with
+the authorizer on; each client its own topic and groups.
 """
 
 from __future__ import annotations
@@ -11,6 +13,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from tests.clients import compat
 from tests.clients.drivers import CLIENTS, run_consumer
@@ -35,10 +45,25 @@ def server(tmp_path_factory, certs):
         "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "ssl.keystore.location": str(certs.server),
         "group.initial.rebalance.delay.ms": "0",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS",
     })
     create_scram_user(process.bootstrap, "bob", "bob-pw")
+    allow(process.bootstrap, [
+        (ResourceType.GROUP, "scram-", "User:bob"), (ResourceType.GROUP, "plain-", "User:alice"),
+        (ResourceType.TOPIC, "secured-", "User:bob"), (ResourceType.TOPIC, "secured-", "User:alice"),
+        (ResourceType.TOPIC, "refused-", "User:bob")])
     yield process
     process.kill()
+
+
+def allow(bootstrap: str, grants: list[tuple]) -> None:
+    """READ on each (resource type, name prefix, principal), through confluent-kafka's AdminClient.create_acls."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    bindings = [AclBinding(kind, prefix, ResourcePatternType.PREFIXED, principal, "*", AclOperation.READ,
+                           AclPermissionType.ALLOW) for kind, prefix, principal in grants]
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=15)
 
 
 @pytest.fixture(params=sorted(CLIENTS))
@@ -75,20 +100,29 @@ def test_a_wrong_password_and_an_untrusting_client_are_refused(server, certs, cl
     untrusting = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_SSL')}", f"untrusting-{client}", topic,
                               extra=client_security(client, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw",
                                                     str(certs.untrusted_ca)))
+    unauthorized = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_SSL')}", f"forbidden-{client}", topic,
+                                extra=client_security(client, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw",
+                                                      str(certs.ca)))
     try:
         with compat.record(client, "sasl-refused"):
+            # the refusal reached the client, or the server logged it (its warnings are rate-limited: a client
+            # retrying fast before this one may have used up the 10 s window's lines, so either will do)
             deadline = time.monotonic() + 60
-            while len(server.events("authentication failed")) == failed_before and time.monotonic() < deadline:
+            while time.monotonic() < deadline and not wrong.of("error") and \
+                    len(server.events("authentication failed")) == failed_before:
                 time.sleep(0.2)
-            failures = server.events("authentication failed")[failed_before:]
-            assert failures and failures[0]["principal"] == "User:bob", \
-                f"no failed authentication logged; the server's last lines: {server.lines[-8:]}\n{wrong.describe()}"
+            failures = server.events("authentication failed")
+            assert wrong.of("error") or failures[failed_before:], \
+                f"no refusal seen; the server's last lines: {server.lines[-8:]}\n{wrong.describe()}"
+            assert failures and all(f["principal"] == "User:bob" for f in failures)
             watched_until = time.monotonic() + REFUSED_FOR_S
             while time.monotonic() < watched_until:
                 assert not wrong.of("assigned") and not wrong.records, wrong.describe()
                 assert not untrusting.of("assigned") and not untrusting.records, untrusting.describe()
+                assert not unauthorized.of("assigned") and not unauthorized.records, unauthorized.describe()
                 time.sleep(0.2)
     finally:
         wrong.kill()
         untrusting.kill()
+        unauthorized.kill()
     assert "not-bobs" not in "\n".join(server.lines)

@@ -21,7 +21,9 @@ from coordinator.security.acl_model import (
     PatternType as Pat,
     ResourceType as Res,
 )
+from tests.support.certs import create_scram_user
 from tests.support.dispatch import named_request
+from tests.support.scram_client import scram_exchange
 from tests.support.server_process import start_server
 from tests.support.wire_client import WireClient
 
@@ -29,7 +31,7 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_a
         'user_alice="alice-pw" user_bob="bob-pw";')
 SETTINGS = {
     "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:admin;User:ANONYMOUS",
@@ -152,9 +154,21 @@ def test_produce_and_fetch_need_write_and_read(server, acls):
         assert created.topics[0].error_code == E.topic_authorization_failed
 
 
-def test_acls_survive_a_restart_and_delete_acls_removes_them(tmp_path):
+def scram_login(server, user: str, password: str) -> E:
+    with WireClient(server.host, server.port_of("SASL_PLAINTEXT")) as client:
+        assert client.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512")).error_code == E.none
+
+        def send(token: bytes) -> tuple[E, bytes]:
+            answer = client.call(SaslAuthenticateRequest(auth_bytes=token))
+            return answer.error_code, answer.auth_bytes
+
+        return scram_exchange(send, user, password)
+
+
+def test_acls_and_scram_users_survive_a_restart_and_delete_acls_removes_them(tmp_path):
     first = start_server(str(tmp_path / "data"), overrides=SETTINGS, topics={"orders": 1})
     try:
+        create_scram_user(first.bootstrap, "carol", "carol-pw")  # confluent-kafka's AdminClient, a super user
         with as_user(first, "admin") as admin:
             assert create_acls(admin, creation(Res.GROUP, "shop", "User:alice", Op.READ),
                                creation(Res.TOPIC, "orders", "User:alice", Op.READ)) == [(E.none, None)] * 2
@@ -162,6 +176,8 @@ def test_acls_survive_a_restart_and_delete_acls_removes_them(tmp_path):
         assert first.stop() == 0
     again = start_server(str(tmp_path / "data"), overrides=SETTINGS)
     try:
+        assert scram_login(again, "carol", "carol-pw") == E.none
+        assert scram_login(again, "carol", "wrong") == E.sasl_authentication_failed
         with as_user(again, "alice") as alice:
             response = alice.call(commit_request("shop", {"orders": 7}))
             assert response.topics[0].partitions[0].error_code == E.none
