@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.certs import Certs, make_certs
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
 
@@ -47,6 +46,9 @@ def server_factory(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def certs(tmp_path_factory) -> Certs:
-    """Throwaway TLS material for the session (a CA, server and client certificates: tests/support/certs.py)."""
+def certs(tmp_path_factory):
+    """Throwaway TLS material for the session (a CA, server and client certificates: tests/support/certs.py;
+    imported here, not at the top: the compose test's container has the tests but not bench/)."""
+    from tests.support.certs import make_certs
+
     return make_certs(tmp_path_factory.mktemp("certs"))
