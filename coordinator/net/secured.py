@@ -18,6 +18,7 @@ import structlog
 
 from coordinator.net.connection import _CLOSED, Connection, Server as BaseServer
 from coordinator.net.dispatch import ANONYMOUS, CloseConnection, Session
+from protocol.apis import ApiKey
 
 if TYPE_CHECKING:
     from coordinator.security.listener_config import ListenerSecurity
@@ -33,16 +34,18 @@ class Server(BaseServer, Protocol):
 
     def tls_principal(self, security: ListenerSecurity, peercert: Any) -> str: ...
 
-    def sasl_gate(self, security: ListenerSecurity, peer: str) -> SaslGate: ...
+    def sasl_gate(self, security: ListenerSecurity, peer: str, reauth: tuple[str, str] | None = None) -> SaslGate: ...
 
 
 class SecuredConnection(Connection):
-    __slots__ = ("security", "gate")
+    __slots__ = ("security", "gate", "expires_at", "authenticated_with")
 
     def __init__(self, server: Server, security: ListenerSecurity) -> None:
         super().__init__(server, security.name)
         self.security = security
-        self.gate: SaslGate | None = None  # until the client has authenticated
+        self.gate: SaslGate | None = None  # until the client has authenticated (and while it re-authenticates)
+        self.expires_at: float | None = None  # KIP-368: the session's end (loop time), with connections.max.reauth.ms
+        self.authenticated_with: tuple[str, str] = ("", "")  # (mechanism, principal) a re-authentication keeps
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -73,6 +76,16 @@ class SecuredConnection(Connection):
 
     def _dispatch(self, request: bytes) -> Any:
         gate = self.gate
+        if gate is None and self.expires_at is not None:  # a session that must be renewed (KIP-368)
+            if len(request) >= 2 and int.from_bytes(request[:2], "big") == ApiKey.SASL_HANDSHAKE:
+                server: Server = self.server  # type: ignore[assignment]
+                gate = self.gate = server.sasl_gate(self.security, f"{self.peer_host}:{self.peer_port}",
+                                                    self.authenticated_with)
+            elif self.loop.time() >= self.expires_at:  # Kafka: "expired credential", the connection closes
+                self.requests += 1
+                self._violation("the SASL session expired (connections.max.reauth.ms) before the client "
+                                "re-authenticated")
+                return _CLOSED
         if gate is None:
             return super()._dispatch(request)
         self.requests += 1
@@ -92,6 +105,9 @@ class SecuredConnection(Connection):
             self.session = Session(self.session.listener, gate.principal)
             self.gate = None
             self.max_frame = self.server.config.socket_request_max_bytes
+            self.authenticated_with = (gate.mechanism, gate.principal)
+            lifetime = gate.session_lifetime_ms
+            self.expires_at = None if not lifetime else self.loop.time() + lifetime / 1000.0
         elif gate.failed:
             self._close_after_failed_authentication(answer, gate.failed_reason)
             return _CLOSED

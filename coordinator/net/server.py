@@ -67,9 +67,10 @@ class Server:
         assert security.tls is not None
         return principal_of(peercert, security.tls.principal_rules)
 
-    def sasl_gate(self, security: ListenerSecurity, peer: str) -> SaslGate:
+    def sasl_gate(self, security: ListenerSecurity, peer: str, reauth: tuple[str, str] | None = None) -> SaslGate:
+        """The gate of a new SASL connection, or of a re-authentication (KIP-368) of (mechanism, principal)."""
         return SaslGate(security, self._answer_api_versions,
-                        lambda mechanism: new_exchange(security, mechanism, self.scram_credentials), peer)
+                        lambda mechanism: new_exchange(security, mechanism, self.scram_credentials), peer, reauth)
 
     def _answer_api_versions(self, frame: bytes) -> Any:
         return self.dispatcher.dispatch(frame, "", 0)

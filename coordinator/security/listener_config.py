@@ -30,6 +30,9 @@ SECURITY_SETTINGS: dict[str, tuple[str, str, bool]] = {
                                        "(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), NAME:PROTOCOL,...", False),
     "sasl.enabled.mechanisms": ("GSSAPI", "SASL mechanisms offered on SASL listeners: PLAIN, SCRAM-SHA-256, "
                                 "SCRAM-SHA-512 (Kafka's default GSSAPI, Kerberos, is not supported)", False),
+    "connections.max.reauth.ms": ("0", "KIP-368: a SASL session lasts this long (SaslAuthenticate v1+ says so); the "
+                                  "client must re-authenticate on its connection before it ends, or the next "
+                                  "request closes the connection. 0: sessions do not expire", False),
     "connection.failed.authentication.delay.ms": ("100", "How long a connection that failed to authenticate "
                                                   "stays open (its answer sent, nothing read) before it closes", False),
     "ssl.keystore.type": ("PEM", "PEM only (Kafka's JKS and PKCS12 stores: convert them with keytool/openssl)",
@@ -109,6 +112,7 @@ class ListenerSecurity:
     mechanisms: tuple[str, ...] = ()  # SASL listeners
     plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)  # PLAIN's JAAS users
     failed_authentication_delay_ms: int = 100
+    reauth_ms: int = 0  # connections.max.reauth.ms
 
     @property
     def uses_tls(self) -> bool:
@@ -144,13 +148,13 @@ def _mechanisms(text: str, listener: str) -> tuple[str, ...]:
     return mechanisms
 
 
-def _delay(text: str) -> int:
+def _delay(text: str, name: str = "connection.failed.authentication.delay.ms") -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise ConfigError(f"connection.failed.authentication.delay.ms: {text!r} is not an integer") from None
-    if value < 0:
-        raise ConfigError(f"connection.failed.authentication.delay.ms: {value} is negative")
+        raise ConfigError(f"{name}: {text!r} is not an integer") from None
+    if not 0 <= value <= 2**63 - 1:
+        raise ConfigError(f"{name}: {value} is negative")
     return value
 
 
@@ -189,7 +193,8 @@ def listener_security(props: Mapping[str, str], listener: str) -> ListenerSecuri
         if "PLAIN" in mechanisms:
             plain = _plain_users(props, listener)
     return ListenerSecurity(listener.upper(), protocol, tls, mechanisms, plain,
-                            _delay(values["connection.failed.authentication.delay.ms"]))
+                            _delay(values["connection.failed.authentication.delay.ms"]),
+                            _delay(values["connections.max.reauth.ms"], "connections.max.reauth.ms"))
 
 
 def check_listener_names(props: Mapping[str, str], listeners: Iterable[str]) -> None:

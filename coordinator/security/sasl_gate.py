@@ -39,7 +39,6 @@ _PREFIX = struct.Struct(">hhi")
 _HANDSHAKE = API_TABLE[ApiKey.SASL_HANDSHAKE]
 _AUTHENTICATE = API_TABLE[ApiKey.SASL_AUTHENTICATE]
 _SESSION_LIFETIME_FROM = 1
-NO_SESSION_LIFETIME = datetime.timedelta(0)  # connections.max.reauth.ms unset: no re-authentication
 
 # states, as Kafka's SaslServerAuthenticator.SaslState
 INITIAL, HANDSHAKE_OR_VERSIONS, HANDSHAKE, AUTHENTICATE, COMPLETE, FAILED = range(6)
@@ -52,10 +51,10 @@ class SaslGate:
     """The authentication state of one connection; `receive` answers a frame (bytes, or None for no answer)."""
 
     __slots__ = ("security", "answer_api_versions", "new_exchange", "peer", "state", "unframed", "exchange",
-                 "mechanism", "principal", "failed_reason")
+                 "mechanism", "principal", "failed_reason", "reauth", "session_lifetime_ms")
 
     def __init__(self, security: ListenerSecurity, answer_api_versions: Callable[[bytes], Any],
-                 new_exchange: ExchangeFactory, peer: str) -> None:
+                 new_exchange: ExchangeFactory, peer: str, reauth: tuple[str, str] | None = None) -> None:
         self.security = security
         self.answer_api_versions = answer_api_versions  # the dispatcher, for ApiVersions frames
         self.new_exchange = new_exchange
@@ -66,6 +65,11 @@ class SaslGate:
         self.mechanism = ""
         self.principal: str | None = None  # set once authenticated
         self.failed_reason = ""  # set once authentication failed: the connection closes after the delay
+        # KIP-368: a re-authentication of (mechanism, principal) starts at the handshake and must keep both
+        self.reauth = reauth
+        if reauth is not None:
+            self.state = HANDSHAKE
+        self.session_lifetime_ms = 0  # answered on success (SaslAuthenticate v1+): connections.max.reauth.ms
 
     @property
     def failed(self) -> bool:
@@ -102,12 +106,18 @@ class SaslGate:
         enabled = self.security.mechanisms
         response_class = _HANDSHAKE.responses[version]
         header_version = _HANDSHAKE.response_header_versions[version]
-        if request.mechanism not in enabled:
+        if self.reauth is not None and version == 0:
+            raise CloseConnection("re-authentication needs SaslHandshake v1 (SaslAuthenticate requests)")
+        changed = self.reauth is not None and request.mechanism != self.reauth[0]
+        if request.mechanism not in enabled or changed:
             self.state = FAILED
-            self.failed_reason = f"unsupported SASL mechanism {request.mechanism[:64]!r}"
+            self.failed_reason = (f"re-authentication with {request.mechanism[:64]!r} after {self.reauth[0]!r}"
+                                  if changed and self.reauth else
+                                  f"unsupported SASL mechanism {request.mechanism[:64]!r}")
             log.warning("authentication failed", peer=self.peer, reason=self.failed_reason)
             return encode_response(correlation_id, header_version,
-                                   response_class(error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=enabled))
+                                   response_class(error_code=ErrorCode.unsupported_sasl_mechanism,
+                                                  mechanisms=(self.reauth[0],) if changed and self.reauth else enabled))
         self.mechanism = request.mechanism
         self.exchange = self.new_exchange(request.mechanism)
         self.unframed = version == 0
@@ -119,9 +129,13 @@ class SaslGate:
         request = self._decode(_AUTHENTICATE, frame, version)
         response_class = _AUTHENTICATE.responses[version]
         header_version = _AUTHENTICATE.response_header_versions[version]
-        extra = {"session_lifetime": NO_SESSION_LIFETIME} if version >= _SESSION_LIFETIME_FROM else {}
+        lifetime_ms = self.security.reauth_ms if version >= _SESSION_LIFETIME_FROM else 0
+        extra = {"session_lifetime": datetime.timedelta(milliseconds=lifetime_ms)} \
+            if version >= _SESSION_LIFETIME_FROM else {}
         try:
             challenge = self._evaluate(request.auth_bytes)
+            if self.state == COMPLETE:
+                self.session_lifetime_ms = lifetime_ms
         except AuthenticationFailed as exc:
             return encode_response(correlation_id, header_version, response_class(
                 error_code=ErrorCode.sasl_authentication_failed, error_message=str(exc),
@@ -147,9 +161,18 @@ class SaslGate:
                         reason=getattr(exc, "detail", str(exc)), principal=_user(self.exchange.username))
             raise
         if self.exchange.complete:
+            principal = _user(self.exchange.username)
+            if self.reauth is not None and principal != self.reauth[1]:
+                self.state = FAILED
+                self.failed_reason = f"Cannot change principals during re-authentication from {self.reauth[1]}: " \
+                                     f"{principal}"
+                log.warning("authentication failed", peer=self.peer, mechanism=self.mechanism,
+                            reason=self.failed_reason, principal=principal)
+                raise AuthenticationFailed(self.failed_reason)
             self.state = COMPLETE
-            self.principal = _user(self.exchange.username)
-            log.info("authenticated", peer=self.peer, mechanism=self.mechanism, principal=self.principal)
+            self.principal = principal
+            log.info("re-authenticated" if self.reauth else "authenticated", peer=self.peer, mechanism=self.mechanism,
+                     principal=self.principal)
         return bytes(challenge)
 
 

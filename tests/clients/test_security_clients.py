@@ -126,3 +126,27 @@ def test_a_wrong_password_and_an_untrusting_client_are_refused(server, certs, cl
         untrusting.kill()
         unauthorized.kill()
     assert "not-bobs" not in "\n".join(server.lines)
+
+
+def test_the_java_client_renews_its_session_and_keeps_consuming(tmp_path):
+    """KIP-368: with connections.max.reauth.ms the Java client re-authenticates on its connections before each
+    session ends (no connection is closed for an expired session) and its group goes on consuming."""
+    lifetime_ms = 3000
+    process = start_server(str(tmp_path / "data"), overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "connections.max.reauth.ms": str(lifetime_ms), "group.initial.rebalance.delay.ms": "0"})
+    try:
+        create_topic(process.bootstrap, "renewed", 1)
+        first = produce(process.bootstrap, "renewed", 1, 5)
+        consumer = run_consumer("java", f"127.0.0.1:{process.port_of('SASL_PLAINTEXT')}", "renewing", "renewed",
+                                extra=client_security("java", "SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw"))
+        wait_committed([consumer], "renewed", {0: len(first[0])}, timeout=60)
+        time.sleep(lifetime_ms * 2.5 / 1000)  # two sessions' ends pass while the consumer polls
+        produce(process.bootstrap, "renewed", 1, 5, start=5)
+        wait_committed([consumer], "renewed", {0: 10}, timeout=60)
+        stop_all([consumer])
+        assert [e for e in process.events("re-authenticated") if e["principal"] == "User:alice"]
+        assert not [e for e in process.events("closing connection") if "session expired" in e["reason"]]
+    finally:
+        process.kill()

@@ -147,3 +147,42 @@ def test_other_connections_are_served_while_one_holds_a_handshake_open(server):
             assert authenticate_plain(client).error_code == 0
     finally:
         idle.close()
+
+
+@pytest.mark.serial  # bound by wall-clock time: a session's end
+def test_a_session_ends_unless_renewed_on_its_connection_by_the_same_principal(tmp_path):
+    """KIP-368 with connections.max.reauth.ms: SaslAuthenticate v1+ answers the session's lifetime; a request after
+    it closes the connection; a SaslHandshake + SaslAuthenticate on the connection renews it, but only as the same
+    principal with the same mechanism."""
+    lifetime_ms = 2000
+    server = start_server(str(tmp_path / "data"), overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS.replace(";", ' user_bob="bob-pw";'),
+        "connections.max.reauth.ms": str(lifetime_ms)})
+    metadata = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    try:
+        with sasl_client(server) as expiring, sasl_client(server) as renewing:
+            started = time.monotonic()
+            for client in (expiring, renewing):
+                answer = authenticate_plain(client)
+                assert answer.error_code == 0 and answer.session_lifetime.total_seconds() * 1000 == lifetime_ms
+                assert client.call(metadata).brokers
+            time.sleep(lifetime_ms / 2000)
+            renewed = authenticate_plain(renewing)  # the same principal, the same mechanism
+            assert renewed.error_code == 0 and renewed.session_lifetime.total_seconds() * 1000 == lifetime_ms
+            time.sleep(max(0.0, started + lifetime_ms / 1000 + 0.3 - time.monotonic()))
+            assert renewing.call(metadata).brokers  # past the first session's end, inside the renewed one
+            expiring.send(metadata)
+            assert closed(expiring)
+        reasons = [e["reason"] for e in server.events("closing connection")]
+        assert any("session expired" in reason for reason in reasons)
+        assert server.events("re-authenticated")
+        with sasl_client(server) as switching:
+            assert authenticate_plain(switching).error_code == 0
+            assert switching.call(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+            answer = switching.call(SaslAuthenticateRequest(auth_bytes=plain_token("bob", "bob-pw")))
+            assert answer.error_code == 58  # SASL_AUTHENTICATION_FAILED
+            assert "Cannot change principals during re-authentication" in answer.error_message
+            assert closed(switching)
+    finally:
+        server.kill()
