@@ -92,7 +92,8 @@ class Acls:
             valid.append(acl)
             results.append((ErrorCode.none, None))
         async with self._lock:
-            new = [acl for acl in dict.fromkeys(valid) if acl not in self.authorizer.acls()]
+            existing = self.authorizer.acls()
+            new = [acl for acl in dict.fromkeys(valid) if acl not in existing]
             if new:
                 await self.store.write(new, ())
                 self.authorizer.add(new)
