@@ -48,13 +48,15 @@ def server(tmp_path_factory, certs):
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS",
     })
-    create_scram_user(process.bootstrap, "bob", "bob-pw")
-    allow(process.bootstrap, [
-        (ResourceType.GROUP, "scram-", "User:bob"), (ResourceType.GROUP, "plain-", "User:alice"),
-        (ResourceType.TOPIC, "secured-", "User:bob"), (ResourceType.TOPIC, "secured-", "User:alice"),
-        (ResourceType.TOPIC, "refused-", "User:bob")])
-    yield process
-    process.kill()
+    try:  # a set-up step that fails must not leave the server running
+        create_scram_user(process.bootstrap, "bob", "bob-pw")
+        allow(process.bootstrap, [
+            (ResourceType.GROUP, "scram-", "User:bob"), (ResourceType.GROUP, "plain-", "User:alice"),
+            (ResourceType.TOPIC, "secured-", "User:bob"), (ResourceType.TOPIC, "secured-", "User:alice"),
+            (ResourceType.TOPIC, "refused-", "User:bob")])
+        yield process
+    finally:
+        process.kill()
 
 
 def allow(bootstrap: str, grants: list[tuple]) -> None:

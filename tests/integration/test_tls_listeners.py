@@ -29,13 +29,15 @@ def server(tmp_path_factory, certs):
         "ssl.keystore.location": str(certs.server), "ssl.truststore.location": str(certs.ca),
         "listener.name.ssl.ssl.client.auth": "required",
     }, topics={"tls-topic": 1})
-    create_scram_user(process.bootstrap, "bob", "bob-pw")
-    producer = Producer({"bootstrap.servers": process.bootstrap})
-    for i in range(3):
-        producer.produce("tls-topic", f"record-{i}".encode())
-    assert producer.flush(15) == 0
-    yield process
-    process.kill()
+    try:  # a set-up step that fails must not leave the server running
+        create_scram_user(process.bootstrap, "bob", "bob-pw")
+        producer = Producer({"bootstrap.servers": process.bootstrap})
+        for i in range(3):
+            producer.produce("tls-topic", f"record-{i}".encode())
+        assert producer.flush(15) == 0
+        yield process
+    finally:
+        process.kill()
 
 
 def consume_confluent(conf: dict, group: str) -> list[bytes]:

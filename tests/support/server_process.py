@@ -122,7 +122,11 @@ def start_server(log_dir: str | None = None, overrides: dict[str, str] | None = 
         raise RuntimeError(f"server did not start: {lines[-20:]}")
     server = ServerProcess(process, found["host"], found["port"], log_dir, lines, found.get("advertised", ""))
     if topics:
-        create_topics(server.host, server.port, topics)
+        try:
+            create_topics(server.host, server.port, topics)
+        except BaseException:  # the caller never gets the server to stop: stop it here
+            server.kill()
+            raise
     return server
 
 
