@@ -127,7 +127,7 @@ FEATURES: dict[str, tuple[str, str]] = {
         "at the same time, a consumer authenticated with PLAIN as a JAAS user of the listener consumes and commits "
         "the same topic in its own group."),
     "sasl-refused": (
-        "wrong password / untrusted CA refused",
+        "refused: wrong password, untrusted CA, no ACL",
         "the same client with a wrong SCRAM password is answered SASL_AUTHENTICATION_FAILED (server log: "
         "'authentication failed', principal User:bob, no password), and one whose CA does not trust the server's "
         "certificate fails TLS, and one authenticated but in a group it has no ACL for is refused "
