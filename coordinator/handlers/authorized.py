@@ -1,6 +1,6 @@
-"""Authorization of requests whose one resource decides for the whole request (a group's JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup; the cluster's admin APIs): the handler, or with an authorizer a handler that asks first and
-answers the refusal its API gives (Kafka: GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED)."""
+"""Authorization of requests whose group decides for the whole request (JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup): the handler, or with an authorizer a handler that asks first and answers the refusal its API gives
+(Kafka: GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -19,18 +19,6 @@ def group_guarded(access: Access, operation: Op, handler: Handler, refuse: Refus
 
     def guarded(ctx: RequestContext, request: Any) -> Any:
         if not access.group(ctx, operation, request.group_id):
-            return refuse(ctx.api_version, request)
-        return handler(ctx, request)
-
-    return guarded
-
-
-def cluster_guarded(access: Access, operation: Op, handler: Handler, refuse: Refusal) -> Handler:
-    if not access.enabled:
-        return handler
-
-    def guarded(ctx: RequestContext, request: Any) -> Any:
-        if not access.cluster(ctx, operation):
             return refuse(ctx.api_version, request)
         return handler(ctx, request)
 

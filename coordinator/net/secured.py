@@ -6,7 +6,10 @@ gives the principal, `User:<subject>` mapped by `ssl.principal.mapping.rules`. O
 frame goes to the connection's SaslGate until the client has authenticated (coordinator/security/sasl_gate.py),
 under Kafka's smaller frame limit for that stage (`sasl.server.max.receive.size`, 512 KiB); then the principal
 is the SASL user's and frames go to the dispatcher. A failed authentication is answered, reading stops, and
-the connection closes after `connection.failed.authentication.delay.ms`, as Kafka delays it.
+the connection closes after `connection.failed.authentication.delay.ms`, as Kafka delays it. With
+`connections.max.reauth.ms` (KIP-368) the session ends: a SaslHandshake on the connection starts a
+re-authentication through a new gate (same principal, same mechanism), and any other request after the end closes
+the connection.
 """
 
 from __future__ import annotations

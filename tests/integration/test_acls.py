@@ -23,7 +23,7 @@ from coordinator.security.acl_model import (
 )
 from tests.support.certs import create_scram_user
 from tests.support.dispatch import named_request
-from tests.support.scram_client import scram_exchange
+from tests.support.scram_client import authenticate_scram
 from tests.support.server_process import start_server
 from tests.support.wire_client import WireClient
 
@@ -156,13 +156,7 @@ def test_produce_and_fetch_need_write_and_read(server, acls):
 
 def scram_login(server, user: str, password: str) -> E:
     with WireClient(server.host, server.port_of("SASL_PLAINTEXT")) as client:
-        assert client.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512")).error_code == E.none
-
-        def send(token: bytes) -> tuple[E, bytes]:
-            answer = client.call(SaslAuthenticateRequest(auth_bytes=token))
-            return answer.error_code, answer.auth_bytes
-
-        return scram_exchange(send, user, password)
+        return authenticate_scram(client, user, password)
 
 
 def test_acls_and_scram_users_survive_a_restart_and_delete_acls_removes_them(tmp_path):

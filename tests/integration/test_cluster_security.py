@@ -13,13 +13,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kio.schema.errors import ErrorCode as E
-from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from tests.support.certs import create_scram_user
 from tests.support.cluster import ClusterNodes, wait_until
 from tests.support.dispatch import named_request
-from tests.support.scram_client import scram_exchange
+from tests.support.scram_client import authenticate_scram
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -36,13 +34,7 @@ def find_group_as(node, user: str, password: str, group: str) -> E:
     """FindCoordinator of `group` (DESCRIBE on it; any node answers) by `user`, authenticated with SCRAM-SHA-512
     on the node's SASL listener: its error code, or the authentication's when that fails."""
     with WireClient(node.host, node.port_of("SASL_PLAINTEXT")) as client:
-        assert client.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512")).error_code == E.none
-
-        def send(token: bytes) -> tuple[E, bytes]:
-            answer = client.call(SaslAuthenticateRequest(auth_bytes=token))
-            return answer.error_code, answer.auth_bytes
-
-        code = scram_exchange(send, user, password)
+        code = authenticate_scram(client, user, password)
         if code != E.none:
             return code  # SASL_AUTHENTICATION_FAILED: this node does not know the credential (yet)
         return client.call(named_request("find_coordinator", 3, key=group, key_type=0)).error_code

@@ -57,3 +57,19 @@ def scram_exchange(send: Callable[[bytes], tuple[Any, bytes]], user: str, passwo
         return code
     code, _server_final = send(client.final(server_first))
     return code
+
+
+def authenticate_scram(client: Any, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> Any:
+    """SaslHandshake v1 + SaslAuthenticate on a WireClient's connection; the last error code (NONE on success)."""
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    handshake = client.call(SaslHandshakeRequest(mechanism=mechanism))
+    if handshake.error_code:
+        return handshake.error_code
+
+    def send(token: bytes) -> tuple[Any, bytes]:
+        answer = client.call(SaslAuthenticateRequest(auth_bytes=token))
+        return answer.error_code, answer.auth_bytes
+
+    return scram_exchange(send, user, password, "sha512" if mechanism.endswith("512") else "sha256")
