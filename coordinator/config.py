@@ -9,6 +9,7 @@ Kafka server.properties can be reused); unknown overrides are an error.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -19,6 +20,7 @@ from coordinator.config_values import (  # noqa: F401 (read_properties: part of 
     ConfigError,
     HostLimit,
     _host_limits,
+    _int,
     parse_cleanup_policy,
     parse_storage_url,
     read_properties,
@@ -80,19 +82,6 @@ def parse_listeners(value: str) -> tuple[Listener, ...]:
     if len({listener.name for listener in listeners}) != len(listeners):
         raise ValueError("each listener name may appear once")
     return tuple(listeners)
-
-
-def _int(low: int, high: int = 2**63 - 1) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not an integer") from None
-        if not low <= value <= high:
-            raise ValueError(f"{value} is outside [{low}, {high}]")
-        return value
-
-    return parse
 
 
 def _bool(text: str) -> bool:
@@ -321,6 +310,7 @@ class Config:
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     #: the TLS/SASL settings given (coordinator/security/listener_config.py), listener.name.* ones included
     security_props: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    securities: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -378,13 +368,15 @@ class Config:
                               f"broker.session.timeout.ms ({config.broker_session_timeout_ms})")
         config.advertised()  # validate advertised.listeners now, not at first use
         check_listener_names(security, [listener.name for listener in config.listeners])
-        for listener in config.listeners:
-            config.security(listener.name)  # certificates load, mechanisms exist, PLAIN has users
-        return config
+        # each listener's security, checked now (certificates load, mechanisms exist, PLAIN has users), kept for the
+        # server: certificates are loaded once
+        securities = {listener.name: listener_security(security, listener.name) for listener in config.listeners}
+        return dataclasses.replace(config, securities=securities)
 
     def security(self, listener: str) -> ListenerSecurity:
         """What the listener named `listener` asks of its connections (TLS, SASL)."""
-        return listener_security(self.security_props, listener)
+        found = self.securities.get(listener)
+        return found if found is not None else listener_security(self.security_props, listener)
 
     @property
     def cluster_mode(self) -> bool:

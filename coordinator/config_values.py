@@ -4,6 +4,7 @@ policies, and Java .properties files (coordinator/config.py reads them)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -57,18 +58,21 @@ def _host_limits(text: str) -> tuple[HostLimit, ...]:
         host = host.strip().strip("[]")
         if not sep or not host:
             raise ValueError(f"{item!r} is not host:count")
-        out.append(HostLimit(host, _count(count)))
+        out.append(HostLimit(host, _int(0, 2**31 - 1)(count)))
     return tuple(out)
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ValueError(f"{text!r} is not an integer") from None
-    if not 0 <= value <= 2**31 - 1:
-        raise ValueError(f"{value} is outside [0, {2**31 - 1}]")
-    return value
+def _int(low: int, high: int = 2**63 - 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside [{low}, {high}]")
+        return value
+
+    return parse
 
 
 def read_properties(path: str) -> dict[str, str]:

@@ -45,9 +45,10 @@ class OffsetDeleteHandler:
         if access.enabled:  # KafkaApis: DELETE on the group, then READ on each topic
             if not access.group(ctx, Op.DELETE, group_id):
                 return delete_response(E.group_authorization_failed, [])
+            readable = [access.topic(ctx, Op.READ, t.name) for t in topics]
             denied = [(t.name, [(p.partition_index, E.topic_authorization_failed) for p in t.partitions])
-                      for t in topics if not access.topic(ctx, Op.READ, t.name)]
-            topics = [t for t in topics if access.topic(ctx, Op.READ, t.name)]
+                      for t, ok in zip(topics, readable) if not ok]
+            topics = [t for t, ok in zip(topics, readable) if ok]
         if not group_id:
             return delete_response(E.invalid_group_id, [])
         try:

@@ -102,9 +102,13 @@ class OffsetFetchHandler:
         def read_allowed(group_id: str, topics: Any) -> list:
             if topics is None:
                 return [row for row in read(group_id, None) if access.topic(ctx, Op.DESCRIBE, row[0])]
-            allowed = [t for t in topics if access.topic(ctx, Op.DESCRIBE, t.name)]
-            denied = [(t.name, [(i, -1, -1, "", E.topic_authorization_failed) for i in t.partition_indexes])
-                      for t in topics if not access.topic(ctx, Op.DESCRIBE, t.name)]
+            allowed, denied = [], []
+            for t in topics:
+                if access.topic(ctx, Op.DESCRIBE, t.name):
+                    allowed.append(t)
+                else:
+                    refused = E.topic_authorization_failed
+                    denied.append((t.name, [(i, -1, -1, "", refused) for i in t.partition_indexes]))
             return (read(group_id, allowed) if allowed else []) + denied
 
         return group_error, read_allowed

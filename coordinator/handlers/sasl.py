@@ -11,12 +11,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.security.sasl_gate import SESSION_LIFETIME_FROM
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 
 _HANDSHAKE = API_TABLE[ApiKey.SASL_HANDSHAKE].responses
 _AUTHENTICATE = API_TABLE[ApiKey.SASL_AUTHENTICATE].responses
-SESSION_LIFETIME_FROM = 1
 NO_SESSION_LIFETIME = datetime.timedelta(0)
 
 

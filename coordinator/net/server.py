@@ -17,7 +17,7 @@ from coordinator.net.secured import SecuredConnection
 from coordinator.security.listener_config import PLAINTEXT, ListenerSecurity
 from coordinator.security.mechanisms import new_exchange
 from coordinator.security.sasl_gate import SaslGate
-from coordinator.security.tls import principal_of, server_context
+from coordinator.security.tls import principal_of
 
 #: How long a TLS handshake may take before the connection is dropped (a client that opens a socket and never
 #: finishes its handshake would otherwise hold it until the idle timeout); generous for a cold JVM on a busy host.
@@ -49,7 +49,7 @@ class Server:
     async def start(self) -> dict[str, Listener]:
         for listener in self.config.listeners:
             security = self.config.security(listener.name)
-            tls = None if security.tls is None else server_context(security.tls)
+            tls = security.context
             server = await self.loop.create_server(
                 (lambda s=security: SecuredConnection(self, s)) if security.protocol != PLAINTEXT
                 else (lambda n=listener.name: Connection(self, n)),

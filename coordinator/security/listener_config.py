@@ -11,10 +11,12 @@ line naming the setting.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.config_values import ConfigError
+from coordinator.config_values import ConfigError, _int
+from coordinator.security.jaas import parse_jaas, plain_users, single_entry
 from coordinator.security.tls import TlsSettings, server_context, tls_settings
 
 PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"
@@ -113,6 +115,7 @@ class ListenerSecurity:
     plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)  # PLAIN's JAAS users
     failed_authentication_delay_ms: int = 100
     reauth_ms: int = 0  # connections.max.reauth.ms
+    context: ssl.SSLContext | None = field(default=None, repr=False, compare=False)  # built from `tls`, once
 
     @property
     def uses_tls(self) -> bool:
@@ -148,19 +151,14 @@ def _mechanisms(text: str, listener: str) -> tuple[str, ...]:
     return mechanisms
 
 
-def _delay(text: str, name: str = "connection.failed.authentication.delay.ms") -> int:
+def _milliseconds(text: str, name: str) -> int:
     try:
-        value = int(text.strip())
-    except ValueError:
-        raise ConfigError(f"{name}: {text!r} is not an integer") from None
-    if not 0 <= value <= 2**63 - 1:
-        raise ConfigError(f"{name}: {value} is negative")
-    return value
+        return _int(0)(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def _plain_users(props: Mapping[str, str], listener: str) -> dict[str, str]:
-    from coordinator.security.jaas import parse_jaas, plain_users, single_entry
-
     name = f"{LISTENER_PREFIX}{listener.lower()}.plain{JAAS_SUFFIX}"
     text = next((value for key, value in props.items() if key.lower() == name), "")
     if not text.strip():
@@ -182,10 +180,10 @@ def listener_security(props: Mapping[str, str], listener: str) -> ListenerSecuri
     if protocol is None:
         raise ConfigError(f"listener.security.protocol.map: listener {listener} has no security protocol")
     values = effective(props, listener)
-    tls = None
+    tls = context = None
     if protocol in (SSL, SASL_SSL):
         tls = tls_settings(props, prefix=f"{LISTENER_PREFIX}{listener.lower()}.")  # errors name the key given
-        server_context(tls)  # a certificate that does not load stops start-up here
+        context = server_context(tls)  # a certificate that does not load stops start-up here
     mechanisms: tuple[str, ...] = ()
     plain: dict[str, str] = {}
     if protocol in (SASL_PLAINTEXT, SASL_SSL):
@@ -193,8 +191,9 @@ def listener_security(props: Mapping[str, str], listener: str) -> ListenerSecuri
         if "PLAIN" in mechanisms:
             plain = _plain_users(props, listener)
     return ListenerSecurity(listener.upper(), protocol, tls, mechanisms, plain,
-                            _delay(values["connection.failed.authentication.delay.ms"]),
-                            _delay(values["connections.max.reauth.ms"], "connections.max.reauth.ms"))
+                            _milliseconds(values["connection.failed.authentication.delay.ms"],
+                                          "connection.failed.authentication.delay.ms"),
+                            _milliseconds(values["connections.max.reauth.ms"], "connections.max.reauth.ms"), context)
 
 
 def check_listener_names(props: Mapping[str, str], listeners: Iterable[str]) -> None:

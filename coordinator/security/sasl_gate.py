@@ -38,7 +38,7 @@ log = structlog.get_logger(__name__)
 _PREFIX = struct.Struct(">hhi")
 _HANDSHAKE = API_TABLE[ApiKey.SASL_HANDSHAKE]
 _AUTHENTICATE = API_TABLE[ApiKey.SASL_AUTHENTICATE]
-_SESSION_LIFETIME_FROM = 1
+SESSION_LIFETIME_FROM = 1  # SaslAuthenticate v1+ carries the session lifetime (KIP-368)
 
 # states, as Kafka's SaslServerAuthenticator.SaslState
 INITIAL, HANDSHAKE_OR_VERSIONS, HANDSHAKE, AUTHENTICATE, COMPLETE, FAILED = range(6)
@@ -129,9 +129,9 @@ class SaslGate:
         request = self._decode(_AUTHENTICATE, frame, version)
         response_class = _AUTHENTICATE.responses[version]
         header_version = _AUTHENTICATE.response_header_versions[version]
-        lifetime_ms = self.security.reauth_ms if version >= _SESSION_LIFETIME_FROM else 0
+        lifetime_ms = self.security.reauth_ms if version >= SESSION_LIFETIME_FROM else 0
         extra = {"session_lifetime": datetime.timedelta(milliseconds=lifetime_ms)} \
-            if version >= _SESSION_LIFETIME_FROM else {}
+            if version >= SESSION_LIFETIME_FROM else {}
         try:
             challenge = self._evaluate(request.auth_bytes)
             if self.state == COMPLETE:
