@@ -182,6 +182,12 @@ def test_unrevoked_after_subscription_change_does_not_pass_the_target_epoch():
     assert got == m(S, 10, 10, a((), (4, 5, 6)), subscribed_topic_names=frozenset({"topic2"}))
 
 
+def test_unrevoked_at_target_epoch_revoking_more_keeps_the_epoch():
+    member = m(UNREVOKED, 10, 9, a((), (4, 5)), a((1,)))
+    got = step(member, 10, a((), (4,)), -1, owned={T2: [4, 5]})
+    assert got == m(UNREVOKED, 10, 10, a((), (4,)), a((), (5,)))  # not 11: the target epoch is 10
+
+
 def _regex_member(names: frozenset[str]) -> ConsumerGroupMember:
     return m(S, 10, 10, a((1, 2, 3), (4, 5, 6)), subscribed_topic_names=names, subscribed_topic_regex="topic2*")
 
