@@ -8,6 +8,8 @@ topic id order (T1 first) and the case says so; the rest are Kafka's expectation
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from coordinator.groups.consumer.assignors import (
@@ -16,6 +18,7 @@ from coordinator.groups.consumer.assignors import (
     PartitionAssignorError,
     assignors_from_config,
 )
+from coordinator.groups.consumer.model import TopicMetadata
 from coordinator.groups.consumer.range_assignor import RangeAssignor
 from coordinator.groups.consumer.uniform_assignor import UniformAssignor
 from coordinator.groups.consumer.uniform_heterogeneous import assign_heterogeneous
@@ -51,9 +54,6 @@ def test_uniform_more_members_than_partitions():
 
 
 def test_uniform_large_sample_is_valid_and_balanced():
-    import uuid
-
-    from coordinator.groups.consumer.model import TopicMetadata
     metadata = {uuid.UUID(int=i): TopicMetadata(uuid.UUID(int=i), f"topic-{i}", 3) for i in range(1, 100)}
     members = group(*(member(f"member{i}", metadata) for i in range(1, 50)))
     result = uniform.assign(members, metadata)
