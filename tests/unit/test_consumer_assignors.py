@@ -1,5 +1,5 @@
-"""The server-side assignors against Kafka's own unit-test cases (OptimizedUniformAssignmentBuilderTest,
-UniformHeterogeneousAssignmentBuilderTest, RangeAssignorTest), and the assignor registry.
+"""The server-side assignors against Kafka's own unit-test cases (UniformHomogeneousAssignmentBuilderTest as
+of Kafka 4.1, UniformHeterogeneousAssignmentBuilderTest, RangeAssignorTest), and the assignor registry.
 
 Where Kafka's expected assignment depends on Java's HashSet iteration over its topic ids (the homogeneous
 builder hands out never-assigned partitions in that order: T2, T4, T3, T1 for the test ids), ours follows
@@ -43,14 +43,14 @@ def test_uniform_subscription_to_a_missing_topic_raises():
 def test_uniform_first_assignment_two_members_two_topics():
     members = group(member("A", [T1, T3]), member("B", [T1, T3]))
     result = uniform.assign(members, topics(T1=3, T3=2))
-    # Kafka (hash order, T3 first): A {T1: 0, T3: 0 1}, B {T1: 1 2}
-    assert result == {"A": assignment((T1, [0, 1, 2])), "B": assignment((T3, [0, 1]))}
+    # Kafka 4.1 (hash order, T3 first): A {T3: 0 1}, B {T1: 0 1 2}; the extra goes to the last member
+    assert result == {"A": assignment((T1, [0, 1])), "B": assignment((T1, [2]), (T3, [0, 1]))}
 
 
 def test_uniform_more_members_than_partitions():
     members = group(member("A", [T3]), member("B", [T3]), member("C", [T3]))
     result = uniform.assign(members, topics(T3=2))
-    assert result == {"A": assignment((T3, [0])), "B": assignment((T3, [1])), "C": {}}
+    assert result == {"A": {}, "B": assignment((T3, [0])), "C": assignment((T3, [1]))}
 
 
 def test_uniform_large_sample_is_valid_and_balanced():
@@ -76,10 +76,10 @@ def test_uniform_reassignment_when_partitions_are_added():
         member("B", [T1, T2], assignment((T1, [1]), (T2, [1, 2]))),
     )
     result = uniform.assign(members, topics(T1=6, T2=5))
-    # Kafka (hash order, T2 first): A {T1: 0 2 3, T2: 0 3 4}, B {T1: 1 4 5, T2: 1 2}
+    # Kafka 4.1 (hash order, T2 first): A {T1: 0 2, T2: 0 3 4}, B {T1: 1 3 4 5, T2: 1 2}
     assert result == {
-        "A": assignment((T1, [0, 2, 3, 4, 5]), (T2, [0])),
-        "B": assignment((T1, [1]), (T2, [1, 2, 3, 4])),
+        "A": assignment((T1, [0, 2, 3, 4]), (T2, [0])),
+        "B": assignment((T1, [1, 5]), (T2, [1, 2, 3, 4])),
     }
 
 

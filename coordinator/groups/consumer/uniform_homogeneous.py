@@ -4,8 +4,8 @@ UniformHomogeneousAssignmentBuilder, with KAFKA-18688's stability fix of Kafka 4
 Balance first: each member ends with floor(total / members) partitions, and total % members of them with
 one more. Then stickiness: a member keeps what it had up to its quota and only the surplus moves. Any member
 that already holds more than the floor may keep the one extra partition (KAFKA-18688: before it, the extras
-went to the first members in iteration order, which moved partitions of an already balanced group); the
-extras left over go to the members that still have room, in member order.
+went to the first members in iteration order, which moved partitions of an already balanced group). The
+extras nobody kept go to the last members, in member order, that did not keep one.
 
 Orders, for determinism: members by member id (Kafka: the group's hash order); a member's partitions by topic
 (Kafka's topic id order) then partition, the lowest kept first; the partitions to hand out are the ones nobody
@@ -63,11 +63,9 @@ def assign_homogeneous(members: Mapping[str, MemberSubscription],
         pool.extend(valid[quota:])
 
     taken = 0
+    with_extra = set(room[len(room) - extras:]) if extras else set()  # the extras left go to the last ones
     for member_id in room:
-        wanted = minimum - len(kept[member_id])
-        if extras > 0:
-            wanted += 1
-            extras -= 1
+        wanted = minimum - len(kept[member_id]) + (1 if member_id in with_extra else 0)
         if wanted > 0:
             kept[member_id].extend(pool[taken:taken + wanted])
             taken += wanted
