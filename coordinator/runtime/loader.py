@@ -144,8 +144,9 @@ async def _fetch_store_snapshots(plog: PgPartitionLog) -> str:
 
 async def _replay_pairs(replay_all, pairs) -> int:
     """Decode and replay (key, value) pairs from LatestRecords, REPLAY_PER_TURN records a
-    `replay_all`; records of other types (e.g. KIP-848 consumer-group records) are
-    skipped, as a classic-only coordinator must."""
+    `replay_all` (KIP-848 consumer-group records included: the shard hands them to its
+    consumer_replay); records of types this coordinator does not know (share groups...)
+    are skipped."""
     count = 0
     records = decode_all(pairs)
     while True:

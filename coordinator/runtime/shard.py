@@ -32,6 +32,8 @@ What replay does with each record, live and on load:
 * OffsetCommit records (and their tombstones) change the OffsetStore, live and on load.
 * A GroupMetadata tombstone removes the group, live and on load: it goes Dead, its
   timers stop (Rebalancer.remove_group). DeleteGroups and expiry delete only this way.
+* KIP-848 consumer-group records (ConsumerGroupRecord) go to `self.consumer_replay(record)`
+  when the shard has that attribute (live and on load), else they are ignored.
 * A GroupMetadata value rebuilds the group on load (ClassicGroup.from_metadata). Live,
   its replay is a no-op: as in Kafka (CoordinatorResult with replayRecords=false for
   classic groups), the state machine changes the live ClassicGroup itself (join, sync,
@@ -74,7 +76,7 @@ from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import OffsetCommitRecord, Record
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import PendingWrite, RecordLog
 
@@ -169,6 +171,9 @@ class Shard:
             if run:
                 self._replay_offsets(run, undo)
                 run = []
+            if type(record) is not GroupMetadataRecord:
+                self._replay_consumer_group(record)
+                continue
             group_id, value = record.group_id, record.value
             if value is not None:
                 if not live:  # live, classic groups change in memory first; the record describes them
@@ -235,6 +240,17 @@ class Shard:
         if not records:
             return 0, 0, None
         return offsets, groups, self.write(records)
+
+    def _replay_consumer_group(self, record: Record) -> None:
+        """The one hook for KIP-848 consumer-group records (record_types.ConsumerGroupRecord):
+        `self.consumer_replay(record)` when the shard has one (the consumer-group coordinator
+        sets it), else they are ignored, as a classic-only coordinator does."""
+        replay = getattr(self, "consumer_replay", None)
+        if replay is None:
+            log.debug("consumer-group record ignored: no consumer_replay", partition=self.partition,
+                      record=type(record).__name__, group=getattr(record, "group_id", None))
+            return
+        replay(record)
 
     def _replay_offsets(self, records: list, undo: list | None) -> None:
         self.offsets.apply_all(records, undo, self._offset_committed_to)
