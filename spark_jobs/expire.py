@@ -222,19 +222,7 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
     tombstones = []
     with progress.stage(4, 5, "expire offsets (KIP-211)"):
         if not args.no_expiry:
-            key = ["src_partition", "kind", "group", "topic", "partition"]
-            latest = (records.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP)).groupBy(*key)
-                      .agg(F.max(F.struct("offset", "value")).alias("w"))
-                      .select(*key, F.lit(None).cast("binary").alias("key"), "w.offset", "w.value"))
-            consumer = (records.filter(F.col("kind") == KIND_CONSUMER)  # by raw key: a group has many
-                        .groupBy("src_partition", "kind", "group", "key")
-                        .agg(F.max(F.struct("offset", "value")).alias("w"))
-                        .select("src_partition", "kind", "group", F.lit(None).cast("string").alias("topic"),
-                                F.lit(None).cast("int").alias("partition"), "key", "w.offset", "w.value"))
-            live = latest.unionByName(consumer).filter(F.col("value").isNotNull())
-            per_group = live.groupBy("src_partition", "group").agg(
-                F.collect_list(F.struct("kind", "topic", "partition", "offset", "value", "key")).alias("items"))
-            tombstones = per_group.rdd.flatMap(lambda r: _expire_task(r, now_ms, retention_ms)).collect()
+            tombstones = _live_per_group(records).rdd.flatMap(lambda r: _expire_task(r, now_ms, retention_ms)).collect()
     scanned.unpersist()
     with progress.stage(5, 5, "write staging manifests"):
         settings = {"offsets.retention.minutes": args.offsets_retention_minutes,
@@ -273,6 +261,26 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
         staged=staged, wall_time_s=round(progress.elapsed, 2))
     print_summary(progress, summary)
     return summary
+
+
+def _live_per_group(records):
+    """One row per (src_partition, group): the live (latest, not tombstoned) records of the group as
+    ``items`` (kind, topic, partition, offset, value, key), what _expire_task decides on. A
+    consumer-group record is latest per raw key (``key``), an offset or group record per decoded key."""
+    from pyspark.sql import functions as F
+
+    key = ["src_partition", "kind", "group", "topic", "partition"]
+    latest = (records.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP)).groupBy(*key)
+              .agg(F.max(F.struct("offset", "value")).alias("w"))
+              .select(*key, F.lit(None).cast("binary").alias("key"), "w.offset", "w.value"))
+    consumer = (records.filter(F.col("kind") == KIND_CONSUMER)
+                .groupBy("src_partition", "kind", "group", "key")
+                .agg(F.max(F.struct("offset", "value")).alias("w"))
+                .select("src_partition", "kind", "group", F.lit(None).cast("string").alias("topic"),
+                        F.lit(None).cast("int").alias("partition"), "key", "w.offset", "w.value"))
+    live = latest.unionByName(consumer).filter(F.col("value").isNotNull())
+    return live.groupBy("src_partition", "group").agg(
+        F.collect_list(F.struct("kind", "topic", "partition", "offset", "value", "key")).alias("items"))
 
 
 def _write_staging(staging: str, staging_id: str, partition: int, now_ms: int, settings: dict, cleaned: list,
