@@ -170,6 +170,9 @@ async def _replay_snapshot(shard: Shard, path: str) -> int:
         count += 1
     shard.replay_all(records)
     await asyncio.sleep(0)
+    consumer_groups = await asyncio.to_thread(snapshots.read_consumer_groups, path, manifest)
+    shard.replay_all(list(decode_all(consumer_groups)))  # before the offsets: a group they find must exist
+    count += len(consumer_groups)
     n = offsets.num_rows
     for begin in range(0, n, SNAPSHOT_ROWS_PER_CHUNK):
         chunk = offsets.slice(begin, SNAPSHOT_ROWS_PER_CHUNK)
