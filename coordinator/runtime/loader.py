@@ -127,7 +127,7 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
         return stats
     on_loaded(shard)
     shard.set_state(ShardState.ACTIVE)
-    stats["groups"] = len(shard.groups)
+    stats["groups"] = len(shard.groups) + len(shard.consumer_groups)
     stats["offsets"] = shard.offsets.count()
     stats["ms"] = round((time.monotonic() - started) * 1000, 1)
     (log.info if count or info is not None else log.debug)("offsets partition loaded", **stats)
@@ -187,7 +187,9 @@ async def _replay_snapshot(shard: Shard, path: str) -> int:
 
 
 def on_loaded(shard: Shard) -> None:
-    """GroupMetadataManager.onLoaded for classic groups: re-arm session timers."""
+    """GroupMetadataManager.onLoaded: re-arm the session timers of classic and consumer groups' members (and the
+    rebalance timers of consumer-group members revoking partitions)."""
+    shard.consumer.arm_after_load()
     membership = shard.membership
     max_size = shard.settings.max_size
     for group in list(shard.groups.values()):

@@ -8,7 +8,7 @@ from coordinator.groups.consumer.model import PartitionAssignor
 from coordinator.groups.consumer.range_assignor import RangeAssignor
 from coordinator.groups.consumer.uniform_assignor import UniformAssignor
 
-__all__ = ["ASSIGNORS", "DEFAULT_ASSIGNOR", "PartitionAssignorError", "assignors_from_config"]
+__all__ = ["ASSIGNORS", "DEFAULT_ASSIGNOR", "PartitionAssignorError", "assignors_from_config", "default_assignors"]
 
 ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
 DEFAULT_ASSIGNOR = "uniform"
@@ -31,8 +31,13 @@ def assignors_from_config(value: str) -> list[PartitionAssignor]:
         assignor = ASSIGNORS.get(_CLASS_NAMES.get(name, name))
         if assignor is None:
             known = ", ".join([*ASSIGNORS, *_CLASS_NAMES])
-            raise ValueError(f"group.consumer.assignors: unknown assignor {name!r} (known: {known})")
+            raise ValueError(f"unknown assignor {name!r} (known: {known})")
         assignors.append(assignor)
     if not assignors:
-        raise ValueError("group.consumer.assignors: names no assignor")
+        raise ValueError("names no assignor")
     return assignors
+
+
+def default_assignors() -> dict[str, PartitionAssignor]:
+    """Kafka's default group.consumer.assignors (uniform, then range), by name."""
+    return {name: ASSIGNORS[name] for name in ("uniform", "range")}

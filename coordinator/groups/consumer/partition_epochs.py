@@ -41,6 +41,12 @@ class PartitionEpochs:
 
     __call__ = partition_epoch  # usable directly as reconciliation's partition_epoch function
 
+    def copy(self) -> PartitionEpochs:
+        """An independent copy (a live write replays into copies: ConsumerGroup.copy)."""
+        other = PartitionEpochs()
+        other._epochs = self.snapshot()
+        return other
+
     def snapshot(self) -> dict[TopicId, dict[int, int]]:
         """A copy of the whole map (for tests and describe)."""
         return {t: dict(ps) for t, ps in self._epochs.items()}

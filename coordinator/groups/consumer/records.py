@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState, TopicMetadata
 from coordinator.record_types import (
@@ -22,9 +23,13 @@ from coordinator.record_types import (
     ConsumerGroupTargetAssignmentEpochRecord,
     ConsumerGroupTargetAssignmentRecord,
     CurrentAssignment,
+    Record,
     ResolvedRegularExpression,
 )
 from storage.consumer_group_records import TopicMetadata as WireTopicMetadata
+
+if TYPE_CHECKING:
+    from coordinator.groups.consumer.group import ConsumerGroup
 
 
 def new_consumer_group_epoch_record(group_id: str, epoch: int) -> ConsumerGroupEpochRecord:
@@ -133,3 +138,18 @@ def member_from_records(member_id: str, subscription: ConsumerGroupMemberMetadat
     if current is not None:
         member = member_with_current_assignment(member, current)
     return member
+
+
+def consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
+    """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order: every member's current and target
+    assignment, the target epoch, every member's subscription, the subscription metadata, the group epoch
+    (replaying them in this order never trips the replay's consistency checks)."""
+    gid = group.group_id
+    members = list(group.members)
+    records: list[Record] = [new_consumer_group_current_assignment_tombstone_record(gid, m) for m in members]
+    records += [new_consumer_group_target_assignment_tombstone_record(gid, m) for m in members]
+    records.append(new_consumer_group_target_assignment_epoch_tombstone_record(gid))
+    records += [new_consumer_group_member_subscription_tombstone_record(gid, m) for m in members]
+    records.append(new_consumer_group_subscription_metadata_tombstone_record(gid))
+    records.append(new_consumer_group_epoch_tombstone_record(gid))
+    return records
