@@ -25,6 +25,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.codec import FixedResponse, decode_common
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -77,10 +78,49 @@ def params_of(ctx: RequestContext, request: Any) -> HeartbeatParams:
         client_id=ctx.client_id or "", client_host=ctx.client_host)
 
 
+#: the fast path's cached answers, (version, member id, epoch) -> frame; cleared when it grows past this
+FRAME_CACHE_LIMIT = 100_000
+_MINUS_ONE_MS = datetime.timedelta(milliseconds=-1)
+
+
 class ConsumerGroupHeartbeatHandler:
-    def __init__(self, groups: GroupCoordinator, access: Access) -> None:
+    def __init__(self, groups: GroupCoordinator, access: Access, interval_ms: int) -> None:
         self.groups = groups
         self.access = access
+        self.interval_ms = interval_ms
+        self.flexible = {version: _SPEC.request_is_flexible(version) for version in _SPEC.responses}
+        self.frames: dict[tuple[int, str, int], FixedResponse] = {}
+
+    def fast(self, frame: bytes, version: int, correlation_id: int) -> bytes | None:
+        """A steady heartbeat (ConsumerGroupOps.steady): kio's reader for the body, no RequestContext, a cached
+        answer frame per (version, member, epoch). None (the generic path) for anything else."""
+        flexible = self.flexible.get(version)
+        if flexible is None:
+            return None
+        request = decode_common(_SPEC, version, frame, flexible)
+        if request is None or request.topic_partitions is not None or request.subscribed_topic_names is not None \
+                or request.rebalance_timeout != _MINUS_ONE_MS or request.server_assignor is not None \
+                or request.rack_id is not None or getattr(request, "subscribed_topic_regex", None) is not None:
+            return None
+        group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
+        if epoch <= 0 or not group_id or not member_id:
+            return None
+        try:
+            shard = self.groups.shard_for(group_id)
+            if shard.error is not None or not shard.consumer.ops.steady(group_id, member_id, epoch,
+                                                                        request.instance_id):
+                return None
+        except Exception:
+            log.exception("ConsumerGroupHeartbeat failed", group=group_id)
+            return None
+        key = (version, member_id, epoch)
+        fixed = self.frames.get(key)
+        if fixed is None:
+            if len(self.frames) >= FRAME_CACHE_LIMIT:
+                self.frames.clear()
+            fixed = self.frames[key] = FixedResponse(_SPEC.response_header_versions[version], response(
+                version, HeartbeatAnswer(member_id, epoch, self.interval_ms)))
+        return fixed.frame(correlation_id)
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -108,5 +148,7 @@ class ConsumerGroupHeartbeatHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                        ConsumerGroupHeartbeatHandler(services.groups, services.access).handle)
+    handler = ConsumerGroupHeartbeatHandler(services.groups, services.access,
+                                            services.groups.settings.consumer.heartbeat_interval_ms)
+    # with an authorizer, no fast path: it would answer without asking (Dispatcher.drop_fast_paths)
+    dispatcher.register(ApiKey.CONSUMER_GROUP_HEARTBEAT, handler.handle, fast=handler.fast)

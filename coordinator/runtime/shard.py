@@ -223,7 +223,16 @@ class Shard:
         return pending
 
     def join(self, params: JoinParams, reply: JoinWaiter) -> None:
-        """JoinGroup: `reply` gets the answer, now or when the join completes."""
+        """JoinGroup: `reply` gets the answer, now or when the join completes. A KIP-848 consumer group of that id
+        is replaced when it is empty (its tombstones first: GroupMetadataManager.classicGroupJoinToClassicGroup);
+        with members it keeps the id (INCONSISTENT_GROUP_PROTOCOL: classic members in a consumer group, Kafka's
+        online migration, are not supported here)."""
+        consumer = self.consumer_groups.get(params.group_id)
+        if consumer is not None:
+            if not consumer.is_empty:
+                reply(JoinResult(ErrorCode.inconsistent_group_protocol, params.member_id))
+                return
+            self.write(consumer_group_tombstones(consumer))
         self.write_result(self.membership.join(params, reply))
 
     def sync(self, params: SyncParams, reply: SyncWaiter) -> None:

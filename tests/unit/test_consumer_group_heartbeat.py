@@ -227,3 +227,43 @@ def test_a_topic_gaining_partitions_or_deleted_moves_the_target():
     topics.delete("orders")
     settle([a])
     assert a.partitions() == set() and h.group().group_epoch == epoch + 2
+
+
+def test_a_classic_join_refused_by_a_live_consumer_group_and_taking_over_an_empty_one():
+    from coordinator.groups.params import JoinParams
+
+    h = ConsumerHarness()
+    a = Consumer(h)
+    a.beat()
+    replies: list = []
+    params = JoinParams("g", "", None, 10000, 10000, "consumer", (("range", b""),), None, "c", "/h", 9)
+    h.shard().join(params, replies.append)
+    assert [r.error for r in replies] == [E.inconsistent_group_protocol]
+    h.heartbeat(a.member_id, -1)
+    assert h.group().is_empty
+    h.shard().join(params, replies.append)
+    assert replies[-1].error is E.member_id_required  # now a classic group
+    assert "g" not in h.shard().consumer_groups
+
+
+def test_a_consumer_heartbeat_to_a_classic_group_with_members_is_refused_and_an_empty_one_is_replaced():
+    from coordinator.groups.params import JoinParams, LeavingMember
+    from coordinator.record_types import GroupMetadataRecord
+
+    h = ConsumerHarness()
+    replies: list = []
+    params = JoinParams("g", "", None, 10000, 10000, "consumer", (("range", b""),), None, "c", "/h", 3)
+    h.shard().join(params, replies.append)
+    h.log.complete()
+    assert "g" in h.shard().groups
+    with pytest.raises(KafkaError) as refused:
+        Consumer(h).beat()
+    assert refused.value.code is E.group_id_not_found
+    h.clock.advance(3000)  # the initial rebalance delay: the classic member is answered, then leaves
+    [joined] = replies
+    h.shard().leave("g", [LeavingMember(joined.member_id)])
+    h.log.complete()
+    assert h.shard().groups["g"].protocol_type == "consumer" and not h.shard().groups["g"].members
+    Consumer(h).beat()
+    assert "g" in h.shard().consumer_groups and "g" not in h.shard().groups
+    assert GroupMetadataRecord("g", None) in h.records()

@@ -194,6 +194,23 @@ class ConsumerGroupOps:
         return HeartbeatAnswer(updated.member_id, updated.member_epoch, self.settings.heartbeat_interval_ms,
                                updated.assigned_partitions if full or changed else None), records
 
+    def steady(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> bool:
+        """The hot path: a heartbeat that carries nothing new (no subscription, owned partitions or settings) from a
+        member that is reconciled to the group's target, in a group whose topics did not change. Such a heartbeat
+        changes nothing and writes nothing: `heartbeat` would answer it with the member's id and epoch and no
+        assignment; here only the session moves. False: take the full path. (A member's client id and host are
+        not compared: they come with its connection and do not change for a member; the full path records them.)"""
+        group = self.groups.get(group_id)
+        if group is None or group.group_epoch != group.assignment_epoch \
+                or self.resolved_at.get(group_id) != self.topics.version:
+            return False
+        member = group.members.get(member_id)
+        if member is None or member.member_epoch != epoch or member.instance_id != instance_id \
+                or member.state is not MemberState.STABLE or epoch != group.assignment_epoch:
+            return False
+        self._touch_session(group_id, member_id)
+        return True
+
     def _group_for(self, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
         """getOrMaybeCreateConsumerGroup (the group itself is made by the replay of its first record)."""
         group = self.groups.get(group_id)
@@ -259,21 +276,28 @@ class ConsumerGroupOps:
 
     @staticmethod
     def _updated_member(member: ConsumerGroupMember, p: HeartbeatParams) -> ConsumerGroupMember:
-        """ConsumerGroupMember.Builder's maybeUpdate* with the request's fields."""
-        changes: dict[str, Any] = {"client_id": p.client_id, "client_host": p.client_host}
-        if p.instance_id is not None:
+        """ConsumerGroupMember.Builder's maybeUpdate* with the request's fields (the member itself when none
+        changes: the common heartbeat)."""
+        changes: dict[str, Any] = {}
+        if p.client_id != member.client_id:
+            changes["client_id"] = p.client_id
+        if p.client_host != member.client_host:
+            changes["client_host"] = p.client_host
+        if p.instance_id is not None and p.instance_id != member.instance_id:
             changes["instance_id"] = p.instance_id
-        if p.rack_id is not None:
+        if p.rack_id is not None and p.rack_id != member.rack_id:
             changes["rack_id"] = p.rack_id
-        if p.rebalance_timeout_ms != -1:
+        if p.rebalance_timeout_ms != -1 and p.rebalance_timeout_ms != member.rebalance_timeout_ms:
             changes["rebalance_timeout_ms"] = p.rebalance_timeout_ms
-        if p.server_assignor is not None:
+        if p.server_assignor is not None and p.server_assignor != member.server_assignor_name:
             changes["server_assignor_name"] = p.server_assignor
         if p.subscribed_topic_names is not None:
-            changes["subscribed_topic_names"] = frozenset(p.subscribed_topic_names)
-        if p.subscribed_topic_regex is not None:
+            names = frozenset(p.subscribed_topic_names)
+            if names != member.subscribed_topic_names:
+                changes["subscribed_topic_names"] = names
+        if p.subscribed_topic_regex is not None and (p.subscribed_topic_regex or None) != member.subscribed_topic_regex:
             changes["subscribed_topic_regex"] = p.subscribed_topic_regex or None
-        return dataclasses.replace(member, **changes)
+        return dataclasses.replace(member, **changes) if changes else member
 
     def _new_target(self, group: ConsumerGroup, group_epoch: int, updated: ConsumerGroupMember,
                     metadata: dict[str, TopicMetadata], records: list[Record]) -> Assignment:
