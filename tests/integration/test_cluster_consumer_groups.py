@@ -57,7 +57,7 @@ def test_a_consumer_group_survives_the_death_of_its_coordinator(pg_url, tmp_path
                 return answer if answer.error_code is E.none else None
 
             again = wait_until(carried_on, 20, "a's heartbeat is answered by the new coordinator")
-            assert again.member_epoch == 2 and again.assignment is None  # nothing to change: same epoch, same partitions
+            assert again.member_epoch == 2 and again.assignment is None  # same epoch, same partitions: nothing new
             [group] = c.call(ConsumerGroupDescribeRequest(group_ids=("g",), include_authorized_operations=False)).groups
             assert group.error_code is E.none and group.group_epoch == 2
             assert {m.member_id: {tp.topic_id: set(tp.partitions) for tp in m.assignment.topic_partitions}
