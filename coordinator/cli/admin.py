@@ -118,6 +118,16 @@ class Admin:
                                  groups=[group], include_authorized_operations=False)
         return answer.groups[0]
 
+    def describe_consumer_group(self, group: str) -> Any | None:
+        """ConsumerGroupDescribe (KIP-848) of one group, as kio's described group; None when the coordinator does
+        not support it or the group is not a consumer group."""
+        if int(ApiKey.CONSUMER_GROUP_DESCRIBE) not in self.coordinator(group).versions:
+            return None
+        answer = self.group_call(group, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, lambda a: a.groups[0].error_code,
+                                 group_ids=[group], include_authorized_operations=False)
+        described = answer.groups[0]
+        return None if described.error_code else described
+
     def committed(self, group: str) -> dict[TopicPartition, int]:
         """OffsetFetch of every partition the group has an offset for."""
         def error_of(answer: Any) -> int:

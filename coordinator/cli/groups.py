@@ -61,19 +61,32 @@ def describe_group(admin: Admin, group: str) -> GroupDescription:
     answer: Any = admin.describe_group(group)
     if answer.error_code:
         return GroupDescription(group, "", "", "", error=error_name(answer.error_code))
+    if str(answer.group_state) == "Dead":  # DescribeGroups answers a KIP-848 consumer group as Dead
+        modern = admin.describe_consumer_group(group)
+        if modern is not None:
+            return _with_offsets(admin, group, str(modern.group_state), "consumer", str(modern.assignor_name), tuple(
+                Member(str(m.member_id), m.instance_id, str(m.client_id), str(m.client_host),
+                       tuple((str(t.topic_name), int(p)) for t in m.assignment.topic_partitions for p in t.partitions))
+                for m in modern.members))
     consumer = str(answer.protocol_type) == "consumer"
     members = tuple(
         Member(str(m.member_id), getattr(m, "group_instance_id", None), str(m.client_id), str(m.client_host),
                decode_assignment(m.member_assignment) if consumer else ())
         for m in answer.members)
-    committed = admin.committed(group) if str(answer.group_state) != "Dead" else {}
+    return _with_offsets(admin, group, str(answer.group_state), str(answer.protocol_type), str(answer.protocol_data),
+                         members)
+
+
+def _with_offsets(admin: Admin, group: str, state: str, protocol_type: str, protocol: str,
+                  members: tuple[Member, ...]) -> GroupDescription:
+    """The description with the group's committed offsets, log ends and lag per partition."""
+    committed = admin.committed(group) if state != "Dead" else {}
     owner = {tp: m for m in members for tp in m.assignment}
     partitions = sorted(set(committed) | set(owner))
     log_end = admin.list_offsets(partitions, LATEST) if partitions else {}
     rows = tuple(OffsetRow(t, p, committed.get((t, p)), log_end.get((t, p)), owner.get((t, p)))
                  for t, p in partitions)
-    return GroupDescription(group, str(answer.group_state), str(answer.protocol_type), str(answer.protocol_data),
-                            members, rows)
+    return GroupDescription(group, state, protocol_type, protocol, members, rows)
 
 
 def delete_command(admin: Admin, args: argparse.Namespace) -> int:

@@ -115,3 +115,31 @@ def test_groups_cli_connection_failure_is_one_line() -> None:
                              "--timeout", "5", "list"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith("error: cannot connect to 127.0.0.1:1") and result.stderr.count("\n") == 1
+
+
+def test_groups_cli_describes_a_kip848_consumer_group(server: ServerProcess) -> None:
+    """DescribeGroups answers a consumer-protocol group as Dead; the command asks ConsumerGroupDescribe then."""
+    create_topic(server.bootstrap, "cli-848", 2)
+    produce(server.bootstrap, "cli-848", 2, 10)
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "cli-848-group", "client.id": CLIENT_ID,
+                         "group.protocol": "consumer", "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.subscribe(["cli-848"])
+    try:
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 2:
+            assert time.monotonic() < deadline, "the consumer got no assignment"
+            consumer.poll(0.2)
+        consumer.commit(offsets=[TopicPartition("cli-848", 0, 3)], asynchronous=False)
+        described = groups_cli(server, "--json", "describe", "cli-848-group")
+        assert described.returncode == 0, described.stderr
+        [group] = json.loads(described.stdout)
+        assert (group["state"], group["protocol_type"], group["protocol"]) == ("Stable", "consumer", "uniform")
+        [member] = group["members"]
+        assert member["client_id"] == CLIENT_ID
+        assert sorted(tuple(a.values()) for a in member["assignment"]) == [("cli-848", 0), ("cli-848", 1)]
+        assert {o["partition"]: (o["committed_offset"], o["log_end_offset"]) for o in group["offsets"]} == {
+            0: (3, 5), 1: (None, 5)}
+        listed = json.loads(groups_cli(server, "--json", "list").stdout)
+        assert {"group_id": "cli-848-group", "state": "Stable", "protocol_type": "consumer"} in listed
+    finally:
+        consumer.close()
