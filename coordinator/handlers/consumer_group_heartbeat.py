@@ -67,6 +67,32 @@ def _owned(topic_partitions: Any) -> Assignment | None:
     return owned
 
 
+def oversized(request: Any, shard: Any) -> tuple[ErrorCode, str] | None:
+    """Requests too large to be a member's, refused before any work is spent on them (a hostile client's list of
+    millions of names or partitions would otherwise hold the event loop for seconds):
+    - subscribed names that cannot fit one record of the offsets log: Kafka would build the record and fail its
+      append, answering UNKNOWN_SERVER_ERROR; the same answer, at once;
+    - owned partitions (TopicPartitions) beyond what the member holds (assigned + pending revocation): a member
+      only ever owns what it was given; INVALID_REQUEST."""
+    names = request.subscribed_topic_names
+    if names is not None and sum(map(len, names)) + len(names) > shard.settings.offsets_max_batch_bytes:
+        return ErrorCode.unknown_server_error, "The subscription is too large to be stored."
+    owned = request.topic_partitions
+    if owned:
+        count = sum(len(tp.partitions) for tp in owned)
+        group = shard.consumer_groups.get(request.group_id)
+        member = group.members.get(request.member_id) if group is not None else None
+        held = 0 if member is None else sum(map(len, member.assigned_partitions.values())) + sum(
+            map(len, member.partitions_pending_revocation.values()))
+        if count > held and (member is not None or count > OWNED_WITHOUT_MEMBER):
+            return ErrorCode.invalid_request, "TopicPartitions lists more partitions than the member holds."
+    return None
+
+
+#: partitions an unknown member may list (it is answered UNKNOWN_MEMBER_ID or INVALID_REQUEST after the checks)
+OWNED_WITHOUT_MEMBER = 10_000
+
+
 def params_of(ctx: RequestContext, request: Any) -> HeartbeatParams:
     names = request.subscribed_topic_names
     return HeartbeatParams(
@@ -132,11 +158,13 @@ class ConsumerGroupHeartbeatHandler:
             if any(not access.topic(ctx, Op.DESCRIBE, name) for name in names):
                 return error_response(version, ErrorCode.topic_authorization_failed)
         try:
-            params = params_of(ctx, request)
             shard = self.groups.shard_for(request.group_id)
             if shard.error is not None:
                 return error_response(version, shard.error)
-            answer, write = shard.consumer_heartbeat(params)
+            refused = oversized(request, shard)
+            if refused is not None:
+                return error_response(version, *refused)
+            answer, write = shard.consumer_heartbeat(params_of(ctx, request))
         except KafkaError as exc:
             return error_response(version, exc.code, str(exc))
         except Exception:

@@ -267,3 +267,22 @@ def test_a_consumer_heartbeat_to_a_classic_group_with_members_is_refused_and_an_
     Consumer(h).beat()
     assert "g" in h.shard().consumer_groups and "g" not in h.shard().groups
     assert GroupMetadataRecord("g", None) in h.records()
+
+
+@pytest.mark.parametrize("pattern", ["(a)\\1", "(?<=x)y", "a{1001}", "x" * 5000 + "("])
+def test_patterns_re2_refuses_are_invalid_regular_expressions(pattern):
+    """RE2J's syntax (Kafka): no backreferences or lookbehind; RE2's limits; long bad patterns too."""
+    h = ConsumerHarness()
+    with pytest.raises(KafkaError) as refused:
+        h.heartbeat("", 0, topics=None, regex=pattern)
+    assert refused.value.code is E.invalid_regular_expression
+
+
+def test_a_backtracking_pattern_matches_in_linear_time():
+    """(a+)+$ against a long name makes a backtracking engine run for ages; RE2 answers at once. Not a timing
+    bound: the test would hang (and the suite's timeout fail it) with a backtracking engine."""
+    topics = FakeTopics(**{"a" * 60 + "b": 1, "aaa": 1})
+    h = ConsumerHarness(topics)
+    h.heartbeat("", 0, topics=None, regex="(a+)+")
+    group = h.group()
+    assert set(group.subscription_metadata) == {"aaa"}

@@ -6,18 +6,19 @@ Kafka's ModernGroup.computeSubscriptionMetadata: the group keeps, for every topi
 grows or is deleted -- the group epoch is bumped and a new target assignment computed. The catalog's `version`
 moves on every topic change, so a group notices by comparing it with the version it last resolved against.
 
-Regular expressions are RE2J's in Kafka; Python's `re` agrees on the common syntax (a full match of the topic
-name); internal topics never match.
+Regular expressions are RE2J's in Kafka: here RE2's (google-re2), the same syntax and a linear-time match, so a
+hostile pattern cannot stall the server as a backtracking engine would. A pattern matches a topic name whole;
+internal topics never match.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
+import re2
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
@@ -37,14 +38,26 @@ class TopicView(Protocol):
     def names(self) -> Iterable[str]: ...
 
 
-@lru_cache(maxsize=256)
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """The member's SubscribedTopicRegex, or INVALID_REGULAR_EXPRESSION (Kafka checks it on the heartbeat)."""
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is the client's error, answered; not a line on stderr
+CACHED_REGEX_LENGTH = 1024  # compiled patterns up to this long are kept (a few hundred): members repeat them
+
+
+def compile_regex(pattern: str) -> Any:
+    """The member's SubscribedTopicRegex, or INVALID_REGULAR_EXPRESSION (Kafka checks it on the heartbeat). RE2
+    bounds the memory of a compiled pattern (a huge one is an error); only short ones are cached."""
+    return _compile_cached(pattern) if len(pattern) <= CACHED_REGEX_LENGTH else _compile(pattern)
+
+
+def _compile(pattern: str) -> Any:
     try:
-        return re.compile(pattern)
-    except (re.error, RecursionError) as exc:
-        raise KafkaError(f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {exc}.",
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as exc:
+        raise KafkaError(f"SubscribedTopicRegex `{pattern[:200]}` is not a valid regular expression: {exc}.",
                          ErrorCode.invalid_regular_expression) from None
+
+
+_compile_cached = lru_cache(maxsize=256)(_compile)
 
 
 def member_topic_names(member: ConsumerGroupMember, topics: TopicView) -> set[str]:
