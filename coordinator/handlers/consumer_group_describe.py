@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import Assignment
+from coordinator.handlers import sliced_encoding
 from coordinator.handlers.group_admin import GROUP_OPERATIONS
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -87,9 +88,14 @@ class ConsumerGroupDescribeHandler:
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         with_ops = request.include_authorized_operations
+        cls = API_TABLE[ApiKey.CONSUMER_GROUP_DESCRIBE].responses[ctx.api_version]
+        if len(request.group_ids) > sliced_encoding.SLICE:  # described, built and encoded a slice per loop turn
+            entries = sliced_encoding.LazyEntries(
+                request.group_ids, lambda ids: [self.describe_one(ctx, group_id, with_ops) for group_id in ids])
+            return sliced_encoding.encode_sliced(cls, {"throttle_time": NO_THROTTLE}, "groups", entries,
+                                                 flexible=True)
         groups = [self.describe_one(ctx, group_id, with_ops) for group_id in request.group_ids]
-        return build(API_TABLE[ApiKey.CONSUMER_GROUP_DESCRIBE].responses[ctx.api_version], throttle_time=NO_THROTTLE,
-                     groups=groups)
+        return build(cls, throttle_time=NO_THROTTLE, groups=groups)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

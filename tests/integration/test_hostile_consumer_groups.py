@@ -68,3 +68,16 @@ def test_a_backtracking_regex_over_a_long_topic_name(server):
         refused = client.call(heartbeat("", 0, subscribed_topic_regex="(a)\\1"))
         assert refused.error_code is E.invalid_regular_expression
     watchdog.check()
+
+
+def test_a_describe_of_a_million_group_ids(server):
+    from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+
+    ids = tuple(f"group-{i}" for i in range(1_000_000))
+    with WireClient(server.host, server.port, timeout=60) as client:
+        beat(client, group="group-7")
+        with Watchdog(server) as watchdog:
+            answer = client.call(ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False))
+        watchdog.check()
+    assert len(answer.groups) == len(ids)
+    assert [g.group_id for g in answer.groups if g.error_code is E.none] == ["group-7"]
