@@ -201,11 +201,14 @@ class GroupView:
         return len(counts) == self.partitions and all(n == 1 for n in counts.values())
 
     def unstable(self) -> list[str]:
-        """Why the group is not stable, member by member (for a timeout's message)."""
+        """Why the group is not stable: partitions owned, and the first members not stable (for a timeout)."""
+        counts = Counter(p for m in self.members for p in m.owned)
         top = max(m.epoch for m in self.members)
-        return [f"{m.index}: epoch {m.epoch}, owns {len(m.owned)}, reported "
-                f"{'none' if m.reported is None else len(m.reported)}"
-                for m in self.members if m.epoch != top or m.reported != m.owned or m.must_ack][:10]
+        return [f"{len(counts)} of {self.partitions} partitions owned, "
+                f"{sum(1 for n in counts.values() if n > 1)} of them twice, top epoch {top}",
+                *[f"member {m.index}: epoch {m.epoch}, owns {len(m.owned)}, reported "
+                  f"{'none' if m.reported is None else len(m.reported)}"
+                  for m in self.members if m.epoch != top or m.reported != m.owned or m.must_ack][:10]]
 
 
 def steady_frames(members: list[ConsumerMember]) -> list[bytes]:
