@@ -40,7 +40,7 @@ from bench.lib.compare import (
     summary_header,
     summary_rows,
 )
-from bench.lib.consumer_groups import Convergence, convergence, form_stable, verify_steady
+from bench.lib.consumer_groups import Convergence, convergence, form_stable, leave_all, verify_steady
 from bench.lib.consumer_members import ConsumerMember, SteadyCheck, steady_frames
 from bench.lib.loadgen import Result, Workload
 from bench.lib.members import heartbeat_check, heartbeat_group
@@ -97,6 +97,7 @@ def measure(args: argparse.Namespace) -> Outcome:
             outcome.heartbeats[mode.key].setdefault("consumer", [])
         if members:
             failures += [f"after the runs: {p}" for p in verify_steady(ep.host, ep.port, members)]
+            failures += leave_all(ep.host, ep.port, members)
         for rep in range(args.reps):
             try:
                 result = asyncio.run(convergence(

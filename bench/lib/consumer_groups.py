@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from bench.lib.consumer_members import ConsumerMember, GroupView, steady_request
+from bench.lib.consumer_members import ConsumerMember, GroupView, leave_request, steady_request
 from bench.lib.wire import WireClient
 
 
@@ -138,4 +138,15 @@ def verify_steady(host: str, port: int, members: list[ConsumerMember]) -> list[s
                 problems.append(f"member {m.index}: steady heartbeat moved epoch {m.epoch} -> {answer.member_epoch}")
             elif answer.assignment is not None:
                 problems.append(f"member {m.index}: steady heartbeat answered with an assignment")
+    return problems
+
+
+def leave_all(host: str, port: int, members: list[ConsumerMember]) -> list[str]:
+    """Every member leaves (epoch -1), so that the group does not expire member by member later in the run."""
+    problems = []
+    with WireClient(host, port) as client:
+        for m in members:
+            answer = client.call(leave_request(m.group, m.member_id))
+            if answer.error_code is not ErrorCode.none:
+                problems.append(f"member {m.index}: leaving answered {answer.error_code.name}")
     return problems
