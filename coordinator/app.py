@@ -17,6 +17,8 @@ from coordinator.handlers import (
     acls_admin,
     api_versions,
     configs_admin,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     delete_records,
     describe_cluster,
@@ -60,6 +62,7 @@ YOUNG_GC_THRESHOLD = 50_000
 #: Each module's `register(dispatcher, services)` binds its handlers (and fast paths) to api keys.
 HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    join_group, sync_group, heartbeat, leave_group, group_admin,
+                   consumer_group_heartbeat, consumer_group_describe,
                    offset_commit, offset_fetch, offset_delete,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,

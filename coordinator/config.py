@@ -25,6 +25,7 @@ from coordinator.config_values import (  # noqa: F401 (read_properties: part of 
     parse_storage_url,
     read_properties,
 )
+from coordinator.groups.consumer.config_settings import CONSUMER_GROUP_SETTINGS, check as check_consumer_group_settings
 from coordinator.security.listener_config import (
     SECURITY_SETTINGS,
     ListenerSecurity,
@@ -241,6 +242,7 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "allow.everyone.if.no.acl.found": ("allow_everyone_if_no_acl_found", _bool, "false",
                                        "Whether a resource without any ACL is open to everyone."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
+    **CONSUMER_GROUP_SETTINGS,
 }
 
 ENV_PREFIX = "COORDINATOR_"
@@ -306,6 +308,15 @@ class Config:
     super_users: str
     allow_everyone_if_no_acl_found: bool
     log_level: str
+    group_consumer_session_timeout_ms: int
+    group_consumer_min_session_timeout_ms: int
+    group_consumer_max_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_min_heartbeat_interval_ms: int
+    group_consumer_max_heartbeat_interval_ms: int
+    group_consumer_max_size: int
+    group_consumer_assignors: str
+    group_consumer_migration_policy: str
     #: names set by the file, environment or an override (DescribeConfigs: STATIC_BROKER_CONFIG)
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     #: the TLS/SASL settings given (coordinator/security/listener_config.py), listener.name.* ones included
@@ -361,6 +372,7 @@ class Config:
         if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
+        check_consumer_group_settings(config)
         if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
             raise ConfigError("max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides")
         if config.broker_heartbeat_interval_ms >= config.broker_session_timeout_ms:

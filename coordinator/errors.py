@@ -52,6 +52,12 @@ class FencedInstanceId(KafkaError):
     code = ErrorCode.fenced_instance_id
 
 
+class FencedMemberEpoch(KafkaError):
+    """KIP-848: the member's epoch is not the one the group knows; it must rejoin with epoch 0."""
+
+    code = ErrorCode.fenced_member_epoch
+
+
 
 
 

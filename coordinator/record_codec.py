@@ -4,7 +4,8 @@ Offset commits are the hot path (every OffsetCommit writes one record per partit
 every load decodes the survivors of millions), so OffsetCommitKey v1 and
 OffsetCommitValue v3/v1 go through storage.records' hand-packed codec (byte-identical
 to its schema-driven one, which still serves GroupMetadata records and every other
-version: keys v0, values v0/v2/v4).
+version: keys v0, values v0/v2/v4). KIP-848 consumer-group records (types 3-8, 16) go
+through consumer_record_codec; other types (share groups...) raise UnknownRecordType.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from struct import Struct
 
+from coordinator import consumer_record_codec
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 from storage.batch import record_tail
+from storage.consumer_group_records import is_consumer_group_key
 from storage.errors import InvalidRecordError
 from storage.records import (
     OFFSET_VALUE_V3_PLAIN,
@@ -49,7 +52,9 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
     if type(record) is OffsetCommitRecord:
         group, topic, partition, value = record
         return offset_key(group, topic, partition), None if value is None else offset_value(value)
-    return encode_key(GroupMetadataKey(record.group_id)), encode_value(record.value)
+    if type(record) is GroupMetadataRecord:
+        return encode_key(GroupMetadataKey(record.group_id)), encode_value(record.value)
+    return consumer_record_codec.encode(record)  # KIP-848 consumer-group records
 
 
 _KEY_HEADS: dict[tuple[str, str], bytes] = {}
@@ -113,10 +118,12 @@ def encode_tails(records: list[Record]) -> list[bytes]:
 
 def decode(key: bytes, value: bytes | None) -> Record:
     """A record from its key and value bytes. Raises InvalidRecordError (or its subclass
-    UnknownRecordType for keys other than offset commit / group metadata)."""
+    UnknownRecordType for record types this coordinator does not know, e.g. share groups)."""
     fields = read_offset_key(key)
     if fields is not None:
         return OffsetCommitRecord(*fields, None if value is None else OffsetValue(*read_offset_value(value)))
+    if is_consumer_group_key(key):
+        return consumer_record_codec.decode(key, value)
     _version, parsed = decode_key(key)
     if type(parsed) is GroupMetadataKey:
         decoded = decode_value(parsed, value)

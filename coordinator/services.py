@@ -7,6 +7,7 @@ from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
 from coordinator.data_plane.broker_configs import DynamicBrokerConfigs, FileDynamicConfigStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.groups.consumer.catalog_view import CatalogTopics
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.node import Node
@@ -32,6 +33,7 @@ class Services:
         self.topics = topics
         self.groups: GroupCoordinator = GroupCoordinator(GroupSettings.from_config(config)) if groups is None \
             else groups
+        self.groups.topic_view = CatalogTopics(topics)  # what consumer groups (KIP-848) subscribe to
         self.data: DataPlane = DataPlane(DataPlaneSettings.from_config(config), topics) if data is None else data
         self.view: ClusterView = LocalView(node) if view is None else view
         if dynamic is None:

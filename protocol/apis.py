@@ -60,6 +60,8 @@ class ApiKey(IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
@@ -126,6 +128,8 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.LIST_GROUPS, 0, 5),
     (ApiKey.API_VERSIONS, 0, 4),
     (ApiKey.DELETE_GROUPS, 0, 2),
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),  # KIP-848 (group.protocol=consumer)
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
     (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0),

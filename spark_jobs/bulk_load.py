@@ -9,7 +9,8 @@ rows of that store (spark_jobs/bulk_load_store.py) instead of directories.
 
 Stages: (1) scan every segment in parallel with the project's codecs (one task per
 file); (2) check the scan (corrupt batches fail the job here, before anything is
-written); (3) keep the latest record per key (DataFrame aggregation), drop
+written); (3) keep the latest record per key (DataFrame aggregation; a KIP-848
+consumer-group record by its raw key, carried into the snapshot as its bytes), drop
 tombstoned keys, merge the export (a key the logs mention at all, even as a
 tombstone, ignores the export: the log is the newer truth); (4) one task per target
 partition builds and writes its snapshot into a hidden temp directory; (5) the
@@ -42,7 +43,17 @@ from .common import (
     spark_session,
     worker_error,
 )
-from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
+from .scan import (
+    KIND_CONSUMER,
+    KIND_GROUP,
+    KIND_OFFSET,
+    KIND_SUMMARY,
+    ROW_SCHEMA,
+    scan_many,
+    scan_tasks,
+    segment_specs,
+    ship_code,
+)
 from .store_input import DEFAULT_CHUNK_BYTES, find_inputs, source_size
 
 
@@ -77,13 +88,18 @@ def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources
     import pyarrow as pa
 
     from storage.records import GroupMetadataKey, decode_value, read_offset_value
-    from storage.snapshot import MANIFEST, OFFSETS_SCHEMA, groups_table, prepare_snapshot
+    from storage.snapshot import CONSUMER_GROUPS_SCHEMA, MANIFEST, OFFSETS_SCHEMA, groups_table, prepare_snapshot
 
     groups = []
+    consumer: dict[str, list] = {name: [] for name in CONSUMER_GROUPS_SCHEMA.names}
     cols: dict[str, list] = {name: [] for name in OFFSETS_SCHEMA.names}
     for _, r in rows:
         if r.kind == KIND_GROUP:
             groups.append((r.group, decode_value(GroupMetadataKey(r.group), r.value)[1]))
+            continue
+        if r.kind == KIND_CONSUMER:  # carried as the record bytes: the loader decodes and replays them
+            for name, item in zip(CONSUMER_GROUPS_SCHEMA.names, (r.group, r.key, r.value)):
+                consumer[name].append(item)
             continue
         if r.value is not None:
             offset, metadata, commit_timestamp, leader_epoch, expire_timestamp = read_offset_value(r.value)
@@ -95,7 +111,8 @@ def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources
             cols[name].append(item)
     offsets = pa.Table.from_pydict(cols, schema=OFFSETS_SCHEMA)
     tmp = prepare_snapshot(output, index, groups_table(groups), offsets, covers.get(index),
-                           offsets_partitions=partitions, created_at_ms=job_ms, source=sources)
+                           offsets_partitions=partitions, created_at_ms=job_ms, source=sources,
+                           consumer_groups=pa.Table.from_pydict(consumer, schema=CONSUMER_GROUPS_SCHEMA))
     with open(os.path.join(tmp, MANIFEST)) as f:
         manifest = json.load(f)
     yield (index, tmp, manifest["groups"], manifest["offsets"], manifest["simple_groups"])
@@ -164,8 +181,8 @@ def _run(spark, args, progress, job_ms, output) -> dict:
         summary.update(records_read=sum(r.n_records for r in seg_rows), same_layout=same_layout,
                        covers_log_offsets=covers, skipped=skipped)
     with progress.stage(3, 5, "latest record per key"):
-        records = scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP))
-        key = ["kind", "group", "topic", "partition"]
+        records = scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP, KIND_CONSUMER))
+        key = ["kind", "group", "topic", "partition", "key"]  # key: null but for consumer-group records
         per_source = (records.groupBy("src_partition", *key)
                       .agg(F.max(F.struct("offset", "timestamp", "value", "target")).alias("w"))
                       .select("src_partition", *key, "w.*"))
@@ -173,7 +190,7 @@ def _run(spark, args, progress, job_ms, output) -> dict:
                   .agg(F.max(F.struct("timestamp", "src_partition", "offset", "value", "target")).alias("w"))
                   .select(*key, "w.value", "w.target"))
         final = latest.filter(F.col("value").isNotNull()).select(
-            "kind", "group", "topic", "partition", "value", F.lit(None).cast("long").alias("offset"),
+            "kind", "group", "topic", "partition", "key", "value", F.lit(None).cast("long").alias("offset"),
             F.lit(None).cast("int").alias("leader_epoch"), F.lit(None).cast("string").alias("metadata"),
             F.lit(None).cast("long").alias("commit_timestamp"),
             F.lit(None).cast("long").alias("expire_timestamp"), "target")
@@ -185,7 +202,8 @@ def _run(spark, args, progress, job_ms, output) -> dict:
             extra = exported.join(log_keys, ["group", "topic", "partition"], "left_anti")
             final = final.unionByName(extra.select(
                 F.lit(KIND_OFFSET).cast("byte").alias("kind"), "group", "topic", "partition",
-                F.lit(None).cast("binary").alias("value"), "offset", "leader_epoch", "metadata",
+                F.lit(None).cast("binary").alias("key"), F.lit(None).cast("binary").alias("value"), "offset",
+                "leader_epoch", "metadata",
                 "commit_timestamp", "expire_timestamp", "target"))
     with progress.stage(4, 5, f"write {n} snapshot(s) (temp directories)"):
         sources = {"inputs": [p.path for p in parts], "exports": list(args.export), "job_ms": job_ms}

@@ -11,8 +11,10 @@ is never read for it nor rewritten) decides what each closed segment keeps, and 
 task per segment writes the cleaned copy (storage.cleaner, Kafka's retention rules
 incl. the delete horizon) into the partition's staging directory; (4) expiry: the
 latest state of every group over the whole log (active segment included) goes
-through storage.expiry (Kafka's ClassicGroup/OffsetMetadataManager rules) and the
-expired offsets, plus groups left empty with no offsets, become tombstones;
+through storage.expiry (Kafka's ClassicGroup/OffsetMetadataManager rules; a KIP-848
+consumer group's by ConsumerGroup's: its records are never expired, its offsets of
+subscribed topics kept, the group itself never deleted here) and the
+expired offsets, plus classic groups left empty with no offsets, become tombstones;
 (5) per partition the tombstones file and the manifest (last) are written.
 
 Nothing in the live log changes: the server validates the staging area
@@ -43,7 +45,17 @@ from .common import (
     worker_error,
 )
 from .expire_store import clean_chunk, write_store_staging
-from .scan import KIND_GROUP, KIND_OFFSET, KIND_SUMMARY, ROW_SCHEMA, scan_many, scan_tasks, segment_specs, ship_code
+from .scan import (
+    KIND_CONSUMER,
+    KIND_GROUP,
+    KIND_OFFSET,
+    KIND_SUMMARY,
+    ROW_SCHEMA,
+    scan_many,
+    scan_tasks,
+    segment_specs,
+    ship_code,
+)
 from .store_input import DEFAULT_CHUNK_BYTES, find_inputs, source_name
 
 
@@ -107,17 +119,23 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval):
 
 def _expire_task(row, now_ms, retention_ms):
     """Task: KIP-211 decisions for one group's latest state."""
-    from storage.expiry_rules import expire_group
+    from storage.expiry_rules import consumer_group_subscribed, expire_consumer_group, expire_group
     from storage.records import GroupMetadataKey, OffsetCommitValue, decode_value, read_offset_value
 
-    group, value, value_offset, offsets = row.group, None, None, []
+    group, value, value_offset, offsets, consumer = row.group, None, None, [], []
     for it in row.items:
         if it.kind == KIND_GROUP:
             value, value_offset = decode_value(GroupMetadataKey(group), it.value)[1], it.offset
+        elif it.kind == KIND_CONSUMER:
+            consumer.append((it.key, it.value))
         else:
             v = OffsetCommitValue(*read_offset_value(it.value))
             offsets.append((it.topic, it.partition, v, it.offset))
-    decision = expire_group(value, [(t, p, v) for t, p, v, _ in offsets], now_ms, retention_ms)
+    live = [(t, p, v) for t, p, v, _ in offsets]
+    if consumer:  # a KIP-848 consumer group: its rules, and it is never deleted here
+        decision = expire_consumer_group(consumer_group_subscribed(consumer), live, now_ms, retention_ms)
+    else:
+        decision = expire_group(value, live, now_ms, retention_ms)
     at = {(t, p): o for t, p, _, o in offsets}
     out = [{"offsets_partition": row.src_partition, "type": "offset_commit", "group": group, "topic": t,
             "partition": p, "decided_on_offset": at[(t, p)], "reason": why} for t, p, why in decision.expired]
@@ -204,13 +222,7 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
     tombstones = []
     with progress.stage(4, 5, "expire offsets (KIP-211)"):
         if not args.no_expiry:
-            key = ["src_partition", "kind", "group", "topic", "partition"]
-            latest = (records.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP)).groupBy(*key)
-                      .agg(F.max(F.struct("offset", "value")).alias("w"))
-                      .select(*key, "w.offset", "w.value").filter(F.col("value").isNotNull()))
-            per_group = latest.groupBy("src_partition", "group").agg(
-                F.collect_list(F.struct("kind", "topic", "partition", "offset", "value")).alias("items"))
-            tombstones = per_group.rdd.flatMap(lambda r: _expire_task(r, now_ms, retention_ms)).collect()
+            tombstones = _live_per_group(records).rdd.flatMap(lambda r: _expire_task(r, now_ms, retention_ms)).collect()
     scanned.unpersist()
     with progress.stage(5, 5, "write staging manifests"):
         settings = {"offsets.retention.minutes": args.offsets_retention_minutes,
@@ -249,6 +261,26 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
         staged=staged, wall_time_s=round(progress.elapsed, 2))
     print_summary(progress, summary)
     return summary
+
+
+def _live_per_group(records):
+    """One row per (src_partition, group): the live (latest, not tombstoned) records of the group as
+    ``items`` (kind, topic, partition, offset, value, key), what _expire_task decides on. A
+    consumer-group record is latest per raw key (``key``), an offset or group record per decoded key."""
+    from pyspark.sql import functions as F
+
+    key = ["src_partition", "kind", "group", "topic", "partition"]
+    latest = (records.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP)).groupBy(*key)
+              .agg(F.max(F.struct("offset", "value")).alias("w"))
+              .select(*key, F.lit(None).cast("binary").alias("key"), "w.offset", "w.value"))
+    consumer = (records.filter(F.col("kind") == KIND_CONSUMER)
+                .groupBy("src_partition", "kind", "group", "key")
+                .agg(F.max(F.struct("offset", "value")).alias("w"))
+                .select("src_partition", "kind", "group", F.lit(None).cast("string").alias("topic"),
+                        F.lit(None).cast("int").alias("partition"), "key", "w.offset", "w.value"))
+    live = latest.unionByName(consumer).filter(F.col("value").isNotNull())
+    return live.groupBy("src_partition", "group").agg(
+        F.collect_list(F.struct("kind", "topic", "partition", "offset", "value", "key")).alias("items"))
 
 
 def _write_staging(staging: str, staging_id: str, partition: int, now_ms: int, settings: dict, cleaned: list,

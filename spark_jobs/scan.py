@@ -7,7 +7,8 @@ Segment files are packed into tasks by size (``scan_tasks``: 2 x the cores, or ~
 MiB of segments per task, whichever is more): a task opens each file by path,
 checks every batch (length, magic, CRC-32C via storage.batch), decodes records
 (storage.batch.decode_records) and keys (storage.records.read_offset_key, the
-hand-packed v1 reader, else decode_key), and yields, in ``ROW_SCHEMA`` order, each
+hand-packed v1 reader, else decode_key or, for KIP-848 consumer-group records (KIND_CONSUMER, their
+raw key always kept), storage.consumer_group_records.decode_key), and yields, in ``ROW_SCHEMA`` order, each
 segment's *last* record of each key (a map-side combine: within a segment file order is offset
 order, so an earlier record of a key can never be the latest; this cuts the rows crossing into the JVM by the number of
 repeated commits), then one summary row for the segment. The key is the raw key
@@ -23,14 +24,16 @@ from __future__ import annotations
 import heapq
 import os
 
+from storage import consumer_group_records
 from storage.batch import decode_records, ensure_valid, iter_batches
+from storage.consumer_group_records import ConsumerGroupKey
 from storage.errors import RecordError
 from storage.placement import partition_for
-from storage.records import OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
+from storage.records import GroupMetadataKey, Key, OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
 
 from .store_input import read_source, source_name, source_size
 
-KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_SUMMARY = 0, 1, 2, 9
+KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_CONSUMER, KIND_SUMMARY = 0, 1, 2, 3, 9
 
 ROW_SCHEMA = (
     "src_partition int, segment_base long, active boolean, kind byte, offset long, timestamp long, "
@@ -98,7 +101,13 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
                 continue
             try:
                 fields = read_offset_key(r.key)  # the key Kafka writes, without the schema walk
-                key = OffsetCommitKey(*fields) if fields is not None else decode_key(r.key)[1]
+                key: Key | ConsumerGroupKey
+                if fields is not None:
+                    key = OffsetCommitKey(*fields)
+                elif consumer_group_records.is_consumer_group_key(r.key):
+                    key = consumer_group_records.decode_key(r.key)
+                else:
+                    key = decode_key(r.key)[1]
             except UnknownRecordType:
                 latest[r.key] = (src, base, is_last, KIND_OTHER, r.offset, r.timestamp,
                                  r.key if with_keys else None, None, None, None, r.value, None, txn,
@@ -120,8 +129,11 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
             if type(key) is OffsetCommitKey:
                 row = (src, base, is_last, KIND_OFFSET, r.offset, r.timestamp, r.key if with_keys else None,
                        group, key.topic, key.partition, r.value, target, txn, None, None, None, None, None)
-            else:
+            elif type(key) is GroupMetadataKey:
                 row = (src, base, is_last, KIND_GROUP, r.offset, r.timestamp, r.key if with_keys else None,
+                       group, None, None, r.value, target, txn, None, None, None, None, None)
+            else:  # a KIP-848 consumer-group record: its raw key always (it tells the records of a group apart)
+                row = (src, base, is_last, KIND_CONSUMER, r.offset, r.timestamp, r.key,
                        group, None, None, r.value, target, txn, None, None, None, None, None)
             latest[r.key if with_keys else key] = row
     yield from latest.values()

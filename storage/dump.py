@@ -3,6 +3,11 @@
 Reads our segments or ones copied from a Kafka broker (the format is the same). A path
 may be a `.log` segment or a partition directory (all its segments, in offset order).
 Control batches (transaction markers) carry no offsets records and are skipped.
+
+KIP-848 consumer-group records (types 3-8, 16) print with their key's and value's fields under
+Kafka's JSON names (`"key": {"groupId", "memberId"}`, `"value": {"version", "memberEpoch", ...}`),
+topic ids as Kafka prints a Uuid (base64url, no padding), bytes in base64; other record types
+(share groups...) print as "unknown" with their key version.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from . import consumer_group_records as consumer_groups
 from .batch import decode_records, ensure_valid, iter_batches
 from .errors import RecordError
 from .records import (
@@ -68,6 +74,8 @@ def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, A
     """One record as the JSON object dump-log --json prints."""
     if key is None:
         return {"offset": offset, "type": "unknown", "error": "record has no key"}
+    if consumer_groups.is_consumer_group_key(key):
+        return describe_consumer_group(offset, key, value)
     fields = read_offset_key(key)  # the hand-packed codec for what Kafka writes, else the schema walk
     try:
         key_version, parsed = (1, OffsetCommitKey(*fields)) if fields is not None else decode_key(key)
@@ -92,6 +100,21 @@ def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, A
     return {k: out[k] for k in ("offset", "type", "key_version", "group", "topic", "partition", "value") if k in out}
 
 
+def describe_consumer_group(offset: int, key: bytes, value: bytes | None) -> dict[str, Any]:
+    """A consumer-group record as dump-log --json prints it (see the module docstring)."""
+    parsed = consumer_groups.decode_key(key)
+    kind = consumer_groups.record_type(parsed)
+    out: dict[str, Any] = {"offset": offset, "type": kind.name, "key_version": kind.id, "group": parsed.group,
+                           "key": consumer_groups.key_json(parsed)}
+    decoded = consumer_groups.decode_value(parsed, value)
+    if decoded is None:
+        out["value"] = None
+    else:
+        version, parsed_value = decoded
+        out["value"] = {"version": version, **consumer_groups.value_json(parsed, parsed_value, version)}
+    return out
+
+
 def text_line(record: dict[str, Any]) -> str:
     """A readable one-line form of `describe`'s output."""
     head = f"offset={record['offset']} {record['type']}"
@@ -101,6 +124,9 @@ def text_line(record: dict[str, Any]) -> str:
         head += f" topic={record['topic']!r} partition={record['partition']}"
     if record["type"] == "unknown":
         return head + f" key_version={record.get('key_version')}"
+    for name, item in record.get("key", {}).items():
+        if name != "groupId":
+            head += f" {name}={item!r}"
     value = record["value"]
     if value is None:
         return head + " :: tombstone"

@@ -23,15 +23,23 @@ Mirrors Kafka's new group coordinator for classic groups loaded from the log:
   when every offset expired (or the group has none) and the group is EMPTY, the
   group itself is deleted (a GroupMetadataKey tombstone).
 
+KIP-848 consumer groups (a group with live ConsumerGroup* records), ConsumerGroup in Kafka 4.0:
+offsets expire from their commit timestamp (or an explicit expire_timestamp), except those of
+topics the group subscribes to (isSubscribedToTopic: its members' subscribed topic names and
+the topics its resolved regular expressions matched). Such a group is not deleted here: Kafka
+deletes an empty consumer group with its own tombstones (ConsumerGroup.createGroupTombstoneRecords),
+which the coordinator writes, not this job.
+
 Not modelled: pending transactional offsets (Kafka keeps those from expiring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from . import consumer_group_records as consumer_groups
 from .consumer_protocol import SubscriptionError, subscribed_topics
 from .records import GroupMetadataValue
 
@@ -100,11 +108,20 @@ def expire_group(value: GroupMetadataValue | None,
     else:
         base, reason = (lambda o: o.commit_timestamp), "simple_group"
 
+    expired, all_expired = _expired(
+        offsets, lambda topic: (topic in topics) if topics is not None else uses_consumer, base, reason,
+        now_ms, retention_ms)
+    return ExpiryDecision(tuple(expired), all_expired and state == "Empty")
+
+
+def _expired(offsets: Iterable[tuple[str, int, CommitTimes]], is_subscribed: Callable[[str], bool],
+             base: Callable[[CommitTimes], int], reason: str, now_ms: int, retention_ms: int
+             ) -> tuple[list[tuple[str, int, str]], bool]:
+    """OffsetMetadataManager.cleanupExpiredOffsets: (the expired offsets, whether all expired)."""
     expired = []
     all_expired = True
     for topic, partition, offset in offsets:
-        is_subscribed = (topic in topics) if topics is not None else uses_consumer
-        if is_subscribed:
+        if is_subscribed(topic):
             all_expired = False
             continue
         if offset.expire_timestamp != -1:
@@ -115,4 +132,30 @@ def expire_group(value: GroupMetadataValue | None,
             expired.append((topic, partition, reason))
             continue
         all_expired = False
-    return ExpiryDecision(tuple(expired), all_expired and state == "Empty")
+    return expired, all_expired
+
+
+def consumer_group_subscribed(records: Iterable[tuple[bytes, bytes | None]]) -> set[str]:
+    """A consumer group's subscribed topics from its live records' (key, value) bytes: the
+    members' SubscribedTopicNames and the resolved regular expressions' Topics."""
+    topics: set[str] = set()
+    for raw_key, raw_value in records:
+        key = consumer_groups.decode_key(raw_key)
+        decoded = consumer_groups.decode_value(key, raw_value)
+        if decoded is None:
+            continue
+        value = decoded[1]
+        if isinstance(value, consumer_groups.ConsumerGroupMemberMetadataValue):
+            topics.update(value.subscribed_topic_names)
+        elif isinstance(value, consumer_groups.ConsumerGroupRegularExpressionValue):
+            topics.update(value.topics)
+    return topics
+
+
+def expire_consumer_group(subscribed: set[str], offsets: Iterable[tuple[str, int, CommitTimes]],
+                          now_ms: int, retention_ms: int) -> ExpiryDecision:
+    """Which of a KIP-848 consumer group's offsets expire (see the module docstring); the group
+    itself is never deleted here."""
+    expired, _ = _expired(offsets, subscribed.__contains__, lambda o: o.commit_timestamp, "unsubscribed_topic",
+                          now_ms, retention_ms)
+    return ExpiryDecision(tuple(expired), False)

@@ -10,7 +10,10 @@ a replay of every record gives, two things a later record cannot undo are kept:
   replay: the commit is kept as a *creator*, replayed before the survivors;
 * a group tombstone (GroupMetadataKey, null value) removes whatever group exists at
   that point, so it is a barrier: what came before it is sealed as its own part and
-  replayed before it, what comes after starts afresh.
+  replayed before it, what comes after starts afresh. A KIP-848 consumer group's
+  tombstone (ConsumerGroupMetadataKey, type 3, null value: Kafka writes it after the
+  tombstones of the group's members and assignments) is a barrier too, so the group's
+  deletion is replayed where it happened (Kafka refuses it while members remain).
 
 Between two barriers the survivors commute (a commit creates its group only if
 absent, a group value replaces whatever is there, offset keys are independent), so
@@ -46,7 +49,7 @@ from .record_readers import RecordReader, default_reader
 
 # baseOffset, batchLength, magic, crc, attributes, lastOffsetDelta, recordsCount
 _HEAD = struct.Struct(">qi4xbIhi30xi")
-_GROUP_KEY_VERSION = b"\x00\x02"  # GroupMetadataKey: its tombstone is a barrier
+_BARRIER_KEY_TYPES = (b"\x00\x02", b"\x00\x03")  # GroupMetadataKey, ConsumerGroupMetadataKey: tombstones seal
 
 Pair = tuple[bytes, "bytes | None"]
 
@@ -137,7 +140,7 @@ class LatestRecords:
         if value is not None:
             latest[key] = value
             return
-        if key[:2] == _GROUP_KEY_VERSION:  # barrier: seal what came before it
+        if key[:2] in _BARRIER_KEY_TYPES:  # barrier: seal what came before it
             if latest or self._creators:
                 self._sealed.append(self._creators)
                 self._sealed.append(latest)

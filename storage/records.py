@@ -17,13 +17,8 @@ from dataclasses import dataclass, field
 from struct import Struct, error as StructError
 from typing import Any, final, overload
 
-from primitives.uvarint import encode_uvarint, uvarint_reader
-
 from .errors import InvalidRecordError
-
-_I16, _I32, _I64 = Struct(">h"), Struct(">i"), Struct(">q")
-read_uvarint = uvarint_reader(InvalidRecordError, InvalidRecordError)  # flexible versions' lengths and tags
-_FIXED = {"int16": _I16, "int32": _I32, "int64": _I64}
+from .record_schema import I16 as _I16, I32 as _I32, I64 as _I64, Field, Schema, read_struct, write_struct
 
 
 class UnknownRecordType(InvalidRecordError):
@@ -75,26 +70,6 @@ class GroupMetadataValue:
     current_state_timestamp: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
-    name: str
-    type: str  # int16/int32/int64/string/nullable_string/bytes/[]Struct
-    since: int
-    until: int = 32767
-    nested: Schema | None = None
-
-
-@dataclass(frozen=True)
-class Schema:
-    cls: type
-    versions: range
-    flexible_from: int
-    fields: tuple[Field, ...]
-
-    def present(self, version: int) -> list[Field]:
-        return [f for f in self.fields if f.since <= version <= f.until]
-
-
 MEMBER = Schema(MemberMetadata, range(0, 5), 4, (
     Field("member_id", "string", 0),
     Field("group_instance_id", "nullable_string", 3),
@@ -126,109 +101,6 @@ OFFSET_COMMIT_KEY = Schema(OffsetCommitKey, range(0, 2), 99, (
 GROUP_METADATA_KEY = Schema(GroupMetadataKey, range(2, 3), 99, (Field("group", "string", 2),))
 
 
-# --- primitive readers/writers --------------------------------------------------
-
-def _write(out: bytearray, spec: Field, value: Any, flexible: bool) -> None:
-    kind = spec.type
-    if kind in _FIXED:
-        out += _FIXED[kind].pack(value)
-    elif kind in ("string", "nullable_string", "bytes"):
-        if value is None:
-            if kind != "nullable_string":
-                raise ValueError(f"{spec.name} may not be null")
-            out += b"\x00" if flexible else b"\xff\xff"
-            return
-        raw = value.encode() if isinstance(value, str) else bytes(value)
-        if flexible:
-            out += encode_uvarint(len(raw) + 1)
-        elif kind == "bytes":
-            out += _I32.pack(len(raw))
-        else:
-            if len(raw) > 32767:
-                raise ValueError(f"{spec.name} is longer than 32767 bytes")
-            out += _I16.pack(len(raw))
-        out += raw
-    else:
-        raise AssertionError(f"unexpected field type {kind}")
-
-
-def _write_struct(out: bytearray, schema: Schema, value: Any, version: int) -> None:
-    flexible = version >= schema.flexible_from
-    for spec in schema.present(version):
-        item = getattr(value, spec.name)
-        if spec.type == "[]":
-            assert spec.nested is not None  # an array field has its element schema
-            out += encode_uvarint(len(item) + 1) if flexible else _I32.pack(len(item))
-            for element in item:
-                _write_struct(out, spec.nested, element, version)
-        else:
-            _write(out, spec, item, flexible)
-    if flexible:
-        out.append(0)  # no tagged fields
-
-
-def _read_struct(buf: bytes, pos: int, schema: Schema, version: int) -> tuple[Any, int]:
-    flexible = version >= schema.flexible_from
-    values: dict[str, Any] = {}
-    try:
-        for spec in schema.present(version):
-            kind = spec.type
-            if kind in _FIXED:
-                fixed = _FIXED[kind]
-                (values[spec.name],) = fixed.unpack_from(buf, pos)
-                pos += fixed.size
-                continue
-            if kind == "[]":
-                if flexible:
-                    count, pos = read_uvarint(buf, pos)
-                    count -= 1
-                else:
-                    (count,) = _I32.unpack_from(buf, pos)
-                    pos += 4
-                if count < 0:
-                    raise InvalidRecordError(f"{spec.name}: null array")
-                items = []
-                assert spec.nested is not None  # an array field has its element schema
-                for _ in range(count):
-                    item, pos = _read_struct(buf, pos, spec.nested, version)
-                    items.append(item)
-                values[spec.name] = tuple(items)
-                continue
-            if flexible:
-                length, pos = read_uvarint(buf, pos)
-                length -= 1
-            elif kind == "bytes":
-                (length,) = _I32.unpack_from(buf, pos)
-                pos += 4
-            else:
-                (length,) = _I16.unpack_from(buf, pos)
-                pos += 2
-            if length < 0:
-                if kind != "nullable_string":
-                    raise InvalidRecordError(f"{spec.name} is null")
-                values[spec.name] = None
-                continue
-            end = pos + length
-            if end > len(buf):
-                raise InvalidRecordError(f"{spec.name} runs past the end of the record")
-            raw = bytes(buf[pos:end])
-            values[spec.name] = raw if kind == "bytes" else raw.decode("utf-8")
-            pos = end
-        if flexible:
-            tags, pos = read_uvarint(buf, pos)
-            for _ in range(tags):
-                _tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                pos += size
-    except (IndexError, ValueError, StructError) as exc:  # UnicodeDecodeError is a ValueError
-        if isinstance(exc, InvalidRecordError):
-            raise
-        raise InvalidRecordError(f"{schema.cls.__name__} v{version} does not parse: {exc}") from None
-    if pos > len(buf):
-        raise InvalidRecordError(f"{schema.cls.__name__} v{version} runs past the end of the record")
-    return schema.cls(**values), pos
-
-
 # --- public API -------------------------------------------------------------
 
 Key = OffsetCommitKey | GroupMetadataKey
@@ -247,7 +119,7 @@ def encode_key(key: Key, version: int | None = None) -> bytes:
     if version not in schema.versions:
         raise ValueError(f"{schema.cls.__name__} has no version {version}")
     out = bytearray(_I16.pack(version))
-    _write_struct(out, schema, key, version)
+    write_struct(out, schema, key, version)
     return bytes(out)
 
 
@@ -266,7 +138,7 @@ def encode_value(value: Value | None, version: int | None = None) -> bytes | Non
     if version not in schema.versions:
         raise ValueError(f"{schema.cls.__name__} has no version {version}")
     out = bytearray(_I16.pack(version))
-    _write_struct(out, schema, value, version)
+    write_struct(out, schema, value, version)
     return bytes(out)
 
 
@@ -285,7 +157,7 @@ def decode_key(data: bytes) -> tuple[int, Key]:
         schema = GROUP_METADATA_KEY
     else:
         raise UnknownRecordType(f"unknown record key version {version}")
-    key, end = _read_struct(data, 2, schema, version)
+    key, end = read_struct(data, 2, schema, version)
     if end != len(data):
         raise InvalidRecordError(f"record key v{version} has {len(data) - end} trailing bytes")
     return version, key
@@ -312,7 +184,7 @@ def decode_value(key: Key, data: bytes | None) -> tuple[int, Value] | None:
     schema = OFFSET_COMMIT_VALUE if isinstance(key, OffsetCommitKey) else GROUP_METADATA_VALUE
     if version not in schema.versions:
         raise InvalidRecordError(f"unknown {schema.cls.__name__} version {version}")
-    value, _end = _read_struct(data, 2, schema, version)
+    value, _end = read_struct(data, 2, schema, version)
     return version, value
 
 

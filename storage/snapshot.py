@@ -11,6 +11,8 @@ Layout, under a snapshot root (the bulk-load ``--output``)::
     __consumer_offsets-<p>/snapshot-<created ms>-<covers|none>-<id>/
         groups.parquet    one row per live group
         offsets.parquet   one row per live offset, sorted by group, topic, partition
+        consumer_groups.parquet   (only when there are some) one row per live KIP-848
+                          consumer-group record: group, key, value (Kafka's record bytes)
         MANIFEST.json     written last; a directory without it is ignored
 
 It is written into ``.tmp-snapshot-...`` (files fsync'ed, manifest last), then
@@ -23,7 +25,9 @@ generation 0), state ("Empty"/"Stable", as Kafka loads it), protocol_type,
 generation, protocol, leader, current_state_timestamp, member_count, and value (the
 GroupMetadataValue in Kafka's record encoding, v3 unless it had to be v4; null for a
 simple group). offsets.parquet: group, topic, partition, offset, leader_epoch,
-metadata, commit_timestamp, expire_timestamp (-1 = none).
+metadata, commit_timestamp, expire_timestamp (-1 = none). consumer_groups.parquet: the latest
+record of each consumer-group key (storage.consumer_group_records), not decoded: the loader
+replays them between the groups and the offsets (manifest "consumer_group_records" counts them).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ FORMAT_VERSION = 1
 MANIFEST = "MANIFEST.json"
 GROUPS_FILE = "groups.parquet"
 OFFSETS_FILE = "offsets.parquet"
+CONSUMER_GROUPS_FILE = "consumer_groups.parquet"
 PREFIX = "snapshot-"
 TMP_PREFIX = ".tmp-snapshot-"
 
@@ -68,6 +73,8 @@ OFFSETS_SCHEMA = pa.schema([
     ("offset", pa.int64()), ("leader_epoch", pa.int32()), ("metadata", pa.string()),
     ("commit_timestamp", pa.int64()), ("expire_timestamp", pa.int64()),
 ])
+
+CONSUMER_GROUPS_SCHEMA = pa.schema([("group", pa.string()), ("key", pa.binary()), ("value", pa.binary())])
 
 
 class SnapshotError(Exception):
@@ -163,8 +170,10 @@ def _parquet_bytes(table: pa.Table) -> bytes:
 
 def prepare_snapshot(root: str, partition: int, groups: pa.Table, offsets: pa.Table,
                      covers_log_offset: int | None, *, offsets_partitions: int | None = None,
-                     source: dict | None = None, created_at_ms: int | None = None) -> str:
+                     source: dict | None = None, created_at_ms: int | None = None,
+                     consumer_groups: pa.Table | None = None) -> str:
     """Write a complete snapshot into a hidden temp directory; return its path.
+    ``consumer_groups``: the live consumer-group records (CONSUMER_GROUPS_SCHEMA), if any.
 
     Nothing reads it until ``publish_snapshot`` renames it (the bulk-load job prepares
     every partition first and publishes only when all of them succeeded).
@@ -181,6 +190,13 @@ def prepare_snapshot(root: str, partition: int, groups: pa.Table, offsets: pa.Ta
     os.makedirs(tmp)
     files = {GROUPS_FILE: _write_file(os.path.join(tmp, GROUPS_FILE), _parquet_bytes(groups)),
              OFFSETS_FILE: _write_file(os.path.join(tmp, OFFSETS_FILE), _parquet_bytes(offsets))}
+    consumer_rows = 0
+    if consumer_groups is not None and consumer_groups.num_rows:
+        consumer_groups = consumer_groups.cast(CONSUMER_GROUPS_SCHEMA).sort_by([("group", "ascending"),
+                                                                                  ("key", "ascending")])
+        consumer_rows = consumer_groups.num_rows
+        files[CONSUMER_GROUPS_FILE] = _write_file(os.path.join(tmp, CONSUMER_GROUPS_FILE),
+                                                  _parquet_bytes(consumer_groups))
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "partition": partition,
         "covers_log_offset": covers_log_offset, "offsets_partitions": offsets_partitions,
@@ -189,6 +205,8 @@ def prepare_snapshot(root: str, partition: int, groups: pa.Table, offsets: pa.Ta
         if groups.num_rows else 0,
         "files": files, "created_at_ms": created, "source": source or {},
     }
+    if consumer_rows:
+        manifest["consumer_group_records"] = consumer_rows
     _write_file(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode())
     _fsync_path(tmp, directory=True)
     return tmp
@@ -278,6 +296,21 @@ def read_tables(path: str, verify: bool = True) -> tuple[dict, pa.Table, pa.Tabl
     if groups.num_rows != manifest["groups"] or offsets.num_rows != manifest["offsets"]:
         raise SnapshotError(f"{path}: row counts differ from the manifest")
     return manifest, groups, offsets
+
+
+def read_consumer_groups(path: str, manifest: dict, verify: bool = True) -> list[tuple[bytes, bytes]]:
+    """The (key, value) record bytes of consumer_groups.parquet; [] when the snapshot has none."""
+    meta = manifest["files"].get(CONSUMER_GROUPS_FILE)
+    if meta is None:
+        return []
+    with open(os.path.join(path, CONSUMER_GROUPS_FILE), "rb") as f:
+        data = f.read()
+    if verify and crc32c(data) != meta["crc32c"]:
+        raise SnapshotError(f"{path}/{CONSUMER_GROUPS_FILE}: CRC-32C does not match the manifest")
+    table = pq.read_table(pa.BufferReader(data))
+    if table.num_rows != manifest.get("consumer_group_records"):
+        raise SnapshotError(f"{path}: consumer-group record count differs from the manifest")
+    return list(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
 
 
 def groups_from_table(table: pa.Table) -> list[tuple[str, GroupMetadataValue | None]]:

@@ -109,6 +109,8 @@ class TopicCatalog:
         self._dropped: list[TopicInfo] = []  # dropped since the last successful commit
         self._write_lock = asyncio.Lock()
         self._store = store
+        #: moves on every change of the visible topics (consumer groups re-resolve their subscriptions)
+        self.version = 0
         #: called with a visible topic whose configs changed (the data plane applies them)
         self.on_reconfigured: Callable[[TopicInfo], None] | None = None
         if store is not None:
@@ -116,6 +118,7 @@ class TopicCatalog:
                 self._show(topic)
 
     def _show(self, topic: TopicInfo) -> None:
+        self.version += 1
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
         self.partition_counts[topic.name] = topic.partitions
@@ -207,6 +210,7 @@ class TopicCatalog:
             reconfigured = [t for name, t in stored.items()
                             if t.same_topic(self._by_name.get(name)) and self._by_name[name].configs != t.configs]
             self._by_name = stored
+            self.version += 1
             self._by_id = {t.topic_id: t for t in stored.values()}
             self.partition_counts.clear()  # the same dict: its readers keep a reference
             self.partition_counts.update((t.name, t.partitions) for t in stored.values())
@@ -242,6 +246,7 @@ class TopicCatalog:
         if topic.internal:
             raise ValueError(f"{name} is internal")
         del self._by_name[name]
+        self.version += 1
         del self._by_id[topic.topic_id]
         del self.partition_counts[name]
         key = collision_key(name)

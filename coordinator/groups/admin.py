@@ -15,18 +15,21 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import ClassicGroup, GroupState
+from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
 from coordinator.record_types import GroupMetadataRecord, Record
 
 S = GroupState
 GROUP_TYPE_CLASSIC = "classic"
+GROUP_TYPE_CONSUMER = "consumer"
 KNOWN_GROUP_TYPES = {"classic", "consumer", "share"}  # Group.GroupType; others parse to "unknown"
 
 
 class GroupShard(Protocol):
     error: ErrorCode | None  # the answer for its groups when it is not ACTIVE
     groups: dict[str, ClassicGroup]
+    consumer_groups: dict[str, ConsumerGroup]  # KIP-848
 
 
 class GroupShards(Protocol):
@@ -92,12 +95,19 @@ def list_groups(coordinator: GroupShards, states_filter: tuple[str, ...] = (),
     """States compare case-insensitively after trimming; types case-insensitively (not trimmed)."""
     states = {state.strip().lower() for state in states_filter}
     types = {t.lower() if t.lower() in KNOWN_GROUP_TYPES else "unknown" for t in types_filter}
-    if types and GROUP_TYPE_CLASSIC not in types:
-        return []
-    return [ListedGroup(group.group_id, group.protocol_type or "", group.state.value)
-            for shard in coordinator.all_shards() if shard.error is None
-            for group in list(shard.groups.values())
-            if not states or group.state.value.lower() in states]
+    listed: list[ListedGroup] = []
+    for shard in coordinator.all_shards():
+        if shard.error is not None:
+            continue
+        if not types or GROUP_TYPE_CLASSIC in types:
+            listed += [ListedGroup(group.group_id, group.protocol_type or "", group.state.value)
+                       for group in list(shard.groups.values())
+                       if not states or group.state.value.lower() in states]
+        if not types or GROUP_TYPE_CONSUMER in types:
+            listed += [ListedGroup(group.group_id, group.protocol_type, group.state.value, GROUP_TYPE_CONSUMER)
+                       for group in list(shard.consumer_groups.values())
+                       if not states or group.state.value.lower() in states]
+    return listed
 
 
 def deletion_error(group: ClassicGroup | None) -> ErrorCode:

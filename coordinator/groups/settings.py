@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups.consumer.assignors import default_assignors
+from coordinator.groups.consumer.config_settings import consumer_group_settings
+from coordinator.groups.consumer.params import ConsumerGroupSettings
+
 
 class GroupSettings:
     """The group.* settings the coordinator reads, in one small object (tests build it directly)."""
 
     __slots__ = (
+        "consumer",
         "initial_rebalance_delay_ms",
         "max_session_timeout_ms",
         "max_size",
@@ -25,7 +30,10 @@ class GroupSettings:
                  initial_rebalance_delay_ms: int = 3000, max_size: int = 2**31 - 1,
                  new_member_join_timeout_ms: int = 5 * 60 * 1000, offsets_partitions: int = 50,
                  offset_metadata_max_bytes: int = 4096, offsets_retention_ms: int = 10080 * 60_000,
-                 offsets_retention_check_interval_ms: int = 600_000, offsets_max_batch_bytes: int = 1048588) -> None:
+                 offsets_retention_check_interval_ms: int = 600_000, offsets_max_batch_bytes: int = 1048588,
+                 consumer: ConsumerGroupSettings | None = None) -> None:
+        #: group.consumer.* (KIP-848 groups)
+        self.consumer = consumer if consumer is not None else ConsumerGroupSettings(assignors=default_assignors())
         self.offsets_max_batch_bytes = offsets_max_batch_bytes  # the offsets topic's max.message.bytes
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
         self.offsets_retention_ms = offsets_retention_ms
@@ -45,4 +53,5 @@ class GroupSettings:
                    offset_metadata_max_bytes=config.offset_metadata_max_bytes,
                    offsets_retention_ms=config.offsets_retention_minutes * 60_000,
                    offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-                   offsets_max_batch_bytes=config.message_max_bytes)
+                   offsets_max_batch_bytes=config.message_max_bytes,
+                   consumer=consumer_group_settings(config))

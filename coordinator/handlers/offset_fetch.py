@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.groups.consumer import offset_rules as consumer_rules
 from coordinator.handlers import offset_fetch_slices as fetch_slices
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -33,6 +34,7 @@ FETCH_THROTTLE_FROM = 3
 FETCH_EPOCH_FROM = 5
 FETCH_STABLE_FROM = 7
 FETCH_GROUPS_FROM = 8
+FETCH_MEMBER_FROM = 9  # member id and epoch of KIP-848 members
 
 _CLASSES = API_TABLE[ApiKey.OFFSET_FETCH].responses
 _GROUP = {v: nested_class(cls, "groups") for v, cls in _CLASSES.items() if v >= FETCH_GROUPS_FROM}
@@ -113,6 +115,22 @@ class OffsetFetchHandler:
 
         return group_error, read_allowed
 
+    def member_checked(self, group_error: GroupError, groups: Any) -> GroupError:
+        """v9: a consumer group's (KIP-848) member must fetch at its epoch (ConsumerGroup.validateOffsetFetch)."""
+        members = {g.group_id: (g.member_id, g.member_epoch) for g in groups}
+
+        def checked(group_id: str) -> ErrorCode | None:
+            code = group_error(group_id)
+            if code is not None:
+                return code
+            consumer = self.shard_for(group_id).consumer_groups.get(group_id)
+            if consumer is None:
+                return None
+            member_id, epoch = members.get(group_id, (None, -1))
+            return consumer_rules.fetch_error(consumer, member_id, epoch)
+
+        return checked
+
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         cls = _CLASSES[version]
@@ -121,6 +139,8 @@ class OffsetFetchHandler:
         read: Read = lambda group_id, topics: self.read(group_id, topics, require_stable)  # noqa: E731
         if self.access is not None and self.access.enabled:
             group_error, read = self.authorized(ctx, read)
+        if version >= FETCH_MEMBER_FROM:
+            group_error = self.member_checked(group_error, request.groups)
         if fetch_slices.requested_partitions(version, request) > fetch_slices.SLICE:
             return fetch_slices.sliced_body(version, request, group_error, read)
         if version >= FETCH_GROUPS_FROM:

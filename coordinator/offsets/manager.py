@@ -25,6 +25,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator import record_codec
 from coordinator.groups.classic_group import ClassicGroup, GroupState
+from coordinator.groups.consumer import offset_rules as consumer_rules
+from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.record_types import OffsetCommitRecord, OffsetValue
 from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
@@ -46,6 +48,7 @@ class Shard(Protocol):
     """What the offsets logic reads of a shard (runtime.shard.Shard), without importing it."""
 
     groups: dict[str, ClassicGroup]
+    consumer_groups: dict[str, ConsumerGroup]
     offsets: OffsetStore
     membership: Membership
 
@@ -95,6 +98,9 @@ def validate_commit(shard: Shard, group_id: str, member_id: str, instance_id: st
     A commit with generation < 0 for a group that does not exist is accepted: replaying
     its records creates the "simple" group (an Empty classic group without protocol type).
     """
+    consumer = shard.consumer_groups.get(group_id)
+    if consumer is not None:  # KIP-848: the generation is the member epoch
+        return consumer_rules.commit_error(consumer, member_id, generation, api_version)
     group = shard.groups.get(group_id)
     if group is None:
         if generation < 0:
@@ -215,7 +221,7 @@ def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> lis
     """
     store = shard.offsets
     group = shard.groups.get(group_id)
-    missing = group is None or group.state is S.DEAD
+    missing = (group is None or group.state is S.DEAD) and group_id not in shard.consumer_groups
     if topics is None:
         return [] if missing else _fetch_all(store, group_id, require_stable)
     out = []
@@ -269,6 +275,9 @@ def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
 
 def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode, list, list]:
     """(group error, records, [(topic, [(partition, code)])]): deleteOffsets."""
+    consumer = shard.consumer_groups.get(group_id)
+    if consumer is not None:
+        return _delete_consumer_offsets(shard, consumer, topics)
     group = shard.groups.get(group_id)
     if group is None or group.state is S.DEAD:
         return E.group_id_not_found, [], []
@@ -290,6 +299,22 @@ def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode,
             if store.get(group_id, name, p.partition_index) is not None:
                 records.append(OffsetCommitRecord(group_id, name, p.partition_index, None))
         answer.append((name, codes))
+    return E.none, records, answer
+
+
+def _delete_consumer_offsets(shard: Shard, group: ConsumerGroup, topics: Any) -> tuple[ErrorCode, list, list]:
+    """ConsumerGroup.validateOffsetDelete allows it in any state; a subscribed topic's offsets stay."""
+    records: list = []
+    answer: list = []
+    for topic in topics:
+        name = topic.name
+        if consumer_rules.is_subscribed(group, name):
+            answer.append((name, [(p.partition_index, E.group_subscribed_to_topic) for p in topic.partitions]))
+            continue
+        for p in topic.partitions:
+            if shard.offsets.get(group.group_id, name, p.partition_index) is not None:
+                records.append(OffsetCommitRecord(group.group_id, name, p.partition_index, None))
+        answer.append((name, [(p.partition_index, E.none) for p in topic.partitions]))
     return E.none, records, answer
 
 

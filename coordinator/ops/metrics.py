@@ -55,7 +55,7 @@ class NodeCollector:
         for shard in active_shards(coordinator):
             committed += shard.offsets.count()
             for group_id in group_ids(shard):
-                group = shard.groups.get(group_id)
+                group = shard.consumer_groups.get(group_id) or shard.groups.get(group_id)
                 state = "Empty" if group is None else group.state.value
                 by_state[(state, "" if group is None else group.protocol_type or "")] += 1
                 members.add_metric([group_id], 0 if group is None else len(group.members))

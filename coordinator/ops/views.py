@@ -9,10 +9,13 @@ does not host the partition (another node's, or a topic of an external cluster).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.groups.classic_group import ClassicGroup, GroupState, RebalanceRecord
+from coordinator.groups.consumer.group import ConsumerGroup
+from coordinator.groups.consumer.model import ConsumerGroupMember
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.services import Services
@@ -50,7 +53,7 @@ def partition_states(coordinator: GroupCoordinator) -> dict[str, list[int]]:
 
 def group_ids(shard: Shard) -> list[str]:
     """Groups with members or state, and groups that only have committed offsets (Empty, as Kafka lists them)."""
-    return sorted(set(shard.groups) | set(shard.offsets.by_group))
+    return sorted(set(shard.groups) | set(shard.consumer_groups) | set(shard.offsets.by_group))
 
 
 def iso_ms(wall_ms: int) -> str:
@@ -81,8 +84,11 @@ class GroupViews:
         for shard in active_shards(self.coordinator):
             for group_id in group_ids(shard):
                 group = shard.groups.get(group_id)
+                consumer = shard.consumer_groups.get(group_id)
                 lags = [o["lag"] for o in self.offsets(shard, group_id) if o["lag"] is not None]
-                out.append({**_header(group_id, group), "members": 0 if group is None else len(group.members),
+                header = consumer_header(consumer) if consumer is not None else _header(group_id, group)
+                members = consumer or group
+                out.append({**header, "members": 0 if members is None else len(members.members),
                             "lag": sum(lags) if lags else None, "coordinator_partition": shard.partition})
         return sorted(out, key=lambda g: g["group_id"])
 
@@ -90,6 +96,12 @@ class GroupViews:
         """The group as the console shows it; None if this node does not know it."""
         shard = self.coordinator.shard_for(group_id)
         group = shard.groups.get(group_id)
+        consumer = shard.consumer_groups.get(group_id) if shard.state is ShardState.ACTIVE else None
+        if consumer is not None:
+            names = self.coordinator.topic_view.name_of
+            return {**consumer_header(consumer), "leader": None, "coordinator_partition": shard.partition,
+                    "members": [consumer_member(m, names) for m in consumer.members.values()],
+                    "offsets": self.offsets(shard, group_id), "rebalances": []}
         if shard.state is not ShardState.ACTIVE or (group is None and group_id not in shard.offsets.by_group):
             return None
         members = [] if group is None else [_member(group, m) for m in group.members.values()]
@@ -113,6 +125,20 @@ class GroupViews:
             out.append({"name": info.name, "topic_id": str(info.topic_id), "internal": info.internal,
                         "partition_count": info.partitions, "partitions": partitions})
         return out
+
+
+def consumer_header(group: ConsumerGroup) -> dict[str, Any]:
+    """A KIP-848 group: its group epoch stands where a classic group's generation does."""
+    return {"group_id": group.group_id, "state": group.state.value, "protocol_type": group.protocol_type,
+            "protocol": group.preferred_assignor() or "", "generation": group.group_epoch, "group_type": "consumer"}
+
+
+def consumer_member(member: ConsumerGroupMember, name_of: Callable[[uuid.UUID], str | None]) -> dict[str, Any]:
+    assignment = [{"topic": name_of(topic_id) or str(topic_id), "partitions": sorted(partitions)}
+                  for topic_id, partitions in member.assigned_partitions.items()]
+    return {"member_id": member.member_id, "group_instance_id": member.instance_id, "client_id": member.client_id,
+            "client_host": member.client_host, "member_epoch": member.member_epoch, "state": member.state.name,
+            "assignment": sorted(assignment, key=lambda a: a["topic"])}
 
 
 def _header(group_id: str, group: ClassicGroup | None) -> dict[str, Any]:

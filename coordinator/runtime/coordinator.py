@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import write_error_code
 from coordinator.groups.classic_group import ClassicGroup
+from coordinator.groups.consumer.topic_view import NO_TOPICS, TopicView
 from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.runtime.shard import Shard, ShardState
@@ -43,6 +44,18 @@ class GroupCoordinator:
         self._shard_by_group: dict[str, Shard] = {}
         self.owned: set[int] | None = None if owned is None else set(owned)
         self.stats = GroupStats()  # every shard's group events, for the metrics endpoint
+        self._topic_view: TopicView = NO_TOPICS
+
+    @property
+    def topic_view(self) -> TopicView:
+        """The topics consumer groups subscribe to (Services gives the data plane's catalog)."""
+        return self._topic_view
+
+    @topic_view.setter
+    def topic_view(self, view: TopicView) -> None:
+        self._topic_view = view
+        for shard in self.shards.values():
+            shard.consumer.ops.topics = view
 
     @property
     def scheduler(self) -> Scheduler:
@@ -64,7 +77,8 @@ class GroupCoordinator:
         return shard
 
     def _new_shard(self, partition: int) -> Shard:
-        shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log, self.stats)
+        shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log, self.stats,
+                                               self.topic_view)
         if self.owned is not None:  # owned partitions load first; others are not ours
             shard.set_state(ShardState.LOADING if partition in self.owned else ShardState.UNLOADED)
         return shard
@@ -93,7 +107,7 @@ class GroupCoordinator:
         shard = self.shards.get(partition)
         if shard is None:
             shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log,
-                                                   self.stats)
+                                                   self.stats, self.topic_view)
         shard.unload()
         if self.owned is not None:
             self.owned.discard(partition)

@@ -127,7 +127,7 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
         return stats
     on_loaded(shard)
     shard.set_state(ShardState.ACTIVE)
-    stats["groups"] = len(shard.groups)
+    stats["groups"] = len(shard.groups) + len(shard.consumer_groups)
     stats["offsets"] = shard.offsets.count()
     stats["ms"] = round((time.monotonic() - started) * 1000, 1)
     (log.info if count or info is not None else log.debug)("offsets partition loaded", **stats)
@@ -144,8 +144,9 @@ async def _fetch_store_snapshots(plog: PgPartitionLog) -> str:
 
 async def _replay_pairs(replay_all, pairs) -> int:
     """Decode and replay (key, value) pairs from LatestRecords, REPLAY_PER_TURN records a
-    `replay_all`; records of other types (e.g. KIP-848 consumer-group records) are
-    skipped, as a classic-only coordinator must."""
+    `replay_all` (KIP-848 consumer-group records included: the shard hands them to its
+    consumer_replay); records of types this coordinator does not know (share groups...)
+    are skipped."""
     count = 0
     records = decode_all(pairs)
     while True:
@@ -169,6 +170,9 @@ async def _replay_snapshot(shard: Shard, path: str) -> int:
         count += 1
     shard.replay_all(records)
     await asyncio.sleep(0)
+    consumer_groups = await asyncio.to_thread(snapshots.read_consumer_groups, path, manifest)
+    shard.replay_all(list(decode_all(consumer_groups)))  # before the offsets: a group they find must exist
+    count += len(consumer_groups)
     n = offsets.num_rows
     for begin in range(0, n, SNAPSHOT_ROWS_PER_CHUNK):
         chunk = offsets.slice(begin, SNAPSHOT_ROWS_PER_CHUNK)
@@ -183,7 +187,9 @@ async def _replay_snapshot(shard: Shard, path: str) -> int:
 
 
 def on_loaded(shard: Shard) -> None:
-    """GroupMetadataManager.onLoaded for classic groups: re-arm session timers."""
+    """GroupMetadataManager.onLoaded: re-arm the session timers of classic and consumer groups' members (and the
+    rebalance timers of consumer-group members revoking partitions)."""
+    shard.consumer.arm_after_load()
     membership = shard.membership
     max_size = shard.settings.max_size
     for group in list(shard.groups.values()):

@@ -32,6 +32,8 @@ What replay does with each record, live and on load:
 * OffsetCommit records (and their tombstones) change the OffsetStore, live and on load.
 * A GroupMetadata tombstone removes the group, live and on load: it goes Dead, its
   timers stop (Rebalancer.remove_group). DeleteGroups and expiry delete only this way.
+* KIP-848 consumer-group records (ConsumerGroupRecord) go to `self.consumer_replay`
+  (groups/consumer/replay.py), live and on load: they alone change consumer groups.
 * A GroupMetadata value rebuilds the group on load (ClassicGroup.from_metadata). Live,
   its replay is a no-op: as in Kafka (CoordinatorResult with replayRecords=false for
   classic groups), the state machine changes the live ClassicGroup itself (join, sync,
@@ -65,6 +67,10 @@ from kio.schema.errors import ErrorCode
 from coordinator.errors import NotCoordinator
 from coordinator.groups.admin import deletion_error, group_tombstones
 from coordinator.groups.classic_group import ClassicGroup, GroupState, JoinResult, JoinWaiter, SyncResult, SyncWaiter
+from coordinator.groups.consumer.expiry import expiry_records as consumer_expiry_records
+from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
+from coordinator.groups.consumer.records import consumer_group_tombstones
+from coordinator.groups.consumer.topic_view import NO_TOPICS, TopicView
 from coordinator.groups.context import GroupContext
 from coordinator.groups.expiry import expiry_records
 from coordinator.groups.membership import Membership
@@ -73,8 +79,10 @@ from coordinator.groups.rebalance import RemovedGroup
 from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
+from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import OffsetCommitRecord, Record
+from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.runtime.consumer_shard import ConsumerGroups
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import PendingWrite, RecordLog
 
@@ -95,7 +103,7 @@ class Shard:
     """The groups of one offsets partition, their timers and their writes."""
 
     def __init__(self, partition: int, settings: GroupSettings, scheduler: Scheduler, record_log: RecordLog,
-                 stats: GroupStats | None = None) -> None:
+                 stats: GroupStats | None = None, topics: TopicView | None = None) -> None:
         self.partition = partition
         self.settings = settings
         self.scheduler = scheduler
@@ -107,6 +115,9 @@ class Shard:
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
         self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, stats))
         self.heartbeat = self.membership.heartbeat  # writes nothing: the entry point is the operation itself
+        self.consumer = ConsumerGroups(self, settings.consumer, topics if topics is not None else NO_TOPICS)
+        self.consumer_groups = self.consumer.groups
+        self.consumer_replay = self.consumer.replay.apply  # the replay of KIP-848 records, live and on load
 
     def set_state(self, state: ShardState) -> None:
         self.state = state
@@ -123,12 +134,21 @@ class Shard:
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
         undo: list = []
-        removed = self.replay_all(records, True, undo)
+        consumer_replay = self.consumer.replay
+        consumer_replay.begin_write()
+        try:
+            removed = self.replay_all(records, True, undo)
+        except BaseException:  # records that contradict the state (a bug): nothing of them stays
+            consumer_replay.restore(consumer_replay.end_write())
+            raise
+        saved = consumer_replay.end_write()
         store = self.offsets
         pending = PendingWrite(records, tails, store)
         store.begin(pending, records, undo)
         if removed is not None:  # the first callback: later ones see the groups back
             pending.add_callback(self._restore_on_failure(removed))
+        if saved:
+            self.consumer.watch(pending, saved)
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
@@ -169,6 +189,9 @@ class Shard:
             if run:
                 self._replay_offsets(run, undo)
                 run = []
+            if type(record) is not GroupMetadataRecord:
+                self.consumer_replay(record)
+                continue
             group_id, value = record.group_id, record.value
             if value is not None:
                 if not live:  # live, classic groups change in memory first; the record describes them
@@ -212,12 +235,22 @@ class Shard:
         answer, result = self.membership.leave(group_id, leaving)
         return answer, self.write_result(result)
 
+    def consumer_heartbeat(self, params: HeartbeatParams) -> tuple[HeartbeatAnswer, PendingWrite | None]:
+        """ConsumerGroupHeartbeat (KIP-848): the answer, and the write it must wait for (None: nothing written)."""
+        return self.consumer.heartbeat(params)
+
     def delete_groups(self, group_ids: Iterable[str]) -> tuple[dict[str, ErrorCode], PendingWrite | None]:
         """GroupCoordinatorShard.deleteGroups: each Empty group's tombstones in one write
         (their replay deletes the groups); the answer per group, and the write to wait for."""
         results: dict[str, ErrorCode] = {}
         records: list[Record] = []
         for group_id in group_ids:
+            consumer = self.consumer_groups.get(group_id)
+            if consumer is not None and self.error is None:
+                code = results[group_id] = self.consumer.deletion_error(consumer)
+                if code is ErrorCode.none:
+                    records += offset_tombstones(self.offsets, group_id) + consumer_group_tombstones(consumer)
+                continue
             code = results[group_id] = self.error or deletion_error(self.groups.get(group_id))
             if code is ErrorCode.none:
                 records += group_tombstones(self.offsets, group_id)
@@ -232,6 +265,11 @@ class Shard:
         if self.state is not ShardState.ACTIVE:
             return 0, 0, None
         records, offsets, groups = expiry_records(self.groups, self.offsets, now_ms, retention_ms)
+        consumer_records, consumer_offsets, consumer_groups = consumer_expiry_records(
+            self.consumer_groups, self.offsets, now_ms, retention_ms)
+        records += consumer_records
+        offsets += consumer_offsets
+        groups += consumer_groups
         if not records:
             return 0, 0, None
         return offsets, groups, self.write(records)
@@ -240,7 +278,7 @@ class Shard:
         self.offsets.apply_all(records, undo, self._offset_committed_to)
 
     def _offset_committed_to(self, group_id: str) -> None:
-        if group_id not in self.groups:
+        if group_id not in self.groups and group_id not in self.consumer_groups:
             # OffsetMetadataManager.replay: offsets without a group make a "simple"
             # group, an Empty classic group without protocol type
             self.groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
@@ -265,6 +303,7 @@ class Shard:
             if group.state is not GroupState.DEAD:
                 group.transition_to(GroupState.DEAD, now)
         self.groups.clear()
+        self.consumer.unload()
         writes = list(self.offsets.inflight)
         self.offsets.inflight.clear()  # the store goes with the partition: nothing to take back
         for pending in writes:

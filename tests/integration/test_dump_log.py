@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 
+from storage import consumer_group_records as cg
 from storage.batch import Record, build_batch
 from storage.records import (
     GroupMetadataKey,
@@ -19,6 +21,7 @@ from storage.records import (
 from tests.support.pg_offsets import seed
 from tests.support.server_process import ROOT
 
+CLASSIC = cg.ClassicMemberMetadata(45000, (cg.ClassicProtocol("range", b"\xff"),))
 MEMBER = MemberMetadata(member_id="m-1", group_instance_id="i-1", client_id="c", client_host="/127.0.0.1",
                         rebalance_timeout=300000, session_timeout=45000, subscription=b"\x00\x01",
                         assignment=b"\x02")
@@ -27,7 +30,13 @@ RECORDS = [
     (encode_key(GroupMetadataKey("g")), encode_value(GroupMetadataValue("consumer", 3, "range", "m-1", (MEMBER,), 77))),
     (encode_key(OffsetCommitKey("g", "t", 1)), encode_value(OffsetCommitValue(9, "", 1000, expire_timestamp=2000))),
     (encode_key(OffsetCommitKey("g", "t", 0)), None),
-    (bytes.fromhex("0005000167"), b"\x00\x00"),  # a KIP-848 record type we do not interpret
+    (bytes.fromhex("000b000167"), b"\x00\x00"),  # a share-group record type we do not interpret
+    (cg.encode_key(cg.ConsumerGroupMemberMetadataKey("g", "m-2")), cg.encode_value(
+        5, cg.ConsumerGroupMemberMetadataValue(None, "rack", "c", "/h", ("a", "b"), None, 30000, "uniform",
+                                               CLASSIC))),
+    (cg.encode_key(cg.ConsumerGroupTargetAssignmentMemberKey("g", "m-2")), cg.encode_value(
+        7, cg.ConsumerGroupTargetAssignmentMemberValue((cg.TopicPartitions(uuid.UUID(int=1), (0, 2)),)))),
+    (cg.encode_key(cg.ConsumerGroupMetadataKey("g")), None),
 ]
 
 
@@ -63,7 +72,19 @@ def test_json_lines(tmp_path):
                                  "expire_timestamp": 2000}  # v1 has no leader epoch: omitted
     assert lines[3] == {"offset": 3, "type": "offset_commit", "key_version": 1, "group": "g", "topic": "t",
                         "partition": 0, "value": None}
-    assert lines[4] == {"offset": 4, "type": "unknown", "key_version": 5}
+    assert lines[4] == {"offset": 4, "type": "unknown", "key_version": 11}
+    assert lines[5] == {"offset": 5, "type": "consumer_group_member_metadata", "key_version": 5, "group": "g",
+                        "key": {"groupId": "g", "memberId": "m-2"}, "value": {
+                            "version": 0, "instanceId": None, "rackId": "rack", "clientId": "c", "clientHost": "/h",
+                            "subscribedTopicNames": ["a", "b"], "subscribedTopicRegex": None,
+                            "rebalanceTimeoutMs": 30000, "serverAssignor": "uniform", "classicMemberMetadata": {
+                                "sessionTimeoutMs": 45000,
+                                "supportedProtocols": [{"name": "range", "metadata": "/w=="}]}}}  # base64
+    assert lines[6]["value"] == {"version": 0, "topicPartitions": [
+        {"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [0, 2]}]}  # Kafka's Uuid.toString
+    assert lines[6]["type"] == "consumer_group_target_assignment_member" and lines[6]["key_version"] == 7
+    assert lines[7] == {"offset": 7, "type": "consumer_group_metadata", "key_version": 3, "group": "g",
+                        "key": {"groupId": "g"}, "value": None}
 
 
 def test_text_lines(tmp_path):
@@ -76,7 +97,11 @@ def test_text_lines(tmp_path):
     assert lines[1].startswith("offset=1 group_metadata group='g' :: version=3 protocol_type='consumer'")
     assert "members=[{member_id='m-1' group_instance_id='i-1'" in lines[1]
     assert lines[3] == "offset=3 offset_commit group='g' topic='t' partition=0 :: tombstone"
-    assert len(lines) == 5
+    assert lines[4] == "offset=4 unknown key_version=11"
+    assert lines[6].startswith("offset=6 consumer_group_target_assignment_member group='g' memberId='m-2' :: "
+                               "version=0 topicPartitions=")
+    assert lines[7] == "offset=7 consumer_group_metadata group='g' :: tombstone"
+    assert len(lines) == 8
 
 
 def test_corrupt_segment_names_file_and_position(tmp_path):
@@ -99,7 +124,7 @@ def test_storage_url_prints_the_same_lines_as_the_segment(tmp_path, pg_url):
     from_store = run("--json", "--storage-url", pg_url)  # every partition: only 7 has rows
     assert from_store.returncode == 0, from_store.stderr
     assert from_store.stdout == from_file.stdout
-    assert len(from_store.stdout.splitlines()) == 5
+    assert len(from_store.stdout.splitlines()) == len(RECORDS)
     assert run("--storage-url", pg_url, "--partition", "3").stdout == ""
 
 
@@ -110,7 +135,8 @@ def test_storage_url_corrupt_row_names_the_rows(tmp_path, pg_url):
     seed(pg_url, {2: bytes(data)})
     result = run("--storage-url", pg_url, "--partition", "2")
     assert result.returncode == 1
-    assert "__consumer_offsets-2 rows 0..4: bad batch at position" in result.stderr and "CRC" in result.stderr
+    assert f"__consumer_offsets-2 rows 0..{len(RECORDS) - 1}: bad batch at position" in result.stderr
+    assert "CRC" in result.stderr
     assert len(result.stdout.splitlines()) == 2
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 from primitives.uvarint import encode_uvarint, uvarint_reader
 from protocol import bounds, header
-from storage import records
+from storage import record_schema
 from storage.errors import InvalidRecordError
 
 TOO_LONG = b"\x80\x80\x80\x80\x80\x01"  # a sixth byte: Kafka and kio refuse it
@@ -50,7 +50,7 @@ def test_a_reader_raises_the_errors_it_was_made_with():
 @pytest.mark.parametrize("read, too_long, cut", [
     (header.read_uvarint, header.HeaderError, header.HeaderError),
     (bounds.read_uvarint, bounds.CountError, IndexError),
-    (records.read_uvarint, InvalidRecordError, InvalidRecordError),
+    (record_schema.read_uvarint, InvalidRecordError, InvalidRecordError),
 ])
 def test_each_layer_refuses_with_its_own_error(read, too_long, cut):
     assert read(b"\xac\x02", 0) == (300, 2)

@@ -13,7 +13,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import (
+    ConsumerGroupEpochRecord,
+    ConsumerGroupMemberSubscriptionRecord,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    OffsetValue,
+)
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import CONTROL_MASK, build_batch, decode_records, iter_batches
@@ -185,15 +191,25 @@ def test_fast_path_reads_what_the_general_decoder_reads(reader):
     assert fold.records == 400
 
 
-def test_group_tombstone_seals_what_came_before():
+@pytest.mark.parametrize("tombstone", [GroupMetadataRecord("g", None), ConsumerGroupEpochRecord("g", None)])
+def test_group_tombstone_seals_what_came_before(tombstone):
     before = record_codec.encode(OffsetCommitRecord("g", "t", 0, OffsetValue(1, "", 5)))
-    barrier = record_codec.encode(GroupMetadataRecord("g", None))
+    barrier = record_codec.encode(tombstone)
     after = record_codec.encode(OffsetCommitRecord("h", "t", 0, OffsetValue(2, "", 5)))
     fold = LatestRecords()
     fold.add(build_batch([(*before, 1), (*barrier, 1), (*after, 1)]))
     assert list(fold.take_sealed()) == [before, barrier]
     assert list(fold.take_sealed()) == []
     assert list(fold.take_all()) == [after]
+
+
+def test_other_consumer_group_tombstones_are_no_barrier():
+    member = record_codec.encode(ConsumerGroupMemberSubscriptionRecord("g", "m", None))
+    epoch = record_codec.encode(ConsumerGroupEpochRecord("g", 4))
+    fold = LatestRecords()
+    fold.add(build_batch([(*epoch, 1), (*member, 1)]))
+    assert list(fold.take_sealed()) == []
+    assert list(fold.take_all()) == [epoch, member]
 
 
 @pytest.mark.parametrize("reader", READERS)

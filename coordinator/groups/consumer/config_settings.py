@@ -1,0 +1,82 @@
+"""The group.consumer.* settings (Kafka's GroupCoordinatorConfig for KIP-848 groups): their table rows for
+coordinator/config.py, the checks Kafka makes between them, and the ConsumerGroupSettings they give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.config_values import ConfigError, _int
+from coordinator.groups.consumer.assignors import assignors_from_config
+from coordinator.groups.consumer.params import ConsumerGroupSettings
+
+INT32_MAX = 2**31 - 1
+DEFAULT_ASSIGNORS = ("org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor")
+
+
+def _assignors(value: str) -> str:
+    assignors_from_config(value)  # ValueError names an unknown one
+    return value
+
+
+MIGRATION_POLICIES = ("disabled",)
+
+
+def _migration_policy(value: str) -> str:
+    policy = value.strip().lower()
+    if policy in ("upgrade", "downgrade", "bidirectional"):
+        raise ValueError(f"{policy}: online migration between the classic and consumer protocols is not "
+                         "supported by this server (docs/CONSUMER_GROUPS.md); use disabled")
+    if policy not in MIGRATION_POLICIES:
+        raise ValueError(f"{value} is not one of disabled, upgrade, downgrade, bidirectional")
+    return policy
+
+
+CONSUMER_GROUP_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
+    "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", _int(1, INT32_MAX), "45000",
+                                          "KIP-848 groups: a member not heard from for this long is fenced."),
+    "group.consumer.min.session.timeout.ms": ("group_consumer_min_session_timeout_ms", _int(1, INT32_MAX),
+                                              "45000", "Smallest group.consumer.session.timeout.ms allowed."),
+    "group.consumer.max.session.timeout.ms": ("group_consumer_max_session_timeout_ms", _int(1, INT32_MAX),
+                                              "60000", "Largest group.consumer.session.timeout.ms allowed."),
+    "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", _int(1, INT32_MAX), "5000",
+                                             "KIP-848 groups: how often members are told to heartbeat."),
+    "group.consumer.min.heartbeat.interval.ms": ("group_consumer_min_heartbeat_interval_ms", _int(1, INT32_MAX),
+                                                 "5000", "Smallest group.consumer.heartbeat.interval.ms allowed."),
+    "group.consumer.max.heartbeat.interval.ms": ("group_consumer_max_heartbeat_interval_ms", _int(1, INT32_MAX),
+                                                 "15000", "Largest group.consumer.heartbeat.interval.ms allowed."),
+    "group.consumer.max.size": ("group_consumer_max_size", _int(1, INT32_MAX), str(INT32_MAX),
+                                "Most members a KIP-848 consumer group may have."),
+    "group.consumer.assignors": ("group_consumer_assignors", _assignors, DEFAULT_ASSIGNORS,
+                                 "Server-side assignors (Kafka class names or uniform, range); the first is the "
+                                 "default."),
+    "group.consumer.migration.policy": ("group_consumer_migration_policy", _migration_policy, "disabled",
+                                        "Online migration between classic and consumer groups: only disabled "
+                                        "(Kafka 4 defaults to bidirectional; not supported here)."),
+}
+
+
+def check(config: Any) -> None:
+    """GroupCoordinatorConfig's requirements between the settings."""
+    def between(name: str, value: int, low_name: str, low: int, high_name: str, high: int) -> None:
+        if value < low:
+            raise ConfigError(f"{name}: {value} is less than {low_name} ({low})")
+        if value > high:
+            raise ConfigError(f"{name}: {value} is greater than {high_name} ({high})")
+
+    between("group.consumer.session.timeout.ms", config.group_consumer_session_timeout_ms,
+            "group.consumer.min.session.timeout.ms", config.group_consumer_min_session_timeout_ms,
+            "group.consumer.max.session.timeout.ms", config.group_consumer_max_session_timeout_ms)
+    between("group.consumer.heartbeat.interval.ms", config.group_consumer_heartbeat_interval_ms,
+            "group.consumer.min.heartbeat.interval.ms", config.group_consumer_min_heartbeat_interval_ms,
+            "group.consumer.max.heartbeat.interval.ms", config.group_consumer_max_heartbeat_interval_ms)
+    if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
+        raise ConfigError(f"group.consumer.heartbeat.interval.ms: {config.group_consumer_heartbeat_interval_ms} "
+                          "must be less than group.consumer.session.timeout.ms "
+                          f"({config.group_consumer_session_timeout_ms})")
+
+
+def consumer_group_settings(config: Any) -> ConsumerGroupSettings:
+    assignors = assignors_from_config(config.group_consumer_assignors)
+    return ConsumerGroupSettings(config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
+                                 config.group_consumer_max_size, {a.name: a for a in assignors})

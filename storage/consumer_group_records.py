@@ -1,0 +1,310 @@
+"""KIP-848 consumer-group records of __consumer_offsets, byte-compatible with Kafka 4.0/4.1.
+
+A key is an int16 record type (CoordinatorRecordType: what Kafka writes as the key's
+"version") and a non-flexible struct; a value is an int16 version (0 for all of these) and a
+flexible struct (compact strings and arrays, tagged fields); a null value is a tombstone.
+
+    type  key                                          value
+    3     ConsumerGroupMetadataKey(group)              ConsumerGroupMetadataValue
+    4     ConsumerGroupPartitionMetadataKey(group)     ConsumerGroupPartitionMetadataValue
+    5     ConsumerGroupMemberMetadataKey(group, m)     ConsumerGroupMemberMetadataValue
+    6     ConsumerGroupTargetAssignmentMetadataKey(g)  ConsumerGroupTargetAssignmentMetadataValue
+    7     ConsumerGroupTargetAssignmentMemberKey(g, m) ConsumerGroupTargetAssignmentMemberValue
+    8     ConsumerGroupCurrentMemberAssignmentKey(g,m) ConsumerGroupCurrentMemberAssignmentValue
+    16    ConsumerGroupRegularExpressionKey(g, regex)  ConsumerGroupRegularExpressionValue
+
+Field order follows group-coordinator/src/main/resources/common/message/*.json. Versions:
+Kafka 4.0 writes every value at v0 with no tagged field set; 4.1 (KIP-1101) may add
+ConsumerGroupMetadataValue.MetadataHash (tag 0, int64, default 0), read here and written only
+when set. Other record types (share groups 9-15, streams groups 17+) raise UnknownRecordType.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, final
+
+from .errors import InvalidRecordError
+from .record_schema import I16, Field, Schema, read_struct, to_json, write_struct
+from .records import UnknownRecordType
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataKey:
+    group: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    group: str
+    member_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group: str
+    member_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group: str
+    member_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    group: str
+    regular_expression: str
+
+
+ConsumerGroupKey = (ConsumerGroupMetadataKey | ConsumerGroupPartitionMetadataKey | ConsumerGroupMemberMetadataKey
+                    | ConsumerGroupTargetAssignmentMetadataKey | ConsumerGroupTargetAssignmentMemberKey
+                    | ConsumerGroupCurrentMemberAssignmentKey | ConsumerGroupRegularExpressionKey)
+
+# --- values ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+    metadata_hash: int = 0  # 4.1 (KIP-1101), tagged
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRacks:
+    partition: int
+    racks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    topic_id: uuid.UUID
+    topic_name: str
+    num_partitions: int
+    partition_metadata: tuple[PartitionRacks, ...] = ()  # deprecated: 4.0 writes it empty
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataValue:
+    topics: tuple[TopicMetadata, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicProtocol:
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    session_timeout_ms: int
+    supported_protocols: tuple[ClassicProtocol, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    classic_member_metadata: ClassicMemberMetadata | None = None  # tagged: a classic-protocol member
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    topic_id: uuid.UUID
+    partitions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: tuple[TopicPartitions, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MemberState's byte
+    assigned_partitions: tuple[TopicPartitions, ...] = ()
+    partitions_pending_revocation: tuple[TopicPartitions, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
+
+
+ConsumerGroupValue = (ConsumerGroupMetadataValue | ConsumerGroupPartitionMetadataValue
+                      | ConsumerGroupMemberMetadataValue | ConsumerGroupTargetAssignmentMetadataValue
+                      | ConsumerGroupTargetAssignmentMemberValue | ConsumerGroupCurrentMemberAssignmentValue
+                      | ConsumerGroupRegularExpressionValue)
+
+# --- schemas ---------------------------------------------------------------------------------
+
+_NOT_FLEXIBLE = 99
+
+
+def _key(cls: type, record_type: int, *extra: Field) -> Schema:
+    group = Field("group", "string", record_type, kafka="groupId")
+    return Schema(cls, range(record_type, record_type + 1), _NOT_FLEXIBLE, (group, *extra))
+
+
+def _value(cls: type, *fields: Field) -> Schema:
+    return Schema(cls, range(0, 1), 0, fields)
+
+
+_TOPIC_PARTITIONS = _value(TopicPartitions, Field("topic_id", "uuid", 0), Field("partitions", "[]int32", 0))
+_CLASSIC_MEMBER = _value(ClassicMemberMetadata, Field("session_timeout_ms", "int32", 0), Field(
+    "supported_protocols", "[]", 0, nested=_value(ClassicProtocol, Field("name", "string", 0),
+                                                  Field("metadata", "bytes", 0))))
+_TOPIC_METADATA = _value(TopicMetadata, Field("topic_id", "uuid", 0), Field("topic_name", "string", 0),
+                         Field("num_partitions", "int32", 0), Field(
+                             "partition_metadata", "[]", 0, nested=_value(
+                                 PartitionRacks, Field("partition", "int32", 0), Field("racks", "[]string", 0))))
+
+
+@dataclass(frozen=True)
+class RecordType:
+    """One consumer-group record type: its key type (CoordinatorRecordType id), name and schemas."""
+
+    id: int
+    name: str  # dump-log's "type"
+    key: Schema
+    value: Schema
+
+
+_MEMBER = (Field("member_id", "string", 0),)
+TYPES: dict[int, RecordType] = {t.id: t for t in (
+    RecordType(3, "consumer_group_metadata", _key(ConsumerGroupMetadataKey, 3), _value(
+        ConsumerGroupMetadataValue, Field("epoch", "int32", 0),
+        Field("metadata_hash", "int64", 0, tag=0, default=0))),
+    RecordType(4, "consumer_group_partition_metadata", _key(ConsumerGroupPartitionMetadataKey, 4), _value(
+        ConsumerGroupPartitionMetadataValue, Field("topics", "[]", 0, nested=_TOPIC_METADATA))),
+    RecordType(5, "consumer_group_member_metadata", _key(
+        ConsumerGroupMemberMetadataKey, 5, Field("member_id", "string", 5)), _value(
+        ConsumerGroupMemberMetadataValue, Field("instance_id", "nullable_string", 0),
+        Field("rack_id", "nullable_string", 0), Field("client_id", "string", 0), Field("client_host", "string", 0),
+        Field("subscribed_topic_names", "[]string", 0), Field("subscribed_topic_regex", "nullable_string", 0),
+        Field("rebalance_timeout_ms", "int32", 0), Field("server_assignor", "nullable_string", 0),
+        Field("classic_member_metadata", "struct", 0, nested=_CLASSIC_MEMBER, tag=0))),
+    RecordType(6, "consumer_group_target_assignment_metadata", _key(ConsumerGroupTargetAssignmentMetadataKey, 6),
+               _value(ConsumerGroupTargetAssignmentMetadataValue, Field("assignment_epoch", "int32", 0))),
+    RecordType(7, "consumer_group_target_assignment_member", _key(
+        ConsumerGroupTargetAssignmentMemberKey, 7, Field("member_id", "string", 7)), _value(
+        ConsumerGroupTargetAssignmentMemberValue, Field("topic_partitions", "[]", 0, nested=_TOPIC_PARTITIONS))),
+    RecordType(8, "consumer_group_current_member_assignment", _key(
+        ConsumerGroupCurrentMemberAssignmentKey, 8, Field("member_id", "string", 8)), _value(
+        ConsumerGroupCurrentMemberAssignmentValue, Field("member_epoch", "int32", 0),
+        Field("previous_member_epoch", "int32", 0), Field("state", "int8", 0),
+        Field("assigned_partitions", "[]", 0, nested=_TOPIC_PARTITIONS),
+        Field("partitions_pending_revocation", "[]", 0, nested=_TOPIC_PARTITIONS))),
+    RecordType(16, "consumer_group_regular_expression", _key(
+        ConsumerGroupRegularExpressionKey, 16, Field("regular_expression", "string", 16)), _value(
+        ConsumerGroupRegularExpressionValue, Field("topics", "[]string", 0), Field("version", "int64", 0),
+        Field("timestamp", "int64", 0))),
+)}
+_BY_KEY = {t.key.cls: t for t in TYPES.values()}
+VALUE_VERSION = 0  # what Kafka 4.0 writes for every one of them
+
+
+def record_type(key: ConsumerGroupKey) -> RecordType:
+    return _BY_KEY[type(key)]
+
+
+def is_consumer_group_key(data: bytes) -> bool:
+    """Whether a raw key's type (its first two bytes) is one of this module's."""
+    return len(data) >= 2 and I16.unpack_from(data, 0)[0] in TYPES
+
+
+# --- encoding and decoding ---------------------------------------------------------------------
+
+def encode_key(key: ConsumerGroupKey) -> bytes:
+    kind = record_type(key)
+    out = bytearray(I16.pack(kind.id))
+    write_struct(out, kind.key, key, kind.id)
+    return bytes(out)
+
+
+def encode_value(key_type: int, value: ConsumerGroupValue | None) -> bytes | None:
+    """The value bytes (v0) for a key of `key_type`; None (a tombstone) for None."""
+    if value is None:
+        return None
+    schema = TYPES[key_type].value
+    if not isinstance(value, schema.cls):
+        raise TypeError(f"a {type(value).__name__} is not a {schema.cls.__name__}")
+    out = bytearray(I16.pack(VALUE_VERSION))
+    write_struct(out, schema, value, VALUE_VERSION)
+    return bytes(out)
+
+
+def decode_key(data: bytes) -> ConsumerGroupKey:
+    """The key; UnknownRecordType for a record type that is not a consumer-group one."""
+    if len(data) < 2:
+        raise InvalidRecordError("record key is shorter than its version")
+    (type_id,) = I16.unpack_from(data, 0)
+    kind = TYPES.get(type_id)
+    if kind is None:
+        raise UnknownRecordType(f"unknown record key version {type_id}")
+    key, end = read_struct(data, 2, kind.key, type_id)
+    if end != len(data):
+        raise InvalidRecordError(f"record key v{type_id} has {len(data) - end} trailing bytes")
+    return key
+
+
+def decode_value(key: ConsumerGroupKey, data: bytes | None) -> tuple[int, Any] | None:
+    """(value version, value) for `key`, or None for a tombstone. Unknown tagged fields are
+    skipped; a version Kafka does not define is refused."""
+    if data is None:
+        return None
+    if len(data) < 2:
+        raise InvalidRecordError("record value is shorter than its version")
+    schema = record_type(key).value
+    (version,) = I16.unpack_from(data, 0)
+    if version not in schema.versions:
+        raise InvalidRecordError(f"unknown {schema.cls.__name__} version {version}")
+    value, _end = read_struct(data, 2, schema, version)  # trailing bytes are ignored, as Kafka does
+    return version, value
+
+
+def key_json(key: ConsumerGroupKey) -> dict[str, Any]:
+    """The key's fields with Kafka's JSON names (groupId, memberId, regularExpression)."""
+    kind = record_type(key)
+    return to_json(kind.key, key, kind.id)
+
+
+def value_json(key: ConsumerGroupKey, value: Any, version: int) -> dict[str, Any]:
+    """The value as Kafka's JsonConverter prints it (camelCase, Uuids base64url)."""
+    return to_json(record_type(key).value, value, version)

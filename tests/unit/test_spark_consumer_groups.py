@@ -1,0 +1,135 @@
+"""The Spark jobs carry KIP-848 consumer-group records: expire compacts them to the newest per key
+(tombstones by the cleaner's rules), never expires them, keeps the offsets of the topics a consumer
+group subscribes to and never deletes the group; bulk load puts the live ones into the snapshot,
+which the loader replays (local[2], one session)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+
+import pytest
+
+from coordinator import record_codec
+from coordinator.groups.consumer.model import MemberState
+from coordinator.record_types import (
+    ConsumerGroupCurrentAssignmentRecord,
+    ConsumerGroupEpochRecord,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMemberSubscriptionRecord,
+    ConsumerGroupRegularExpressionRecord,
+    ConsumerGroupTargetAssignmentRecord,
+    CurrentAssignment,
+    ResolvedRegularExpression,
+)
+from spark_jobs.bulk_load import run as bulk_load
+from spark_jobs.common import spark_session
+from spark_jobs.expire import run as expire
+from storage.compaction import list_staging
+from storage.dump import iter_log_records
+from storage.snapshot import latest_snapshot, read_consumer_groups, read_tables
+from tests.support.expire_cases import NOW, OLD, RECENT, RETENTION_MIN
+from tests.support.spark import commit, offsets_dir, write_log
+
+T = uuid.UUID(int=7)
+G = "cg"
+
+
+def rec(record, ts=RECENT):
+    return (*record_codec.encode(record), ts)
+
+
+def member(member_id, topics, regex=None):
+    return ConsumerGroupMemberSubscriptionRecord(G, member_id, ConsumerGroupMemberMetadataValue(
+        client_id="c", client_host="/h", subscribed_topic_names=tuple(topics), subscribed_topic_regex=regex))
+
+
+def current(member_id, epoch):
+    return ConsumerGroupCurrentAssignmentRecord(G, member_id, CurrentAssignment(
+        epoch, epoch - 1, MemberState.STABLE, {T: frozenset({0})}, {}))
+
+
+FINAL = [  # the live records the log ends with, newest value per key
+    ConsumerGroupEpochRecord(G, 3),
+    member("m1", ["A"]),
+    current("m1", 3),
+    ConsumerGroupTargetAssignmentRecord(G, "m1", {T: frozenset({0, 1})}),
+    ConsumerGroupRegularExpressionRecord(G, "r.*", ResolvedRegularExpression(frozenset({"R"}), 1, 5)),
+]
+
+
+def build(path):
+    early = [[rec(ConsumerGroupEpochRecord(G, e)), rec(member("m1", ["A", "B"])), rec(current("m1", e)),
+              rec(member("m2", ["A"])), rec(ConsumerGroupTargetAssignmentRecord(G, "m2", {T: frozenset({2})}))]
+             for e in (1, 2)]
+    offsets = [[commit(G, topic, 0, 10, OLD) for topic in ("A", "R", "Z")]]
+    leave = [[rec(ConsumerGroupMemberSubscriptionRecord(G, "m2", None)),
+              rec(ConsumerGroupTargetAssignmentRecord(G, "m2", None)),
+              rec(ConsumerGroupCurrentAssignmentRecord(G, "m2", None))]]
+    filler = [[commit("filler", "f", 0, i, RECENT)] for i in range(25)]
+    write_log(path, early + offsets + leave + [[rec(r) for r in FINAL]] + filler, segment_bytes=1200)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_session("local[2]", "test-consumer-groups", 2, {"spark.ui.enabled": "false",
+                                                                      "spark.default.parallelism": "2"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def log_root(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("cg-logs"))
+    build(offsets_dir(root, 0))
+    return root
+
+
+def test_expire_compacts_consumer_group_records_and_keeps_subscribed_offsets(spark, log_root):
+    path = offsets_dir(log_root, 0)
+    summary = expire(["--master", "local[2]", "--log-dirs", log_root, "--offsets-retention-minutes",
+                      str(RETENTION_MIN), "--now-ms", str(NOW), "--offsets-partitions", "1"], spark=spark)
+    [(staging, manifest)] = list_staging(path)
+    # KIP-211 for a consumer group: A (a member's topic) and R (its regex's) stay, Z expires; no group deletion
+    assert {(t["type"], t["group"], t.get("topic")) for t in manifest["tombstones"]["records"]} == {
+        ("offset_commit", G, "Z")}
+    assert summary["deleted_groups"] == 0
+    kept = [(key, value) for seg in manifest["segments"] if not seg["cleaned"]["empty"]
+            for _, key, value in iter_log_records(os.path.join(staging, seg["cleaned"]["file"]))]
+    consumer = [(k, v) for k, v in kept if k is not None and k[:2] != b"\x00\x01"]
+    keys = [k for k, _ in consumer]
+    assert len(keys) == len(set(keys))  # the newest record per key, once
+    live = {k: v for k, v in consumer if v is not None}
+    assert live == dict(record_codec.encode(r) for r in FINAL)
+    # m2's records were tombstoned: the tombstones stay (first cleaning: delete horizon set), values gone
+    gone = {k for k, v in consumer if v is None}
+    assert gone == {record_codec.encode(r)[0] for r in (
+        ConsumerGroupMemberSubscriptionRecord(G, "m2", None), ConsumerGroupTargetAssignmentRecord(G, "m2", None),
+        ConsumerGroupCurrentAssignmentRecord(G, "m2", None))}
+
+
+def test_bulk_load_carries_live_consumer_group_records_into_the_snapshot(spark, log_root, tmp_path):
+    out = str(tmp_path / "snapshots")
+    bulk_load(["--master", "local[2]", "--input", log_root, "--output", out, "--offsets-partitions", "1"],
+              spark=spark)
+    info = latest_snapshot(out, 0)
+    assert info is not None and info.manifest["consumer_group_records"] == len(FINAL)
+    pairs = read_consumer_groups(info.path, info.manifest)
+    assert sorted(pairs) == sorted(record_codec.encode(r) for r in FINAL)
+    _, groups, offsets = read_tables(info.path)
+    assert offsets.num_rows == 4  # cg's three and filler's one
+
+    # the loader replays them into the shard's consumer_replay, before the offsets
+    from coordinator.groups.settings import GroupSettings
+    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.loader import _replay_snapshot
+    from coordinator.runtime.timers import FakeScheduler
+    from coordinator.runtime.writes import MemoryLog
+
+    shard = GroupCoordinator(GroupSettings(offsets_partitions=1), FakeScheduler(), MemoryLog(auto=False)).shard_for(G)
+    seen: list = []
+    shard.consumer_replay = lambda r: seen.append((r, shard.offsets.count()))  # type: ignore[attr-defined]
+    asyncio.run(_replay_snapshot(shard, info.path))
+    assert sorted(map(repr, (r for r, _ in seen))) == sorted(map(repr, FINAL))
+    assert {count for _, count in seen} == {0}  # replayed before any offset
