@@ -169,7 +169,7 @@ NOTES = """Notes:
   at once (partitions not in it are given up) and acknowledged by a heartbeat sent right away, reporting the
   owned partitions. Timed from the newcomer's join to the answer that leaves every member stable at the new
   epoch. "max owned twice": the most partitions ever owned by two members at once (must be 0).
-- Formation (not timed in the convergence figure): the 100 members' first joins are spread over one interval,
+- Formation (not timed in the convergence figure): the members' first joins are spread over one interval,
   as the members of a real group heartbeat at unrelated moments."""
 
 
