@@ -163,7 +163,9 @@ NOTES = """Notes:
 - One server, both protocols: the classic group (Heartbeat v3) and the consumer group (ConsumerGroupHeartbeat
   v1, steady: member id and epoch, optional fields null / -1) are measured alternately in every repetition.
   The first answer on each connection must carry error code 0 (consumer: also the member's epoch unchanged).
-  CPU columns: CPU seconds per wall second (1.00 = one core).
+  CPU columns: CPU seconds per wall second (1.00 = one core). Server CPU per heartbeat of each protocol,
+  in-process and without the machine's noise, and where the consumer one goes: `python -m
+  bench.profile.consumer_heartbeats`.
 - Convergence: the simulated members act as the Java client: a heartbeat every interval the server returns,
   counted from the previous send; an answer whose assignment differs from what the member owns is reconciled
   at once (partitions not in it are given up) and acknowledged by a heartbeat sent right away, reporting the
