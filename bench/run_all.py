@@ -13,6 +13,7 @@ import time
 from bench import (
     bench_api_versions,
     bench_codec,
+    bench_consumer_groups,
     bench_groups,
     bench_memory,
     bench_offsets,
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         (bench_steady, [], ["--reps", "1", "--groups", "1000", "--seconds", "4"]),
         (bench_memory, [], ["--reps", "1", "--offsets", "100000"]),
         (bench_tls, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5"]),
+        (bench_consumer_groups, [], ["--reps", "1", "--seconds", "1", "--single-seconds", "0.5"]),
     ]
     names = [module.__name__.rsplit(".", 1)[1] for module, _, _ in plan]
     parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.splitlines()[0])

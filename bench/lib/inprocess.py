@@ -12,6 +12,7 @@ from bench.lib.wire import decode_response, request_frame
 from coordinator.app import YOUNG_GC_THRESHOLD, build_dispatcher
 from coordinator.config import Config
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.groups.consumer.catalog_view import CatalogTopics
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.runtime.coordinator import GroupCoordinator
@@ -81,6 +82,7 @@ class DispatcherRig(InProcessClient):
         self.log = MemoryLog(auto=False)
         self.clock = FakeScheduler()
         self.services.groups = GroupCoordinator(GroupSettings(initial_rebalance_delay_ms=0), self.clock, self.log)
+        self.services.groups.topic_view = CatalogTopics(self.services.topics)  # as Services wires its own
         super().__init__(build_dispatcher(self.services))
 
 

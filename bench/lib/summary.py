@@ -51,6 +51,12 @@ TARGETS = (
     Target("steady_p99_ms", "10,000 groups x 10 members: heartbeat p99 (all answered)",
            "every heartbeat answered, p99 < 5 ms", " ms", False,
            lambda ours, _best, figures: ours < 5 and figures.get("steady_unanswered", 1) == 0),
+    Target("consumer_vs_classic_pipelined", "Consumer groups (KIP-848): heartbeats/s against classic, pipelined 16x32",
+           ">= 100% of classic", "%", True, lambda ours, _best, _all: ours >= 100),
+    Target("consumer_vs_classic_single", "Consumer groups (KIP-848): heartbeats/s against classic, one at a time 1x1",
+           ">= 100% of classic", "%", True, lambda ours, _best, _all: ours >= 100),
+    Target("consumer_convergence_intervals", "Consumer groups (KIP-848): all stable after one of 101 joins",
+           "<= 2 heartbeat intervals", " intervals", False, _at_most(2)),
 )
 
 

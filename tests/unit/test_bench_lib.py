@@ -13,7 +13,8 @@ from kio.schema.errors import ErrorCode
 
 from bench.lib import wire
 from bench.lib.commits import commit_check, commit_frames
-from bench.lib.inprocess import DispatcherRig, split_answers
+from bench.lib.consumer_members import ConsumerMember, join_request as consumer_join
+from bench.lib.inprocess import DispatcherRig, known_topics, split_answers
 from bench.lib.members import heartbeat_frames, heartbeat_request, join_request, sync_request
 from bench.lib.peers import PeerError, rss_bytes, start_server
 from bench.lib.report import command_line
@@ -110,3 +111,19 @@ def test_settings_overrides_are_refused_for_peers_before_anything_starts() -> No
 def test_rss_bytes_reads_this_process() -> None:
     assert rss_bytes([os.getpid()]) > 1 << 20
     assert rss_bytes([]) == 0
+
+
+def test_the_rigs_consumer_groups_see_its_topics() -> None:
+    """DispatcherRig wires the topic catalog into its own coordinator as Services does: a KIP-848 member that
+    joins is assigned the topic's partitions (bench.profile.consumer_heartbeats depends on it)."""
+    async def go() -> None:
+        rig = DispatcherRig()
+        known_topics(rig.services.topics, {"rig-topic": 3})
+        member = ConsumerMember("g", 0, ["rig-topic"])
+        (sent,) = rig.send([wire.request_frame(consumer_join("g", member.member_id, ["rig-topic"]))[4:]])
+        rig.log.complete()
+        (frame,) = await rig.answers([sent])
+        member.on_answer(wire.decode_response(type(consumer_join("g", "m", ["t"])), frame[4:]), frozenset())
+        assert member.epoch == 1 and sorted(p for _, p in member.owned) == [0, 1, 2]
+
+    asyncio.run(go())

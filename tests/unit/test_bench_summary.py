@@ -59,3 +59,16 @@ def test_summary_goes_before_the_first_section_of_an_existing_file() -> None:
     rebuilt = rebuild_summary(text)
     assert rebuilt.startswith("# Benchmarks\n\nintro\n\n<!-- BEGIN summary -->")
     assert rebuild_summary(rebuilt) == rebuilt
+
+
+def test_consumer_groups_targets_compare_with_classic_and_count_intervals() -> None:
+    table = summary_table({"consumer_vs_classic_pipelined": {"ours": 104.0},
+                           "consumer_vs_classic_single": {"ours": 97.5},
+                           "consumer_convergence_intervals": {"ours": 1.6}})
+    assert row(table, "Consumer groups (KIP-848): heartbeats/s against classic, pipelined")[2:] == \
+        ["104%", "-", "met"]
+    assert row(table, "Consumer groups (KIP-848): heartbeats/s against classic, one at a time")[2:] == \
+        ["97.5%", "-", "**not met**"]
+    assert row(table, "Consumer groups (KIP-848): all stable")[2:] == ["1.6 intervals", "-", "met"]
+    assert row(summary_table({"consumer_convergence_intervals": {"ours": 2.4}}),
+               "Consumer groups (KIP-848): all stable")[-1] == "**not met**"
