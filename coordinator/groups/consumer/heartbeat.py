@@ -32,7 +32,13 @@ from kio.schema.errors import ErrorCode
 from coordinator.errors import KafkaError
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import ConsumerGroup, reconciled_to
-from coordinator.groups.consumer.leaving import leave, member_tombstones, rebalance_timeout_fired, session_timer_fired
+from coordinator.groups.consumer.leaving import (
+    leave,
+    member_tombstones,
+    rebalance_timeout_fired,
+    session_key,
+    session_timer_fired,
+)
 from coordinator.groups.consumer.model import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -56,6 +62,7 @@ from coordinator.groups.consumer.topic_view import (
 from coordinator.record_types import Record
 
 log = structlog.get_logger("coordinator.groups")
+_STABLE = MemberState.STABLE
 
 
 def _error(code: ErrorCode, message: str) -> KafkaError:
@@ -140,7 +147,8 @@ class ConsumerGroupOps:
         self.clock = clock
         self.classic_is_busy = classic_is_busy
         self.classic_tombstones = classic_tombstones
-        self.deadlines: dict[tuple[str, str], float] = {}  # (group, member) -> session deadline (monotonic ms)
+        #: session_key(group, member) -> the member's session deadline (monotonic ms); the key is its timer's too
+        self.deadlines: dict[tuple[str, str, str], float] = {}
         self.resolved_at: dict[str, int] = {}  # group -> the catalog version its subscription metadata is from
 
     # --- heartbeat ---------------------------------------------------------------------------------------
@@ -201,12 +209,12 @@ class ConsumerGroupOps:
         assignment; here only the session moves. False: take the full path. (A member's client id and host are
         not compared: they come with its connection and do not change for a member; the full path records them.)"""
         group = self.groups.get(group_id)
-        if group is None or group.group_epoch != group.assignment_epoch \
-                or self.resolved_at.get(group_id) != self.topics.version:
+        if group is None:
             return False
         member = group.members.get(member_id)
-        if member is None or member.member_epoch != epoch or member.instance_id != instance_id \
-                or member.state is not MemberState.STABLE or epoch != group.assignment_epoch:
+        if member is None or member.member_epoch != epoch or epoch != group.assignment_epoch \
+                or epoch != group.group_epoch or member.state is not _STABLE or member.instance_id != instance_id \
+                or self.resolved_at.get(group_id) != self.topics.version:
             return False
         self._touch_session(group_id, member_id)
         return True
@@ -271,7 +279,7 @@ class ConsumerGroupOps:
         inherited = group.target_of(old.member_id)
         records.append(rec.new_consumer_group_target_assignment_record(gid, new.member_id, inherited))
         records.append(rec.new_consumer_group_current_assignment_record(gid, new))
-        self.deadlines.pop((gid, old.member_id), None)
+        self.deadlines.pop(session_key(gid, old.member_id), None)
         self.timers.cancel(("c-rebalance", gid, old.member_id))
 
     @staticmethod
@@ -355,9 +363,8 @@ class ConsumerGroupOps:
     def _touch_session(self, group_id: str, member_id: str) -> None:
         """Move the member's session deadline; arm its one timer if it is not armed (O(1) per heartbeat)."""
         deadline = self.clock.now_ms() + self.settings.session_timeout_ms
-        key = (group_id, member_id)
+        key = ("c-session", group_id, member_id)  # session_key(group_id, member_id), inlined: the hot path
         self.deadlines[key] = deadline
-        timer_key = ("c-session", group_id, member_id)
-        if timer_key not in self.timers:
-            self.timers.schedule_at(timer_key, deadline, session_timer_fired, self, group_id, member_id)
+        if key not in self.timers:
+            self.timers.schedule_at(key, deadline, session_timer_fired, self, group_id, member_id)
 

@@ -28,9 +28,14 @@ class ConsumerGroupOps(Protocol):
     topics: TopicView
     timers: Any
     clock: Any
-    deadlines: dict[tuple[str, str], float]
+    deadlines: dict[tuple[str, str, str], float]
 
 log = structlog.get_logger("coordinator.groups")
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """The key of a member's session timer and of its deadline."""
+    return ("c-session", group_id, member_id)
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[Record]:
@@ -83,8 +88,9 @@ def fence_records(ops: ConsumerGroupOps, group: ConsumerGroup, member: ConsumerG
 
 
 def cancel_timers(ops: ConsumerGroupOps, group_id: str, member_id: str) -> None:
-    ops.deadlines.pop((group_id, member_id), None)
-    ops.timers.cancel(("c-session", group_id, member_id))
+    key = session_key(group_id, member_id)
+    ops.deadlines.pop(key, None)
+    ops.timers.cancel(key)
     ops.timers.cancel(("c-rebalance", group_id, member_id))
 
 
@@ -99,14 +105,14 @@ def _fence(ops: ConsumerGroupOps, group_id: str, member_id: str, reason: str) ->
 
 def session_timer_fired(ops: ConsumerGroupOps, group_id: str, member_id: str) -> GroupResult | None:
     """The member's session timer: re-armed at the moved deadline, or the member is fenced."""
-    deadline = ops.deadlines.get((group_id, member_id))
+    key = session_key(group_id, member_id)
+    deadline = ops.deadlines.get(key)
     if deadline is None:
         return None
     if deadline > ops.clock.now_ms():
-        ops.timers.schedule_at(("c-session", group_id, member_id), deadline, session_timer_fired, ops, group_id,
-                               member_id)
+        ops.timers.schedule_at(key, deadline, session_timer_fired, ops, group_id, member_id)
         return None
-    ops.deadlines.pop((group_id, member_id), None)
+    ops.deadlines.pop(key, None)
     return _fence(ops, group_id, member_id, "the member session expired")
 
 
