@@ -27,6 +27,26 @@ class Encoded(bytes):
         return cls(out)
 
 
+class RoomyBody:
+    """A response body written into `buffer` after HEAD_ROOM bytes left for its frame's head (size,
+    correlation id, a v1 header's empty tags): encode_response fills the head in and returns the
+    buffer itself, so an answer of tens of megabytes is not copied again (each copy of 20 MB took
+    ~13 ms of the event loop). Encoded once; the buffer is the frame afterwards."""
+
+    __slots__ = ("buffer",)
+    HEAD_ROOM = 9
+
+    def __init__(self) -> None:
+        self.buffer = bytearray(self.HEAD_ROOM)
+
+    def framed(self, correlation_id: int, header_version: int) -> bytearray:
+        frame = self.buffer
+        if not header_version:  # header v0 has no tags byte: drop it (O(1) at a bytearray's front)
+            del frame[:1]
+        _SIZE_AND_CORRELATION.pack_into(frame, 0, len(frame) - 4, correlation_id)
+        return frame
+
+
 class DecodeError(Exception):
     """A request body that kio cannot parse for its declared version (or whose array counts
     cannot fit in the frame: protocol/bounds.py)."""
@@ -80,7 +100,10 @@ def decode_common(spec: ApiSpec, version: int, frame: bytes, flexible: bool) -> 
 
 
 def encode_response(correlation_id: int, header_version: int, entity: Any) -> bytes:
-    """A complete response frame: size prefix, response header v0/v1, body."""
+    """A complete response frame: size prefix, response header v0/v1, body (a RoomyBody's is its
+    own buffer, a bytearray)."""
+    if entity.__class__ is RoomyBody:
+        return entity.framed(correlation_id, header_version)  # type: ignore[return-value]  # bytes-like
     out = bytearray(8)
     if header_version:
         out.append(0)  # header v1: empty tagged fields

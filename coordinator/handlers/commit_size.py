@@ -9,18 +9,18 @@ partition while holding the GIL (a 1M-partition, 18 MB commit: ~2 s with the eve
 stopped, then seconds more for records and the answer). So a commit frame larger than
 SCAN_FROM bytes is walked on its raw bytes first, adding up a lower bound of its records'
 size; the walk stops as soon as the bound passes the limit (at most ~limit/41 partitions),
-and such a commit is answered from the raw bytes, SLICE partitions per loop turn, without
-a record or a kio object. Anything the walk does not like goes on to the normal path,
-which judges it. Smaller frames (where the bound is meaningless anyway) are not walked.
+and such a commit is answered from the raw bytes, a batch of partitions at a time (letting
+the loop go as sliced_encoding.Turns says), without a record or a kio object. Anything the
+walk does not like goes on to the normal path, which judges it. Smaller frames (where the
+bound is meaningless anyway) are not walked.
 """
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from dataclasses import dataclass
 
-from coordinator.handlers.sliced_encoding import SLICE, array_count, string_bytes  # SLICE: partitions per loop turn
+from coordinator.handlers.sliced_encoding import BATCH, Turns, array_count, string_bytes  # BATCH: per step
 from protocol.codec import Encoded
 from protocol.header import HeaderError, read_uvarint
 
@@ -145,12 +145,14 @@ def scan_oversized(body: bytes, pos: int, version: int, flexible: bool, limit: i
 async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bool, code: int,
                        counts: dict[str, int]) -> Encoded:
     """The response body answering `code` for every partition of the commit (but those of topics
-    or partitions not in `counts`: UNKNOWN_TOPIC_OR_PARTITION), built from the raw request SLICE
-    partitions per loop turn (other connections are served in between). Partitions are answered
+    or partitions not in `counts`: UNKNOWN_TOPIC_OR_PARTITION), built from the raw request BATCH
+    partitions at a time, letting the loop go as sliced_encoding.Turns says (other connections are
+    served in between). Partitions are answered
     in request order (Kafka's response lists the unknown ones first)."""
     cur = _Bytes(body, scan.topics_at, flexible)
     fixed = _partition_fixed(version)
     out = bytearray()
+    turns = Turns()
     if version >= 3:
         out += _I32.pack(0)  # throttle time
     tail = _I16.pack(code) + (b"\x00" if flexible else b"")
@@ -173,8 +175,8 @@ async def refusal_body(body: bytes, scan: CommitScan, version: int, flexible: bo
             out += body[start:start + 4]  # partition index
             out += tail if 0 <= index < count else unknown_tail
             done += 1
-            if done % SLICE == 0:
-                await asyncio.sleep(0)
+            if done % BATCH == 0:
+                await turns.pause()
         if flexible:
             out.append(0)
         cur.tags()

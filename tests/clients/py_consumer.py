@@ -169,6 +169,14 @@ def run_kafka_python(args, stop: threading.Event) -> None:
             track.assigned(assigned)
 
     consumer.subscribe(topics=args.topic, listener=Listener())
+    # kafka-python 3.0.12 can hang for good in a rejoin that its leader starts because the topics' metadata
+    # changed: once it has made the assignment its need_rejoin() is False, and if poll()'s timer runs out before
+    # the SyncGroup answer, the next poll() never collects the finished join (no assignment, no heartbeats; the
+    # server expires the member). Its first leader made an empty assignment whenever the subscribed topics'
+    # metadata came after the JoinGroup answer (its bootstrap Metadata names no topic), so the next generation was
+    # such a rejoin. Fetched first (blocking), the metadata is there when the first leader assigns.
+    for topic in args.topic:
+        consumer.partitions_for_topic(topic)
     emit("started", client="kafka-python")
     try:
         while not stop.is_set() and (args.count < 0 or track.seen < args.count):

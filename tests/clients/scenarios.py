@@ -15,6 +15,7 @@ from tests.clients.produce import committed_offsets, produce
 
 GROUP_TIMEOUT = 60.0
 CONSUME_TIMEOUT = 60.0
+SERVER_LOG_TAIL = 40
 
 
 def wait_stable(members: list[ClientProcess], topic: str, partitions: int, timeout: float = GROUP_TIMEOUT) -> None:
@@ -45,8 +46,10 @@ def assert_exactly_once(members: list[ClientProcess], sent: dict[int, list[str]]
 
 
 def wait_committed(members: list[ClientProcess], topic: str, ends: dict[int, int],
-                   timeout: float = 30.0) -> None:
-    """The members together reported commits up to each partition's end (kcat: its 5 s auto-commit)."""
+                   timeout: float = 30.0, server_log: list[str] | None = None) -> None:
+    """The members together reported commits up to each partition's end (kcat: its 5 s auto-commit).
+    A failure shows each member's events and stderr, and the tail of `server_log` (the server's log lines,
+    e.g. ServerProcess.lines) when given, so that it explains itself."""
     def done() -> bool:
         merged: dict[tuple[str, int], int] = {}
         for m in members:
@@ -54,7 +57,13 @@ def wait_committed(members: list[ClientProcess], topic: str, ends: dict[int, int
                 merged[tp] = max(offset, merged.get(tp, -1))
         return all(merged.get((topic, p), -1) >= end for p, end in ends.items())
 
-    wait_all(members, done, timeout, f"commits up to {ends}")
+    try:
+        wait_all(members, done, timeout, f"commits up to {ends}")
+    except AssertionError as failure:
+        if server_log is None:
+            raise
+        tail = "\n  ".join(list(server_log)[-SERVER_LOG_TAIL:])
+        raise AssertionError(f"{failure}\n--- server log, last {SERVER_LOG_TAIL} lines:\n  {tail}") from None
 
 
 def stop_all(members: list[ClientProcess]) -> None:

@@ -83,10 +83,10 @@ def test_groups_over_sasl_ssl_scram_and_sasl_plaintext_plain(server, certs, clie
     plain = run_consumer(client, f"127.0.0.1:{server.port_of('SASL_PLAINTEXT')}", f"plain-{client}", topic,
                          extra=client_security(client, "SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw"))
     with compat.record(client, "sasl-ssl-scram"):
-        wait_committed([scram], topic, ends, timeout=90)
+        wait_committed([scram], topic, ends, timeout=90, server_log=server.lines)
         assert sorted(r["value"] for r in scram.records) == sorted(v for values in sent.values() for v in values)
     with compat.record(client, "sasl-plain"):
-        wait_committed([plain], topic, ends, timeout=90)
+        wait_committed([plain], topic, ends, timeout=90, server_log=server.lines)
     stop_all([scram, plain])
     principals = {e["principal"] for e in server.events("authenticated")}
     assert {"User:bob", "User:alice"} <= principals
@@ -143,10 +143,10 @@ def test_the_java_client_renews_its_session_and_keeps_consuming(tmp_path):
         first = produce(process.bootstrap, "renewed", 1, 5)
         consumer = run_consumer("java", f"127.0.0.1:{process.port_of('SASL_PLAINTEXT')}", "renewing", "renewed",
                                 extra=client_security("java", "SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw"))
-        wait_committed([consumer], "renewed", {0: len(first[0])}, timeout=60)
+        wait_committed([consumer], "renewed", {0: len(first[0])}, timeout=60, server_log=process.lines)
         time.sleep(lifetime_ms * 2.5 / 1000)  # two sessions' ends pass while the consumer polls
         produce(process.bootstrap, "renewed", 1, 5, start=5)
-        wait_committed([consumer], "renewed", {0: 10}, timeout=60)
+        wait_committed([consumer], "renewed", {0: 10}, timeout=60, server_log=process.lines)
         stop_all([consumer])
         assert [e for e in process.events("re-authenticated") if e["principal"] == "User:alice"]
         assert not [e for e in process.events("closing connection") if "session expired" in e["reason"]]

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import resource
 import socket
+import subprocess
+import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
@@ -17,10 +19,12 @@ from kio.schema.errors import ErrorCode
 
 from tests.support.offsets import commit_request, fetch_request
 from tests.support.server_process import ServerProcess, create_topics, start_server
-from tests.support.wire_client import WireClient
+from tests.support.wire_client import WireClient, request_frame
 
 MEMORY_LIMIT = 3 << 30  # the address space of a container with a 3 GiB limit (RLIMIT_AS, like prlimit --as)
 RESPONSIVE_SECONDS = 1.5  # the longest a well-behaved client may wait for an answer while another one attacks
+STARTUP_SECONDS = 20.0  # for the well-behaved client's process to start and have its first answer
+WATCHDOG_CLIENT = Path(__file__).with_name("watchdog_client.py")
 
 
 def start_limited_server(log_dir: str | None = None, overrides: dict[str, str] | None = None, *,
@@ -47,41 +51,57 @@ def limited_server_with_commits(log_dir: str, group: str, offsets: dict[tuple[st
 
 
 class Watchdog:
-    """A well-behaved client on its own connection: ApiVersions every `interval` seconds from a
-    thread, each answer timed. `check()` fails if any answer took longer than RESPONSIVE_SECONDS,
-    never came, or the server closed the connection."""
+    """A well-behaved client on its own connection, in its own process (tests/support/watchdog_client.py):
+    ApiVersions every `interval` seconds, each answer timed there, so that nothing this process does (its
+    garbage collector walking the objects of a huge decoded answer held every thread here for up to 0.7 s)
+    counts as the server's delay. `check()` fails if any answer took longer than RESPONSIVE_SECONDS, never
+    came, or the server closed the connection; `failure` is set as soon as the client reports one."""
 
     def __init__(self, server: ServerProcess, interval: float = 0.05) -> None:
-        self.client = WireClient(server.host, server.port, timeout=RESPONSIVE_SECONDS * 4)
-        self.interval = interval
+        frame = request_frame(ApiVersionsRequest(client_software_name="watchdog", client_software_version="1"), 0)
+        self.cmd = [sys.executable, str(WATCHDOG_CLIENT), server.host, str(server.port), str(interval),
+                    str(RESPONSIVE_SECONDS * 4), frame.hex()]
         self.latencies: list[float] = []
         self.failure: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._reported = threading.Event()  # the first answer, or a failure, or the end
+        self._proc: subprocess.Popen | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
 
     def __enter__(self) -> Watchdog:
-        self._thread.start()
+        """Returns once the client has had its first answer (it is asking while the test attacks)."""
+        self._proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._reader.start()
+        if not self._reported.wait(STARTUP_SECONDS):
+            self._end()
+            raise AssertionError(f"the well-behaved client had no answer within {STARTUP_SECONDS} s of starting")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self.client.close()
+        self._end()
 
-    def _run(self) -> None:
-        request = ApiVersionsRequest(client_software_name="watchdog", client_software_version="1")
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                response = self.client.call(request)
-            except BaseException as exc:  # noqa: BLE001 - reported by check()
-                self.failure = exc
-                return
-            self.latencies.append(time.monotonic() - started)
-            if response.error_code != ErrorCode.none:
-                self.failure = AssertionError(f"ApiVersions answered {response.error_code}")
-                return
-            self._stop.wait(self.interval)
+    def _end(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()  # the client's signal to stop
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self._reader.join(10)
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            kind, _, text = line.rstrip("\n").partition(" ")
+            if kind == "answered":
+                self.latencies.append(float(text))
+            elif kind == "failed" and self.failure is None:
+                self.failure = AssertionError(text)
+            self._reported.set()
+        self._reported.set()
 
     def check(self) -> None:
         assert self.failure is None, f"the well-behaved client failed: {self.failure!r}"

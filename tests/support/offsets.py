@@ -70,7 +70,7 @@ def delete_request(group: str, topics: dict[str, list[int]]) -> Any:
 def decode(request: Any, out: bytes) -> Any:
     cls = response_class_for(request)
     offset = 8 if cls.__header_schema__.__version__ == 0 else 9
-    response, used = entity_reader(cls)(out, offset)
+    response, used = entity_reader(cls)(bytes(out), offset)  # a sliced answer's frame is a bytearray (RoomyBody)
     assert offset + used == len(out)
     return response
 

@@ -36,6 +36,7 @@ async def test_describe_groups_in_slices_answers_as_in_one_go(monkeypatch):
         deferred, whole = await answer(server, request)
         assert not deferred
         monkeypatch.setattr(sliced_encoding, "SLICE", SMALL_SLICE)
+        monkeypatch.setattr(sliced_encoding, "BATCH", SMALL_SLICE)
         deferred, sliced = await answer(server, request)
         monkeypatch.undo()
         assert deferred
@@ -60,6 +61,7 @@ async def test_join_group_protocols_in_slices_are_deduplicated_as_in_one_go(monk
     delay = {"group.initial.rebalance.delay.ms": "0"}
     deferred, whole = await answer(InProcess(make_services(**delay)), request)
     monkeypatch.setattr(sliced_encoding, "SLICE", SMALL_SLICE)
+    monkeypatch.setattr(sliced_encoding, "BATCH", SMALL_SLICE)
     server = InProcess(make_services(**delay))
     deferred, sliced = await answer(server, request)
     assert deferred
@@ -77,6 +79,7 @@ async def test_join_group_protocols_in_slices_answer_after_the_slices(monkeypatc
     deferred, whole = await answer(InProcess(), request)
     assert not deferred
     monkeypatch.setattr(sliced_encoding, "SLICE", SMALL_SLICE)
+    monkeypatch.setattr(sliced_encoding, "BATCH", SMALL_SLICE)
     deferred, sliced = await answer(InProcess(), request)
     assert deferred
     assert without_member_ids(sliced, request) == without_member_ids(whole, request)

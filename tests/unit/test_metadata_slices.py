@@ -32,6 +32,7 @@ async def test_sliced_answers_are_the_generic_bytes(tmp_path, monkeypatch, versi
         assert plane.decode(metadata(version, names), generic).topics[-1].error_code == \
             ErrorCode.leader_not_available
         monkeypatch.setattr(sliced_encoding, "SLICE", 3)  # 9 names: sliced, several slices
+        monkeypatch.setattr(sliced_encoding, "BATCH", 3)
         sliced, deferred = await plane.answer_frame(metadata(version, names + [f"again2-{version}"]))
         assert deferred
         expected = generic.replace(f"again1-{version}".encode(), f"again2-{version}".encode())
@@ -40,5 +41,6 @@ async def test_sliced_answers_are_the_generic_bytes(tmp_path, monkeypatch, versi
             monkeypatch.setattr(sliced_encoding, "SLICE", 10**9)
             every, _ = await plane.answer_frame(metadata(version, None))
             monkeypatch.setattr(sliced_encoding, "SLICE", 2)
+            monkeypatch.setattr(sliced_encoding, "BATCH", 2)
             sliced, deferred = await plane.answer_frame(metadata(version, None))
             assert deferred and sliced == every

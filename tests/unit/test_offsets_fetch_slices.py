@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.handlers import offset_fetch, offset_fetch_slices
+from coordinator.handlers import offset_fetch, offset_fetch_slices, sliced_encoding
 from coordinator.net.dispatch import Deferred, Dispatcher
 from tests.support.legacy_offsets import fetch_v0
 from tests.support.offsets import OffsetsHarness, commit_request, decode, fetch_request
@@ -54,6 +54,7 @@ async def test_sliced_answers_are_the_generic_bytes(monkeypatch, version, group)
     generic, deferred = await answer_bytes(proc, request)
     assert not deferred
     monkeypatch.setattr(offset_fetch_slices, "SLICE", 4)  # 15 partitions: sliced, several slices per topic
+    monkeypatch.setattr(offset_fetch_slices, "BATCH", 4)
     sliced, deferred = await answer_bytes(proc, request)
     assert deferred and sliced == generic
 
@@ -62,9 +63,75 @@ async def test_a_failing_read_answers_unknown_server_error_for_the_group(monkeyp
     proc = harness()
     request = request_for(5)
     monkeypatch.setattr(offset_fetch_slices, "SLICE", 4)
+    monkeypatch.setattr(offset_fetch_slices, "BATCH", 4)
     monkeypatch.setattr(offset_fetch, "fetch", lambda *args: 1 / 0)
     out, deferred = await answer_bytes(proc, request)
     monkeypatch.setattr(offset_fetch_slices, "SLICE", 10**9)
     expected, _ = await answer_bytes(proc, request)  # the generic path's answer to the same failure
     assert deferred and out == expected
     assert decode(request, out).error_code == ErrorCode.unknown_server_error
+
+
+class FakeClock:
+    """sliced_encoding's clock, moved by hand or by `step` at every reading."""
+
+    def __init__(self, step: float = 0.0) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+async def loop_turns_during(awaitable) -> tuple[object, int]:
+    """The awaitable's result and how many loop turns another task got while it ran."""
+    turns = 0
+    done = False
+
+    async def count() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.ensure_future(count())
+    await asyncio.sleep(0)  # the counter is running
+    start = turns
+    try:
+        result = await awaitable
+    finally:
+        done = True
+    await counter
+    return result, turns - start
+
+
+async def test_turns_yield_once_their_time_is_spent_and_not_before(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(sliced_encoding, "clock", clock)
+    turns = sliced_encoding.Turns()
+
+    async def batches(seconds_each: float, n: int) -> None:
+        for _ in range(n):
+            clock.now += seconds_each
+            await turns.pause()
+
+    _, others = await loop_turns_during(batches(sliced_encoding.TURN_SECONDS / 10, 9))
+    assert others == 0  # 9 batches, nine tenths of a turn: the loop was never let go
+    _, others = await loop_turns_during(batches(sliced_encoding.TURN_SECONDS / 10, 2))
+    assert others == 1  # past the turn's time: let go once, and the next turn starts then
+    _, others = await loop_turns_during(batches(sliced_encoding.TURN_SECONDS, 5))
+    assert others == 5  # batches that each take a whole turn: let go after every one
+
+
+async def test_a_sliced_answer_lets_other_tasks_run_between_batches_when_its_turn_is_spent(monkeypatch):
+    proc = harness()
+    request = fetch_request(8, "g", {"t": list(range(12)) * 10})  # 120 partitions: 30 batches of 4
+    monkeypatch.setattr(offset_fetch_slices, "SLICE", 4)
+    monkeypatch.setattr(offset_fetch_slices, "BATCH", 4)
+    monkeypatch.setattr(sliced_encoding, "clock", FakeClock(step=sliced_encoding.TURN_SECONDS))
+    (slow, deferred), others = await loop_turns_during(answer_bytes(proc, request))
+    assert deferred and others >= 30  # every batch took a whole turn: the loop was let go after each
+    monkeypatch.setattr(sliced_encoding, "clock", FakeClock())
+    (fast, deferred), others = await loop_turns_during(answer_bytes(proc, request))
+    assert deferred and fast == slow and others < 5  # no time passed: no batch let the loop go

@@ -34,6 +34,7 @@ async def test_create_topics_in_slices(tmp_path, monkeypatch, version):
         generic, deferred = await plane.answer_frame(create(version, names, validate_only=True))
         assert not deferred
         monkeypatch.setattr(sliced_encoding, "SLICE", 2)
+        monkeypatch.setattr(sliced_encoding, "BATCH", 2)
         sliced, deferred = await plane.answer_frame(create(version, names, validate_only=True))
         assert deferred and sliced == generic
         made, deferred = await plane.answer_frame(create(version, names, validate_only=False))
@@ -49,6 +50,7 @@ async def test_delete_topics_in_slices(tmp_path, monkeypatch, version):
         generic, deferred = await plane.answer_frame(delete(version, unknown))
         assert not deferred
         monkeypatch.setattr(sliced_encoding, "SLICE", 2)
+        monkeypatch.setattr(sliced_encoding, "BATCH", 2)
         sliced, deferred = await plane.answer_frame(delete(version, unknown))
         assert deferred and sliced == generic
         for name in ("p", "q", "r"):
