@@ -48,17 +48,26 @@ class ClassicConsumer:
             self.member_id, self.generation = replies[0].member_id, replies[0].generation_id
         return replies[0]
 
-    def sync(self, assignments: dict[str, bytes] | None = None) -> SyncResult:
+    def sync_later(self, assignments: dict[str, bytes] | None = None) -> list[SyncResult]:
+        """SyncGroup; its answer lands in the list (at once, or when a classic group's leader syncs)."""
         replies: list[SyncResult] = []
         params = SyncParams(self.group_id, self.member_id, self.instance, self.generation, "consumer", "range",
                             tuple((assignments or {}).items()), 5)
         self.h.shard(self.group_id).sync(params, replies.append)
+        return replies
+
+    def take(self, reply: SyncResult) -> SyncResult:
+        """Own what a successful SyncGroup gave."""
+        if reply.error is ErrorCode.none:
+            _version, partitions, _user = decode_assignment(reply.assignment)
+            self.owned = {t: list(ps) for t, ps in partitions}
+        return reply
+
+    def sync(self, assignments: dict[str, bytes] | None = None) -> SyncResult:
+        replies = self.sync_later(assignments)
         self.h.log.complete()
         assert len(replies) == 1, replies
-        if replies[0].error is ErrorCode.none:
-            _version, partitions, _user = decode_assignment(replies[0].assignment)
-            self.owned = {t: list(ps) for t, ps in partitions}
-        return replies[0]
+        return self.take(replies[0])
 
     def heartbeat(self) -> ErrorCode:
         return self.h.shard(self.group_id).heartbeat(self.group_id, self.member_id, self.instance, self.generation)
