@@ -201,3 +201,16 @@ def test_static_classic_member_rejoining_with_a_new_id_replaces_the_old_one():
     stale = ClassicConsumer(h, instance="i-1")
     stale.member_id, stale.generation = old, c.generation
     assert stale.heartbeat() is E.fenced_instance_id
+
+
+def test_consumergroupdescribe_tells_classic_members_apart():
+    from coordinator.handlers.consumer_group_describe import ConsumerGroupDescribeHandler
+    from coordinator.security.access import Access
+
+    h, a = live_group()
+    c = ClassicConsumer(h)
+    c.join()
+    handler = ConsumerGroupDescribeHandler(h.coordinator, Access(), "uniform")
+    described = handler.describe_one(None, "g", False)  # type: ignore[arg-type]
+    types = {m["member_id"]: m["member_type"] for m in described["members"]}
+    assert types == {a.member_id: 1, c.member_id: 0}
