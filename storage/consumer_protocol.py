@@ -111,3 +111,43 @@ def subscribed_topics(data: bytes) -> list[str]:
     r.fixed(_I16)
     return [r.string() for _ in range(r.count())]
 
+
+
+def protocol_version(data: bytes) -> int:
+    """ConsumerProtocol.deserializeVersion: the int16 that starts a subscription or an assignment."""
+    if len(data) < 2:
+        raise SubscriptionError("no version")
+    return _I16.unpack_from(data, 0)[0]
+
+
+#: ConsumerProtocolAssignment's newest version: a newer one asked for is written as this one
+#: (ConsumerProtocol.checkAssignmentVersion); v0-v3 have the same fields
+ASSIGNMENT_HIGHEST_VERSION = 3
+
+
+def encode_assignment(partitions: dict[str, list[int]] | list[tuple[str, list[int]]], version: int,
+                      user_data: bytes | None = None) -> bytes:
+    """ConsumerProtocol.serializeAssignment: int16 version, then [topic, [partition]] and nullable user data."""
+    if version < 0:
+        raise SubscriptionError(f"negative version {version}")
+    items = list(partitions.items()) if isinstance(partitions, dict) else list(partitions)
+    out = [_I16.pack(min(version, ASSIGNMENT_HIGHEST_VERSION)), _I32.pack(len(items))]
+    for topic, numbers in items:
+        name = topic.encode()
+        out += [_I16.pack(len(name)), name, _I32.pack(len(numbers))]
+        out += [_I32.pack(n) for n in numbers]
+    out.append(_I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + user_data)
+    return b"".join(out)
+
+
+def decode_assignment(data: bytes) -> tuple[int, tuple[tuple[str, tuple[int, ...]], ...], bytes | None]:
+    """ConsumerProtocol.deserializeConsumerProtocolAssignment, strictly: (version, partitions, user data).
+    SubscriptionError for bytes that are not one, the empty assignment of a member that never synced included
+    (Kafka's SchemaException on a buffer underflow)."""
+    r = _Reader(data)
+    version = r.fixed(_I16)
+    if version < 0:
+        raise SubscriptionError(f"negative version {version}")
+    partitions = tuple((r.string(), tuple(r.fixed(_I32) for _ in range(r.count()))) for _ in range(r.count()))
+    n = r.fixed(_I32)
+    return version, partitions, (None if n < 0 else r.raw(n))

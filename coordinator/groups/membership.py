@@ -65,7 +65,7 @@ class Membership(Rebalancer):
     # --- JoinGroup ----------------------------------------------------------------------
 
     def join(self, p: JoinParams, reply: JoinWaiter) -> GroupResult | None:
-        error = self._join_request_error(p)
+        error = self.join_request_error(p)
         if error is not None:
             reply(JoinResult(error, p.member_id))
             return None
@@ -93,7 +93,7 @@ class Membership(Rebalancer):
                                                   self._warn_on_failure(p.group_id, "new group")))
         return result
 
-    def _join_request_error(self, p: JoinParams) -> ErrorCode | None:
+    def join_request_error(self, p: JoinParams) -> ErrorCode | None:
         if not p.group_id:
             return ErrorCode.invalid_group_id
         if p.group_instance_id == "":
@@ -286,11 +286,19 @@ class Membership(Rebalancer):
             return self._store_assignment(group, p)
         return None
 
-    def _sync_request_error(self, p: SyncParams, group: ClassicGroup | None) -> ErrorCode | None:
+    @staticmethod
+    def sync_request_error(p: SyncParams) -> ErrorCode | None:
+        """The request's own checks (GroupCoordinatorService.syncGroup), whatever the group."""
         if p.api_version >= SYNC_REQUIRES_PROTOCOL_FROM and (p.protocol_type is None or p.protocol_name is None):
             return ErrorCode.inconsistent_group_protocol
         if not p.group_id:
             return ErrorCode.invalid_group_id
+        return None
+
+    def _sync_request_error(self, p: SyncParams, group: ClassicGroup | None) -> ErrorCode | None:
+        error = self.sync_request_error(p)
+        if error is not None:
+            return error
         if group is None or group.is_in(S.EMPTY):
             return ErrorCode.unknown_member_id
         error = self._validate_sync(group, p)

@@ -25,7 +25,8 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
-MEMBER_TYPE_CONSUMER = 1  # v1 MemberType: 0 classic, 1 consumer
+MEMBER_TYPE_CLASSIC = 0  # v1 MemberType: 0 classic, 1 consumer
+MEMBER_TYPE_CONSUMER = 1
 
 
 def _failed(group_id: str, code: ErrorCode, message: str | None = None) -> dict:
@@ -62,7 +63,7 @@ class ConsumerGroupDescribeHandler:
                 "client_host": member.client_host, "subscribed_topic_names": sorted(member.subscribed_topic_names),
                 "subscribed_topic_regex": member.subscribed_topic_regex,
                 "assignment": {"topic_partitions": current}, "target_assignment": {"topic_partitions": target},
-                "member_type": MEMBER_TYPE_CONSUMER})
+                "member_type": MEMBER_TYPE_CLASSIC if member.classic is not None else MEMBER_TYPE_CONSUMER})
         access = self.access
         if access.enabled and any(not access.topic(ctx, Op.DESCRIBE, name) for name in topics):
             return _failed(group.group_id, ErrorCode.topic_authorization_failed)

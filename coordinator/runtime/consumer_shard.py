@@ -6,7 +6,8 @@ or the other. A consumer group is made by the replay of its first record; a "sim
 id (made only by offset commits) is dropped then, and an Empty classic group is deleted by a GroupMetadata
 tombstone written with the consumer group's first records (GroupMetadataManager.maybeDeleteEmptyClassicGroup;
 its committed offsets stay). A classic group with members keeps its id (GROUP_ID_NOT_FOUND to a consumer
-heartbeat: the online upgrade is not supported here, see docs/CONSUMER_GROUPS.md).
+heartbeat) unless it can be upgraded (runtime/migration.py). Classic-protocol members of a consumer group are
+served by groups/consumer/classic_members.py.
 
 Failed writes: each write's replay works on copies of the groups it touches (ConsumerGroupReplay); when the
 write fails, the groups as they were before it come back, and later writes in flight no longer restore those
@@ -20,11 +21,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import KafkaError
+from coordinator.groups.classic_group import JoinResult, JoinWaiter, SyncResult
+from coordinator.groups.consumer.classic_members import ClassicMembers
 from coordinator.groups.consumer.group import ConsumerGroup, ConsumerGroupState
 from coordinator.groups.consumer.heartbeat import ConsumerGroupOps
 from coordinator.groups.consumer.params import ConsumerGroupSettings, HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.consumer.replay import ConsumerGroupReplay, Saved
 from coordinator.groups.consumer.topic_view import TopicView
+from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
+from coordinator.groups.result import GroupResult
 from coordinator.record_types import GroupMetadataRecord, Record
 
 if TYPE_CHECKING:
@@ -52,6 +58,7 @@ class ConsumerGroups:
         self.replay = ConsumerGroupReplay(self.groups, self._created)
         self.ops = ConsumerGroupOps(self.groups, settings, topics, shard.timers, shard.scheduler,
                                     self._classic_is_busy, self._classic_tombstones)
+        self.classic = ClassicMembers(self.ops)
         self._inflight: list[tuple[PendingWrite, Saved]] = []
 
     # --- the classic namespace -----------------------------------------------------------------------------
@@ -96,6 +103,25 @@ class ConsumerGroups:
                      groups=sorted(saved))
 
         pending.add_callback(settled)
+
+    # --- classic-protocol members (JoinGroup / SyncGroup / Heartbeat / LeaveGroup to a consumer group) ---------
+
+    def join(self, group: ConsumerGroup, params: JoinParams, reply: JoinWaiter) -> GroupResult | None:
+        try:
+            return self.classic.join(group, params, reply)
+        except KafkaError as exc:
+            reply(JoinResult(exc.code, params.member_id))
+            return None
+
+    def sync(self, group: ConsumerGroup, params: SyncParams) -> SyncResult:
+        try:
+            return self.classic.sync(group, params)
+        except KafkaError as exc:
+            return SyncResult(exc.code)
+
+    def leave(self, group: ConsumerGroup, leaving: list[LeavingMember]) -> tuple[LeaveResult, PendingWrite | None]:
+        answer, records = self.classic.leave(group, leaving)
+        return answer, (self.shard.write(records) if records else None)
 
     # --- admin ---------------------------------------------------------------------------------------------
 

@@ -83,6 +83,7 @@ from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
+from coordinator.runtime.migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.writes import PendingWrite, RecordLog
 
@@ -114,10 +115,10 @@ class Shard:
         self.offsets = OffsetStore()
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
         self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, stats))
-        self.heartbeat = self.membership.heartbeat  # writes nothing: the entry point is the operation itself
         self.consumer = ConsumerGroups(self, settings.consumer, topics if topics is not None else NO_TOPICS)
         self.consumer_groups = self.consumer.groups
         self.consumer_replay = self.consumer.replay.apply  # the replay of KIP-848 records, live and on load
+        self.migration = self.consumer.ops.migration = ShardMigration(self)
 
     def set_state(self, state: ShardState) -> None:
         self.state = state
@@ -149,6 +150,8 @@ class Shard:
             pending.add_callback(self._restore_on_failure(removed))
         if saved:
             self.consumer.watch(pending, saved)
+        if self.migration.undo:  # a downgrade's classic group, put in place before its records
+            self.migration.attach(pending)
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
@@ -223,24 +226,45 @@ class Shard:
         return pending
 
     def join(self, params: JoinParams, reply: JoinWaiter) -> None:
-        """JoinGroup: `reply` gets the answer, now or when the join completes. A KIP-848 consumer group of that id
-        is replaced when it is empty (its tombstones first: GroupMetadataManager.classicGroupJoinToClassicGroup);
-        with members it keeps the id (INCONSISTENT_GROUP_PROTOCOL: classic members in a consumer group, Kafka's
-        online migration, are not supported here)."""
+        """JoinGroup: `reply` gets the answer, now or when the join completes. An empty KIP-848 consumer group of
+        that id is replaced (its tombstones first: GroupMetadataManager.classicGroupJoinToClassicGroup); one with
+        members takes the member in as a classic-protocol member (classicGroupJoinToConsumerGroup)."""
         consumer = self.consumer_groups.get(params.group_id)
         if consumer is not None:
+            error = self.membership.join_request_error(params)
+            if error is not None:
+                reply(JoinResult(error, params.member_id))
+                return
             if not consumer.is_empty:
-                reply(JoinResult(ErrorCode.inconsistent_group_protocol, params.member_id))
+                self.write_result(self.consumer.join(consumer, params, reply))
                 return
             self.write(consumer_group_tombstones(consumer))
         self.write_result(self.membership.join(params, reply))
 
     def sync(self, params: SyncParams, reply: SyncWaiter) -> None:
         """SyncGroup: `reply` gets the answer, now or once the leader's assignment is written."""
+        consumer = self.consumer_groups.get(params.group_id)
+        if consumer is not None and params.group_id:
+            error = self.membership.sync_request_error(params)
+            if error is None and consumer.is_empty:
+                error = ErrorCode.unknown_member_id
+            reply(SyncResult(error) if error is not None else self.consumer.sync(consumer, params))
+            return
         self.write_result(self.membership.sync(params, reply))
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        """Heartbeat (writes nothing): a classic group's (Membership.heartbeat), or a classic-protocol member's of a
+        consumer group."""
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            return self.consumer.classic.heartbeat(consumer, member_id, instance_id, generation_id)
+        return self.membership.heartbeat(group_id, member_id, instance_id, generation_id)
 
     def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, PendingWrite | None]:
         """LeaveGroup: the answer, and the write it must wait for (None: nothing written)."""
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None and group_id:
+            return self.consumer.leave(consumer, leaving)
         answer, result = self.membership.leave(group_id, leaving)
         return answer, self.write_result(result)
 

@@ -4,6 +4,8 @@ Kafka's errors."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from kio.schema.errors import ErrorCode
 
@@ -229,7 +231,7 @@ def test_a_topic_gaining_partitions_or_deleted_moves_the_target():
     assert a.partitions() == set() and h.group().group_epoch == epoch + 2
 
 
-def test_a_classic_join_refused_by_a_live_consumer_group_and_taking_over_an_empty_one():
+def test_a_classic_join_to_a_live_consumer_group_stays_in_it_and_takes_over_an_empty_one():
     from coordinator.groups.params import JoinParams
 
     h = ConsumerHarness()
@@ -238,7 +240,10 @@ def test_a_classic_join_refused_by_a_live_consumer_group_and_taking_over_an_empt
     replies: list = []
     params = JoinParams("g", "", None, 10000, 10000, "consumer", (("range", b""),), None, "c", "/h", 9)
     h.shard().join(params, replies.append)
-    assert [r.error for r in replies] == [E.inconsistent_group_protocol]
+    assert [r.error for r in replies] == [E.member_id_required]  # a classic member of the consumer group
+    assert "g" in h.shard().consumer_groups and "g" not in h.shard().groups
+    h.shard().join(dataclasses.replace(params, protocol_type="other"), replies.append)
+    assert replies[-1].error is E.inconsistent_group_protocol
     h.heartbeat(a.member_id, -1)
     assert h.group().is_empty
     h.shard().join(params, replies.append)
@@ -247,10 +252,11 @@ def test_a_classic_join_refused_by_a_live_consumer_group_and_taking_over_an_empt
 
 
 def test_a_consumer_heartbeat_to_a_classic_group_with_members_is_refused_and_an_empty_one_is_replaced():
+    """(migration disabled: with it, tests/unit/test_group_migration.py)"""
     from coordinator.groups.params import JoinParams, LeavingMember
     from coordinator.record_types import GroupMetadataRecord
 
-    h = ConsumerHarness()
+    h = ConsumerHarness(consumer=ConsumerGroupSettings(assignors=default_assignors(), migration_policy="disabled"))
     replies: list = []
     params = JoinParams("g", "", None, 10000, 10000, "consumer", (("range", b""),), None, "c", "/h", 3)
     h.shard().join(params, replies.append)

@@ -19,16 +19,15 @@ def _assignors(value: str) -> str:
     return value
 
 
-MIGRATION_POLICIES = ("disabled",)
+#: ConsumerGroupMigrationPolicy, in Kafka's order
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
 def _migration_policy(value: str) -> str:
-    policy = value.strip().lower()
-    if policy in ("upgrade", "downgrade", "bidirectional"):
-        raise ValueError(f"{policy}: online migration between the classic and consumer protocols is not "
-                         "supported by this server (docs/CONSUMER_GROUPS.md); use disabled")
+    """ConfigDef.CaseInsensitiveValidString: any case, no trimming."""
+    policy = value.lower()
     if policy not in MIGRATION_POLICIES:
-        raise ValueError(f"{value} is not one of disabled, upgrade, downgrade, bidirectional")
+        raise ValueError(f"{value} is not one of {', '.join(MIGRATION_POLICIES)} (case-insensitive)")
     return policy
 
 
@@ -50,9 +49,9 @@ CONSUMER_GROUP_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
     "group.consumer.assignors": ("group_consumer_assignors", _assignors, DEFAULT_ASSIGNORS,
                                  "Server-side assignors (Kafka class names or uniform, range); the first is the "
                                  "default."),
-    "group.consumer.migration.policy": ("group_consumer_migration_policy", _migration_policy, "disabled",
-                                        "Online migration between classic and consumer groups: only disabled "
-                                        "(Kafka 4 defaults to bidirectional; not supported here)."),
+    "group.consumer.migration.policy": ("group_consumer_migration_policy", _migration_policy, "bidirectional",
+                                        "Online migration between classic and consumer groups: bidirectional, "
+                                        "upgrade, downgrade or disabled."),
 }
 
 
@@ -79,4 +78,5 @@ def check(config: Any) -> None:
 def consumer_group_settings(config: Any) -> ConsumerGroupSettings:
     assignors = assignors_from_config(config.group_consumer_assignors)
     return ConsumerGroupSettings(config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
-                                 config.group_consumer_max_size, {a.name: a for a in assignors})
+                                 config.group_consumer_max_size, {a.name: a for a in assignors},
+                                 config.group_consumer_migration_policy)

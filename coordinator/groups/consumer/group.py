@@ -16,6 +16,7 @@ from enum import Enum
 
 from coordinator.groups.consumer.model import (
     EMPTY_ASSIGNMENT,
+    NO_OWNER_EPOCH,
     Assignment,
     ConsumerGroupMember,
     MemberState,
@@ -50,6 +51,8 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.subscribed_topic_names: Counter[str] = Counter()
         self.server_assignors: Counter[str] = Counter()
+        self.classic_members = 0  # members that speak the classic protocol (numClassicProtocolMembers)
+        self.classic_protocols: Counter[str] = Counter()  # their JoinGroup protocol names, counted
         self.subscription_metadata: dict[str, TopicMetadata] = {}  # ConsumerGroupPartitionMetadata
         self.partition_epochs = PartitionEpochs()
         self.state = ConsumerGroupState.EMPTY
@@ -67,6 +70,8 @@ class ConsumerGroup:
         other.static_members = dict(self.static_members)
         other.subscribed_topic_names = Counter(self.subscribed_topic_names)
         other.server_assignors = Counter(self.server_assignors)
+        other.classic_members = self.classic_members
+        other.classic_protocols = Counter(self.classic_protocols)
         other.subscription_metadata = dict(self.subscription_metadata)
         other.partition_epochs = self.partition_epochs.copy()
         other.state = self.state
@@ -102,6 +107,32 @@ class ConsumerGroup:
         _count(counts, new.server_assignor_name if new else None, +1)
         best = max(counts.items(), key=lambda item: item[1], default=None)
         return None if best is None else best[0]
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """supportsClassicProtocols: a JoinGroup's protocols fit when they are the consumer protocol's and one of
+        them is supported by every classic member (any one when the group is empty)."""
+        if protocol_type != PROTOCOL_TYPE:
+            return False
+        if self.is_empty:
+            return bool(names)
+        return any(self.classic_protocols[name] == self.classic_members for name in names)
+
+    def all_classic_except(self, leaving: set[str]) -> bool:
+        """allMembersUseClassicProtocolExcept: every member but `leaving` (members of the group) speaks the classic
+        protocol."""
+        others = [m for m in self.members.values() if m.member_id not in leaving]
+        return len(others) == self.classic_members - sum(
+            1 for m in leaving if (member := self.members.get(m)) is not None and member.classic is not None)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """waitingOnUnreleasedPartition: a partition of its target it does not own is still owned by another."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target_assignment.get(member.member_id, EMPTY_ASSIGNMENT).items():
+            owned = member.assigned_partitions.get(topic_id, frozenset())
+            if any(p not in owned and self.partition_epoch(topic_id, p) != NO_OWNER_EPOCH for p in partitions):
+                return True
+        return False
 
     def subscribed_names_with(self, old: ConsumerGroupMember | None,
                               new: ConsumerGroupMember | None) -> Counter[str]:
@@ -160,6 +191,10 @@ class ConsumerGroup:
         for name in member.subscribed_topic_names:
             _count(self.subscribed_topic_names, name, sign)
         _count(self.server_assignors, member.server_assignor_name, sign)
+        if member.classic is not None:
+            self.classic_members += sign
+            for protocol in member.classic.supported_protocols:
+                _count(self.classic_protocols, protocol.name, sign)
 
 
 def reconciled_to(member: ConsumerGroupMember, epoch: int) -> bool:

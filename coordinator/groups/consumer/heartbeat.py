@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -131,6 +131,14 @@ def check_member_epoch(member: ConsumerGroupMember, received: int, owned: Assign
                      "rejoin.")
 
 
+class Migration(Protocol):
+    """The online migration between classic and consumer groups (runtime/migration.py)."""
+
+    def upgrade(self, group_id: str, records: list[Record]) -> ConsumerGroup: ...
+
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], records: list[Record]) -> bool: ...
+
+
 class ConsumerGroupOps:
     """The consumer-group operations of one shard (heartbeat, leave, fence, timers). `groups` is the shard's
     dict of consumer groups (changed only by replay); `classic_is_busy(group_id)` tells whether a classic group
@@ -149,6 +157,7 @@ class ConsumerGroupOps:
         self.classic_tombstones = classic_tombstones
         #: session_key(group, member) -> the member's session deadline (monotonic ms); the key is its timer's too
         self.deadlines: dict[tuple[str, str, str], float] = {}
+        self.migration: Migration | None = None  # online upgrade / downgrade (the shard sets it)
         self.resolved_at: dict[str, int] = {}  # group -> the catalog version its subscription metadata is from
 
     # --- heartbeat ---------------------------------------------------------------------------------------
@@ -168,7 +177,19 @@ class ConsumerGroupOps:
             member = self._dynamic_member(group, member_id, p, joining)
         else:
             member = self._static_member(group, member_id, p, joining, records)
-        updated = self._updated_member(member, p)
+        updated = self.advance(group, member, self._updated_member(member, p), p.owned, records)
+        self.touch_session(group.group_id, updated.member_id)
+        full = joining or (p.rebalance_timeout_ms != -1 and p.subscribed_topic_names is not None
+                           and p.owned is not None)
+        changed = updated.assigned_partitions != member.assigned_partitions
+        return HeartbeatAnswer(updated.member_id, updated.member_epoch, self.settings.heartbeat_interval_ms,
+                               updated.assigned_partitions if full or changed else None), records
+
+    def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                owned: Assignment | None, records: list[Record]) -> ConsumerGroupMember:
+        """The three steps of consumerGroupHeartbeat (and of a classic member's JoinGroup): `member` becomes
+        `updated` (its subscription record; the subscription metadata and the group epoch when they move), a new
+        target assignment when the group epoch is past it, and the member reconciled towards its target."""
         bump = False
         if updated != member:
             records.append(rec.new_consumer_group_member_subscription_record(group.group_id, updated))
@@ -193,14 +214,12 @@ class ConsumerGroupOps:
         else:
             target_epoch = group.assignment_epoch
             target = group.target_of(updated.member_id, updated.instance_id)
-        updated = self._reconcile(group, updated, target_epoch, target, p.owned, subscription_changed, metadata,
-                                  records)
-        self._touch_session(group.group_id, updated.member_id)
-        full = joining or (p.rebalance_timeout_ms != -1 and p.subscribed_topic_names is not None
-                           and p.owned is not None)
-        changed = updated.assigned_partitions != member.assigned_partitions
-        return HeartbeatAnswer(updated.member_id, updated.member_epoch, self.settings.heartbeat_interval_ms,
-                               updated.assigned_partitions if full or changed else None), records
+        return self._reconcile(group, updated, target_epoch, target, owned, subscription_changed, metadata, records)
+
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], records: list[Record]) -> bool:
+        """validateOnlineDowngradeWithFencedMembers + convertToClassicGroup: True when the members in `leaving`
+        are fenced by converting the group to a classic group (its records in `records`)."""
+        return self.migration is not None and self.migration.downgrade(group, leaving, records)
 
     def steady(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> bool:
         """The hot path: a heartbeat that carries nothing new (no subscription, owned partitions or settings) from a
@@ -216,7 +235,7 @@ class ConsumerGroupOps:
                 or epoch != group.group_epoch or member.state is not _STABLE or member.instance_id != instance_id \
                 or self.resolved_at.get(group_id) != self.topics.version:
             return False
-        self._touch_session(group_id, member_id)
+        self.touch_session(group_id, member_id)
         return True
 
     def _group_for(self, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
@@ -225,6 +244,8 @@ class ConsumerGroupOps:
         if group is not None:
             return group
         if self.classic_is_busy(group_id):
+            if create and self.migration is not None:
+                return self.migration.upgrade(group_id, records)  # GROUP_ID_NOT_FOUND when it may not
             raise _error(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
             raise _error(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
@@ -252,7 +273,7 @@ class ConsumerGroupOps:
                 log.info("static member joins the consumer group", group=group.group_id, member=member_id,
                          instance=p.instance_id)
                 return group.members.get(member_id) or ConsumerGroupMember(member_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
                 raise _error(ErrorCode.unreleased_instance_id,
                              f"Static member {member_id} with instance id {p.instance_id} cannot join the group "
                              f"because the instance id is owned by {existing.member_id} member.")
@@ -287,6 +308,8 @@ class ConsumerGroupOps:
         """ConsumerGroupMember.Builder's maybeUpdate* with the request's fields (the member itself when none
         changes: the common heartbeat)."""
         changes: dict[str, Any] = {}
+        if member.classic is not None:  # a classic member's instance id now speaks the consumer protocol
+            changes["classic"] = None
         if p.client_id != member.client_id:
             changes["client_id"] = p.client_id
         if p.client_host != member.client_host:
@@ -352,7 +375,7 @@ class ConsumerGroupOps:
 
     def after_load(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """onLoaded: the member's session starts now; a member revoking partitions gets its rebalance timeout."""
-        self._touch_session(group.group_id, member.member_id)
+        self.touch_session(group.group_id, member.member_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             self.timers.schedule(("c-rebalance", group.group_id, member.member_id),
                                  max(member.rebalance_timeout_ms, 0), rebalance_timeout_fired, self,
@@ -360,9 +383,10 @@ class ConsumerGroupOps:
 
     # --- sessions ------------------------------------------------------------------------------------------
 
-    def _touch_session(self, group_id: str, member_id: str) -> None:
-        """Move the member's session deadline; arm its one timer if it is not armed (O(1) per heartbeat)."""
-        deadline = self.clock.now_ms() + self.settings.session_timeout_ms
+    def touch_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """Move the member's session deadline; arm its one timer if it is not armed (O(1) per heartbeat). A classic
+        member's session is its JoinGroup's session timeout."""
+        deadline = self.clock.now_ms() + (self.settings.session_timeout_ms if timeout_ms is None else timeout_ms)
         key = ("c-session", group_id, member_id)  # session_key(group_id, member_id), inlined: the hot path
         self.deadlines[key] = deadline
         if key not in self.timers:

@@ -16,7 +16,7 @@ from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
-from coordinator.groups.consumer.topic_view import TopicView, members_with, subscription_metadata
+from coordinator.groups.consumer.topic_view import TopicView, subscription_metadata
 from coordinator.groups.result import GroupResult
 from coordinator.record_types import Record
 
@@ -29,6 +29,8 @@ class ConsumerGroupOps(Protocol):
     timers: Any
     clock: Any
     deadlines: dict[tuple[str, str, str], float]
+
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], records: list[Record]) -> bool: ...
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -75,26 +77,47 @@ def leave(ops: ConsumerGroupOps, p: HeartbeatParams) -> tuple[HeartbeatAnswer, l
 
 
 def fence_records(ops: ConsumerGroupOps, group: ConsumerGroup, member: ConsumerGroupMember) -> list[Record]:
-    """consumerGroupFenceMember: the member's records deleted, the subscription metadata without it, the group
-    epoch bumped (the others get a new target assignment at their next heartbeat); its timers stop."""
+    """consumerGroupFenceMember: see `fence_members_records`."""
+    return fence_members_records(ops, group, [member])
+
+
+def fence_members_records(ops: ConsumerGroupOps, group: ConsumerGroup,
+                          members: list[ConsumerGroupMember]) -> list[Record]:
+    """consumerGroupFenceMembers: when only classic-protocol members remain and the policy allows it, the group
+    becomes a classic group (`ops.downgrade`); else the members' records are deleted, the subscription metadata
+    is computed without them, the group epoch bumped (the others get a new target assignment at their next
+    heartbeat); their timers stop."""
+    if not members:
+        return []
+    records: list[Record] = []
     gid = group.group_id
-    records = member_tombstones(gid, member.member_id)
-    metadata = subscription_metadata(members_with(group.members, member, None), ops.topics)
+    leaving = {m.member_id for m in members}
+    if ops.downgrade(group, leaving, records):
+        return records
+    for member in members:
+        records += member_tombstones(gid, member.member_id)
+    remaining = [m for m in group.members.values() if m.member_id not in leaving]
+    metadata = subscription_metadata(remaining, ops.topics)
     if metadata != group.subscription_metadata:
         records.append(rec.new_consumer_group_subscription_metadata_record(gid, metadata))
     records.append(rec.new_consumer_group_epoch_record(gid, group.group_epoch + 1))
-    cancel_timers(ops, gid, member.member_id)
+    for member_id in leaving:
+        cancel_timers(ops, gid, member_id)
     return records
 
 
+#: the timers a consumer-group member may have: its session, its rebalance timeout, and a classic member's
+#: join and sync timeouts (scheduleConsumerGroupJoinTimeout / SyncTimeout)
+MEMBER_TIMERS = ("c-session", "c-rebalance", "c-join", "c-sync")
+
+
 def cancel_timers(ops: ConsumerGroupOps, group_id: str, member_id: str) -> None:
-    key = session_key(group_id, member_id)
-    ops.deadlines.pop(key, None)
-    ops.timers.cancel(key)
-    ops.timers.cancel(("c-rebalance", group_id, member_id))
+    ops.deadlines.pop(session_key(group_id, member_id), None)
+    for kind in MEMBER_TIMERS:
+        ops.timers.cancel((kind, group_id, member_id))
 
 
-def _fence(ops: ConsumerGroupOps, group_id: str, member_id: str, reason: str) -> GroupResult | None:
+def fence(ops: ConsumerGroupOps, group_id: str, member_id: str, reason: str) -> GroupResult | None:
     group = ops.groups.get(group_id)
     member = group.members.get(member_id) if group is not None else None
     if group is None or member is None:
@@ -113,7 +136,7 @@ def session_timer_fired(ops: ConsumerGroupOps, group_id: str, member_id: str) ->
         ops.timers.schedule_at(key, deadline, session_timer_fired, ops, group_id, member_id)
         return None
     ops.deadlines.pop(key, None)
-    return _fence(ops, group_id, member_id, "the member session expired")
+    return fence(ops, group_id, member_id, "the member session expired")
 
 
 def rebalance_timeout_fired(ops: ConsumerGroupOps, group_id: str, member_id: str, epoch: int) -> GroupResult | None:
@@ -122,7 +145,7 @@ def rebalance_timeout_fired(ops: ConsumerGroupOps, group_id: str, member_id: str
     member = group.members.get(member_id) if group is not None else None
     if member is None or member.member_epoch != epoch:
         return None
-    return _fence(ops, group_id, member_id, f"it failed to transition from epoch {epoch} within "
+    return fence(ops, group_id, member_id, f"it failed to transition from epoch {epoch} within "
                                             f"{member.rebalance_timeout_ms}ms")
 
 

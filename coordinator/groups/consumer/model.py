@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from storage.consumer_group_records import ClassicMemberMetadata
+
 TopicId = uuid.UUID
 Assignment = Mapping[TopicId, frozenset[int]]
 EMPTY_ASSIGNMENT: Assignment = {}
@@ -55,6 +57,13 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    #: set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group:
+    #: its session timeout and JoinGroup protocols (ConsumerGroupMemberMetadataValue.ClassicMemberMetadata)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
 
 @dataclass(frozen=True, slots=True)

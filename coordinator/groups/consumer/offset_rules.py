@@ -7,6 +7,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.consumer.group import ConsumerGroup
+from coordinator.groups.consumer.model import ConsumerGroupMember
 
 #: members of consumer groups commit with OffsetCommit v9 or later (UNSUPPORTED_VERSION before)
 MEMBER_COMMIT_FROM = 9
@@ -21,11 +22,9 @@ def commit_error(group: ConsumerGroup, member_id: str, member_epoch: int, api_ve
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
-    if not transactional and api_version < MEMBER_COMMIT_FROM:
+    if not transactional and member.classic is None and api_version < MEMBER_COMMIT_FROM:
         return ErrorCode.unsupported_version
-    if member_epoch != member.member_epoch:
-        return ErrorCode.stale_member_epoch
-    return None
+    return _epoch_error(member, member_epoch)
 
 
 def fetch_error(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode | None:
@@ -35,9 +34,14 @@ def fetch_error(group: ConsumerGroup, member_id: str | None, member_epoch: int) 
     member = group.members.get(member_id) if member_id is not None else None
     if member is None:
         return ErrorCode.unknown_member_id
-    if member_epoch != member.member_epoch:
-        return ErrorCode.stale_member_epoch
-    return None
+    return _epoch_error(member, member_epoch)
+
+
+def _epoch_error(member: ConsumerGroupMember, received: int) -> ErrorCode | None:
+    """validateMemberEpoch: a classic member's generation is its member epoch (ILLEGAL_GENERATION when not)."""
+    if received == member.member_epoch:
+        return None
+    return ErrorCode.illegal_generation if member.classic is not None else ErrorCode.stale_member_epoch
 
 
 def is_subscribed(group: ConsumerGroup, topic: str) -> bool:

@@ -41,6 +41,15 @@ class ConsumerGroupSettings:
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: Mapping[str, PartitionAssignor] | None = None
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy (ConsumerGroupMigrationPolicy)
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "downgrade")
 
     @property
     def default_assignor(self) -> str:

@@ -46,7 +46,7 @@ def new_consumer_group_member_subscription_record(group_id: str, member: Consume
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
         subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor_name)
+        server_assignor=member.server_assignor_name, classic_member_metadata=member.classic)
     return ConsumerGroupMemberSubscriptionRecord(group_id, member.member_id, value)
 
 
@@ -113,12 +113,13 @@ def new_consumer_group_regular_expression_tombstone(group_id: str, regex: str) -
 
 def member_with_subscription(member: ConsumerGroupMember, value: ConsumerGroupMemberMetadataValue
                              ) -> ConsumerGroupMember:
-    """ConsumerGroupMember.Builder.updateWith(ConsumerGroupMemberMetadataValue). The classic-protocol
-    metadata (ClassicMemberMetadata) has no field in ConsumerGroupMember yet and is not kept."""
+    """ConsumerGroupMember.Builder.updateWith(ConsumerGroupMemberMetadataValue), the classic-protocol metadata
+    included (None: the member speaks the consumer protocol)."""
     return replace(member, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
                    client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
                    subscribed_topic_regex=value.subscribed_topic_regex,
-                   rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor_name=value.server_assignor)
+                   rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor_name=value.server_assignor,
+                   classic=value.classic_member_metadata)
 
 
 def member_with_current_assignment(member: ConsumerGroupMember, value: CurrentAssignment) -> ConsumerGroupMember:
