@@ -11,6 +11,8 @@ and leave return the `GroupResult` to write (groups/result.py), and the shard wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 from kio.schema.errors import ErrorCode
 
@@ -62,6 +64,9 @@ def _unpersistable(p: JoinParams) -> bool:
 
 
 class Membership(Rebalancer):
+    #: where a heartbeat for a group id that no classic group has goes (the shard: consumer groups), or None
+    other_heartbeat: Callable[[str, str, str | None, int], ErrorCode] | None = None
+
     # --- JoinGroup ----------------------------------------------------------------------
 
     def join(self, p: JoinParams, reply: JoinWaiter) -> GroupResult | None:
@@ -348,9 +353,12 @@ class Membership(Rebalancer):
     # --- Heartbeat ------------------------------------------------------------------------
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
-        """classicGroupHeartbeatToClassicGroup; on success only a deadline moves (O(1))."""
+        """classicGroupHeartbeatToClassicGroup; on success only a deadline moves (O(1)). A group id that is not a
+        classic group's goes to `other_heartbeat` when set (a consumer group's classic-protocol members)."""
         group = self.groups.get(group_id)
         if group is None:
+            if self.other_heartbeat is not None and group_id:
+                return self.other_heartbeat(group_id, member_id, instance_id, generation_id)
             return ErrorCode.invalid_group_id if not group_id else ErrorCode.unknown_member_id
         state = group.state
         if state is _DEAD:

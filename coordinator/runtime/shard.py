@@ -119,6 +119,10 @@ class Shard:
         self.consumer_groups = self.consumer.groups
         self.consumer_replay = self.consumer.replay.apply  # the replay of KIP-848 records, live and on load
         self.migration = self.consumer.ops.migration = ShardMigration(self)
+        # Heartbeat, the hot path: the classic operation itself; a group id that is not a classic group's goes on
+        # to the consumer groups' classic-protocol members
+        self.membership.other_heartbeat = self._consumer_group_heartbeat
+        self.heartbeat = self.membership.heartbeat
 
     def set_state(self, state: ShardState) -> None:
         self.state = state
@@ -252,13 +256,14 @@ class Shard:
             return
         self.write_result(self.membership.sync(params, reply))
 
-    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
-        """Heartbeat (writes nothing): a classic group's (Membership.heartbeat), or a classic-protocol member's of a
-        consumer group."""
+    def _consumer_group_heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                                  generation_id: int) -> ErrorCode:
+        """A Heartbeat for a group id no classic group has (Membership.other_heartbeat): a consumer group's
+        classic-protocol member's, else UNKNOWN_MEMBER_ID as for any unknown group."""
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:
             return self.consumer.classic.heartbeat(consumer, member_id, instance_id, generation_id)
-        return self.membership.heartbeat(group_id, member_id, instance_id, generation_id)
+        return ErrorCode.unknown_member_id
 
     def leave(self, group_id: str, leaving: list[LeavingMember]) -> tuple[LeaveResult, PendingWrite | None]:
         """LeaveGroup: the answer, and the write it must wait for (None: nothing written)."""
