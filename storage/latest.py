@@ -7,7 +7,9 @@ so only the survivors are decoded and replayed. For that to give exactly the sta
 a replay of every record gives, two things a later record cannot undo are kept:
 
 * a commit later deleted by an offset tombstone still created its (simple) group on
-  replay: the commit is kept as a *creator*, replayed before the survivors;
+  replay: the commit is kept as a *creator*, replayed before the survivors. Only commits:
+  a KIP-848 record later deleted (a member's assignment, say) leaves nothing behind, and
+  replaying its old value would bring back a member's partitions that others own since;
 * a group tombstone (GroupMetadataKey, null value) removes whatever group exists at
   that point, so it is a barrier: what came before it is sealed as its own part and
   replayed before it, what comes after starts afresh. A KIP-848 consumer group's
@@ -16,7 +18,9 @@ a replay of every record gives, two things a later record cannot undo are kept:
   deletion is replayed where it happened (Kafka refuses it while members remain).
 
 Between two barriers the survivors commute (a commit creates its group only if
-absent, a group value replaces whatever is there, offset keys are independent), so
+absent, a group value replaces whatever is there, offset keys are independent; the
+consumer-group records that survive are each member's and the group's latest, which
+agree with each other: no two members' latest assignments share a partition), so
 each part's order does not matter. `take_sealed` hands over the parts closed by a
 barrier, `take_all` everything (call it once the log end is reached).
 
@@ -50,6 +54,7 @@ from .record_readers import RecordReader, default_reader
 # baseOffset, batchLength, magic, crc, attributes, lastOffsetDelta, recordsCount
 _HEAD = struct.Struct(">qi4xbIhi30xi")
 _BARRIER_KEY_TYPES = (b"\x00\x02", b"\x00\x03")  # GroupMetadataKey, ConsumerGroupMetadataKey: tombstones seal
+_OFFSET_KEY_TYPES = (b"\x00\x00", b"\x00\x01")  # OffsetCommitKey v0/v1: a deleted commit still created its group
 
 Pair = tuple[bytes, "bytes | None"]
 
@@ -150,8 +155,8 @@ class LatestRecords:
                 self._sealed.append([(key, None)])
             return
         previous = latest.get(key)
-        if previous is not None:  # the commit created its group; the tombstone cannot undo that
-            self._creators.append((key, previous))
+        if previous is not None and key[:2] in _OFFSET_KEY_TYPES:
+            self._creators.append((key, previous))  # the commit created its group; the tombstone cannot undo that
         latest[key] = None
 
     # --- handing over ------------------------------------------------------------------------

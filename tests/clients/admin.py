@@ -43,6 +43,7 @@ class Described:
     protocol: str
     members: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     instances: dict[str, str | None] = field(default_factory=dict)  # member id -> group.instance.id
+    group_type: str | None = None  # "classic" / "consumer" (KIP-848) when the client reports it, lower case
 
 
 @dataclass
@@ -66,7 +67,8 @@ def _norm_state(state: object) -> str | None:
     text = getattr(state, "name", None) or str(state)
     text = text.split(".")[-1].replace("_", "").lower()  # ConsumerGroupState.STABLE / 'Stable' / 'STABLE'
     return {"stable": "Stable", "empty": "Empty", "dead": "Dead", "preparingrebalance": "PreparingRebalance",
-            "completingrebalance": "CompletingRebalance", "unknown": "Unknown"}.get(text, text)
+            "completingrebalance": "CompletingRebalance", "assigning": "Assigning", "reconciling": "Reconciling",
+            "unknown": "Unknown"}.get(text, text)
 
 
 def _kafka_name(librdkafka_name: str) -> str:
@@ -100,7 +102,7 @@ class JavaAdmin:
         d = self._run("describe", group)
         return Described(_norm_state(d["state"]), d["protocol"],
                          {m["member_id"]: {tuple(tp) for tp in m["assignment"]} for m in d["members"]},
-                         {m["member_id"]: m["instance_id"] for m in d["members"]})
+                         {m["member_id"]: m["instance_id"] for m in d["members"]}, str(d["type"]).lower())
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
         return {(t, p): o for t, p, o in self._run("offsets", group)["offsets"]}
@@ -179,7 +181,7 @@ class ConfluentAdmin:
                                  for tp in (m.assignment.topic_partitions if m.assignment else [])}
                    for m in d.members}
         return Described(_norm_state(d.state), d.partition_assignor, members,
-                         {m.member_id: m.group_instance_id for m in d.members})
+                         {m.member_id: m.group_instance_id for m in d.members}, d.type.name.lower())
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
         from confluent_kafka import ConsumerGroupTopicPartitions

@@ -66,6 +66,13 @@ FEATURES: dict[str, tuple[str, str]] = {
         "6-partition topic; one member stops cleanly (LeaveGroup): the two others keep every partition they owned "
         "(no revocation of any of them, only incremental additions), take over the leaver's, and consume every "
         "new record exactly once (tests/clients/test_server_cooperative.py)."),
+    "consumer-protocol": (
+        "KIP-848 consumer protocol",
+        "group.protocol=consumer: 2 then 3 members share a 6-partition topic without overlap, a leaver's partitions "
+        "move, the server is SIGKILLed and restarted while they run and they keep their partitions (the group is "
+        "replayed, no rebalance); 480 records each consumed exactly once; commits reach the log end; the client's "
+        "Admin describes a `consumer` group, Stable, with the members' assignments "
+        "(tests/clients/test_consumer_protocol.py). Clients without the consumer protocol: n/a."),
     "admin-describe": (
         "admin: list + describe groups",
         "through the client's admin API (Java Admin listConsumerGroups/describeConsumerGroups, confluent-kafka "

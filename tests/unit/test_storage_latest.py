@@ -103,6 +103,9 @@ def state(coordinator: GroupCoordinator) -> tuple[dict, dict]:
     for shard in coordinator.all_shards():
         for gid, g in shard.groups.items():
             groups[gid] = (g.state.value, g.generation_id, g.protocol_type, g.protocol_name, tuple(g.members))
+        for gid, c in shard.consumer_groups.items():  # KIP-848: every member as replayed, the targets, the epochs
+            groups[gid] = (c.state.value, c.group_epoch, c.assignment_epoch, sorted(c.members.items()),
+                           sorted(c.target_assignment.items()), c.partition_epochs.snapshot())
         for gid in shard.offsets.by_group:
             for topic, p, v in shard.offsets.items(gid):
                 offsets[(gid, topic, p)] = tuple(v)
@@ -210,6 +213,29 @@ def test_other_consumer_group_tombstones_are_no_barrier():
     fold.add(build_batch([(*epoch, 1), (*member, 1)]))
     assert list(fold.take_sealed()) == []
     assert list(fold.take_all()) == [epoch, member]
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("layout", [[1], [3], [50]])
+def test_a_consumer_group_whose_partitions_moved_folds_as_it_replays(reader, layout):
+    """A member leaves and its partitions go to the others: its records' tombstones must not bring its old
+    assignment back before theirs (a replayed old value would own partitions the others own since)."""
+    from tests.support.consumer_groups import Consumer, ConsumerHarness
+
+    h = ConsumerHarness()
+    members = [Consumer(h) for _ in range(3)]
+    for _ in range(5):
+        for m in members:
+            m.beat()
+    h.heartbeat(members[0].member_id, -1)
+    late = Consumer(h)
+    for _ in range(5):
+        for m in [*members[1:], late]:
+            m.beat()
+    data = write_log(pairs_of(h.records()), layout, [0])
+    folded = replay_folded(data, 2, reader=reader)
+    assert folded == replay_all(data)
+    assert len(folded[0]["g"][3]) == 3  # the three members that stayed
 
 
 @pytest.mark.parametrize("reader", READERS)

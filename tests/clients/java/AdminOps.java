@@ -95,6 +95,7 @@ public class AdminOps {
                                 + ",\"assignment\":" + tps(m.assignment().topicPartitions()) + "}");
                 }
                 return "{\"group\":" + q(d.groupId()) + ",\"state\":" + q(d.state().toString())
+                       + ",\"type\":" + q(d.type().toString())
                        + ",\"protocol\":" + q(d.partitionAssignor()) + ",\"members\":" + members + "}";
             }
             case "offsets": {
