@@ -19,8 +19,7 @@ import pytest
 
 from tests.clients import compat
 from tests.clients.admin import admin_client
-from tests.clients.drivers import CLIENTS as ALL_CLIENTS
-from tests.clients.drivers import run_consumer
+from tests.clients.drivers import CLIENTS as ALL_CLIENTS, run_consumer
 from tests.clients.our_server import RestartableServer
 from tests.clients.process import ClientProcess
 from tests.clients.produce import committed_offsets, create_topic, produce
