@@ -2,7 +2,9 @@
 
     admin = admin_client("java" | "confluent" | "kafka-python", bootstrap)
     admin.list_groups()                      -> {group id: state or None}
-    admin.describe(group)                    -> Described(state, protocol, members={member id: {(topic, p)}}, instances)
+    admin.list_groups_typed()                -> {group id: (state, "classic" / "consumer" or None)} (Java, confluent)
+    admin.describe(group)                    -> Described(state, protocol, members={member id: {(topic, p)}}, instances,
+                                                group_type, targets={member id: KIP-848 target or None})
     admin.offsets(group)                     -> {(topic, p): committed next offset}
     admin.delete_offsets(group, topic, [p])  -> {p: None or error name}   (ClientUnsupported: confluent-kafka)
     admin.delete_group(group)                -> None or error name (e.g. NON_EMPTY_GROUP / GroupNotEmptyException)
@@ -44,6 +46,7 @@ class Described:
     members: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     instances: dict[str, str | None] = field(default_factory=dict)  # member id -> group.instance.id
     group_type: str | None = None  # "classic" / "consumer" (KIP-848) when the client reports it, lower case
+    targets: dict[str, set[tuple[str, int]] | None] = field(default_factory=dict)  # KIP-848 target assignments
 
 
 @dataclass
@@ -98,11 +101,17 @@ class JavaAdmin:
     def list_groups(self) -> dict[str, str | None]:
         return {g["group"]: _norm_state(g["state"]) for g in self._run("list")["groups"]}
 
+    def list_groups_typed(self) -> dict[str, tuple[str | None, str | None]]:
+        return {g["group"]: (_norm_state(g["state"]), g["type"] and g["type"].lower())
+                for g in self._run("list")["groups"]}
+
     def describe(self, group: str) -> Described:
         d = self._run("describe", group)
         return Described(_norm_state(d["state"]), d["protocol"],
                          {m["member_id"]: {tuple(tp) for tp in m["assignment"]} for m in d["members"]},
-                         {m["member_id"]: m["instance_id"] for m in d["members"]}, str(d["type"]).lower())
+                         {m["member_id"]: m["instance_id"] for m in d["members"]}, str(d["type"]).lower(),
+                         {m["member_id"]: None if m["target"] is None else {tuple(tp) for tp in m["target"]}
+                          for m in d["members"]})
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
         return {(t, p): o for t, p, o in self._run("offsets", group)["offsets"]}
@@ -175,13 +184,22 @@ class ConfluentAdmin:
         assert not result.errors, result.errors
         return {g.group_id: _norm_state(g.state) for g in result.valid}
 
+    def list_groups_typed(self) -> dict[str, tuple[str | None, str | None]]:
+        result = self.admin.list_consumer_groups(request_timeout=20).result(30)
+        assert not result.errors, result.errors
+        return {g.group_id: (_norm_state(g.state), None if g.type is None else g.type.name.lower())
+                for g in result.valid}
+
     def describe(self, group: str) -> Described:
         d = self.admin.describe_consumer_groups([group], request_timeout=20)[group].result(30)
-        members = {m.member_id: {(tp.topic, tp.partition)
-                                 for tp in (m.assignment.topic_partitions if m.assignment else [])}
-                   for m in d.members}
-        return Described(_norm_state(d.state), d.partition_assignor, members,
-                         {m.member_id: m.group_instance_id for m in d.members}, d.type.name.lower())
+
+        def parts(assignment) -> set[tuple[str, int]] | None:
+            return None if assignment is None else {(tp.topic, tp.partition) for tp in assignment.topic_partitions}
+
+        return Described(_norm_state(d.state), d.partition_assignor,
+                         {m.member_id: parts(m.assignment) or set() for m in d.members},
+                         {m.member_id: m.group_instance_id for m in d.members}, d.type.name.lower(),
+                         {m.member_id: parts(m.target_assignment) for m in d.members})
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
         from confluent_kafka import ConsumerGroupTopicPartitions

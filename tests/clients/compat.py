@@ -70,9 +70,20 @@ FEATURES: dict[str, tuple[str, str]] = {
         "KIP-848 consumer protocol",
         "group.protocol=consumer: 2 then 3 members share a 6-partition topic without overlap, a leaver's partitions "
         "move, the server is SIGKILLed and restarted while they run and they keep their partitions (the group is "
-        "replayed, no rebalance); 480 records each consumed exactly once; commits reach the log end; the client's "
-        "Admin describes a `consumer` group, Stable, with the members' assignments "
-        "(tests/clients/test_consumer_protocol.py). Clients without the consumer protocol: n/a."),
+        "replayed: no rebalance callback at all); 480 records each consumed exactly once; commits reach the log end; "
+        "the client's Admin lists and describes a `consumer` group, Stable, assignor uniform, with the members' "
+        "assignments and targets (tests/clients/test_consumer_protocol.py). Clients without the consumer protocol: "
+        "n/a."),
+    "consumer-protocol-new-topic": (
+        "KIP-848: topic created after subscribing",
+        "group.protocol=consumer, allow.auto.create.topics=false: a member subscribed to a topic that does not exist "
+        "is in the group (Stable, nothing assigned); once the topic is created it gets all 3 partitions and consumes "
+        "every record once (tests/clients/test_consumer_protocol.py)."),
+    "consumer-protocol-static": (
+        "KIP-848: static member restarted",
+        "group.protocol=consumer with group.instance.id: one of 2 static members is stopped cleanly; the Admin still "
+        "shows it with its partitions; restarted with the same instance id it gets the same partitions back, and "
+        "the other member never held them (tests/clients/test_consumer_protocol.py)."),
     "admin-describe": (
         "admin: list + describe groups",
         "through the client's admin API (Java Admin listConsumerGroups/describeConsumerGroups, confluent-kafka "

@@ -2,13 +2,20 @@
 3.9.1) and confluent-kafka (librdkafka 2.16). kafka-python, aiokafka, kafkajs and kcat have no consumer protocol:
 n/a in docs/COMPATIBILITY.md.
 
-One scenario per client, against our server on its embedded defaults but a 1 s heartbeat interval (so that the
-group settles in seconds): two then three members share a 6-partition topic without overlap; a leaver's partitions
-move; the server is killed (SIGKILL) and restarted on the same log dir while the members run, and they carry on
-with their partitions; every record is consumed exactly once across all of it and the committed offsets end at the
-log end; the client's own Admin describes the group as a `consumer` group. A second scenario: a subscription to a
-topic that does not exist yet gets its partitions once the topic is created; and (Java) a static member restarted
-with the same group.instance.id keeps its partitions.
+Against our server on its embedded defaults but a 1 s heartbeat interval (so that a group settles in seconds):
+
+- two then three members share a 6-partition topic without overlap (from the clients' own rebalance callbacks); the
+  client's Admin lists and describes a `consumer` group, Stable, server assignor `uniform`, each member's assignment
+  and target as the clients hold them; a leaver's partitions move to the others;
+- the server is SIGKILLed and restarted on the same log dir while the members run: they carry on with the same
+  partitions and no rebalance callback at all (the group was replayed from __consumer_offsets);
+- every record is consumed exactly once across all of it, and the committed offsets end at the log end. Exact, not
+  "at least once": the drivers commit synchronously after each batch and on revocation, and the kill comes only once
+  every record consumed so far is committed, so no record may come twice;
+- a subscription to a topic that does not exist yet: the member is in the group (Stable, nothing assigned), then
+  gets the partitions once the topic is created;
+- a static member (group.instance.id) stopped and restarted keeps its partitions: while it is away the group keeps
+  them for it, and the other member never gets them.
 """
 
 from __future__ import annotations
@@ -25,10 +32,14 @@ from tests.clients.process import ClientProcess
 from tests.clients.produce import committed_offsets, create_topic, produce
 from tests.clients.scenarios import assert_exactly_once, stop_all, wait_committed, wait_consumed, wait_stable
 
+pytestmark = pytest.mark.integration
+
 PARTITIONS = 6
+PER_ROUND = 120  # records per round: 20 per partition
 CLIENTS = ("confluent", "java")
 CONSUMER = {"group.protocol": "consumer"}
 FAST = {"group.consumer.heartbeat.interval.ms": "1000", "group.consumer.min.heartbeat.interval.ms": "1000"}
+FEATURES = ("consumer-protocol", "consumer-protocol-new-topic", "consumer-protocol-static")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +53,7 @@ def server(tmp_path_factory):
 
 
 for _other in sorted(set(ALL_CLIENTS) - set(CLIENTS)):
-    compat.mark(_other, ("consumer-protocol",), "n/a", "the client has no consumer protocol (KIP-848)")
+    compat.mark(_other, FEATURES, "n/a", "the client has no consumer protocol (KIP-848)")
 
 
 def merged(*rounds: dict[int, list[str]]) -> dict[int, list[str]]:
@@ -53,41 +64,86 @@ def merged(*rounds: dict[int, list[str]]) -> dict[int, list[str]]:
     return out
 
 
+def log_ends(rounds: list[dict[int, list[str]]]) -> dict[int, int]:
+    return {p: len(values) for p, values in merged(*rounds).items()}
+
+
+def rebalance_events(member: ClientProcess, since: int) -> list[dict]:
+    return [e for e in list(member.events)[since:] if e["event"] in ("assigned", "revoked")]
+
+
+def wait_described(client: str, bootstrap: str, group: str, check, what: str, timeout: float = 30.0):
+    """Describe the group with the client's Admin until check(described) holds."""
+    admin = admin_client(client, bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        described = admin.describe(group)
+        if check(described):
+            return described
+        assert time.monotonic() < deadline, f"{group}: {what} not described within {timeout:.0f}s: {described}"
+        time.sleep(0.5)
+
+
+def check_listed_and_described(client: str, bootstrap: str, group: str, members: list[ClientProcess]) -> None:
+    """The client's own Admin: ConsumerGroupDescribe and ListGroups agree with what the members hold.
+
+    Polled until Stable: the members' callbacks can show every partition owned once while the group still
+    reconciles (a joiner got the partition one member freed, another member has yet to revoke its own)."""
+    def owned() -> list[list[tuple[str, int]]]:
+        return sorted(sorted(m.assignment) for m in members)
+
+    described = wait_described(client, bootstrap, group,
+                               lambda d: d.state == "Stable" and sorted(map(sorted, d.members.values())) == owned(),
+                               "Stable with the assignments the members hold")
+    assert (described.group_type, described.protocol) == ("consumer", "uniform"), described
+    assert described.targets == described.members, described  # Stable: every member is at its target
+    assert admin_client(client, bootstrap).list_groups_typed().get(group) == ("Stable", "consumer")
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_consumer_protocol_group_shares_moves_survives_a_crash_and_is_described(client, server):
     topic, group = f"k848-{client}", f"k848-group-{client}"
     members: list[ClientProcess] = []
+    log = server.current.lines
     try:
         with compat.record(client, "consumer-protocol"):
             create_topic(server.bootstrap, topic, PARTITIONS)
             members = [run_consumer(client, server.bootstrap, group, topic, extra=CONSUMER) for _ in range(2)]
             wait_stable(members, topic, PARTITIONS)
-            rounds = [produce(server.bootstrap, topic, PARTITIONS, 120)]
-            wait_consumed(members, 120)
+            rounds = [produce(server.bootstrap, topic, PARTITIONS, PER_ROUND)]
+            wait_consumed(members, PER_ROUND)
             members.append(run_consumer(client, server.bootstrap, group, topic, extra=CONSUMER))
             wait_stable(members, topic, PARTITIONS)
-            rounds.append(produce(server.bootstrap, topic, PARTITIONS, 120, start=120))
-            wait_consumed(members, 240)
-            described = admin_client(client, server.bootstrap).describe(group)
-            assert described.group_type == "consumer" and described.state == "Stable", described
-            assert sorted(map(sorted, described.members.values())) == sorted(sorted(m.assignment) for m in members)
+            rounds.append(produce(server.bootstrap, topic, PARTITIONS, PER_ROUND, start=PER_ROUND))
+            wait_consumed(members, 2 * PER_ROUND)
+            check_listed_and_described(client, server.bootstrap, group, members)
+
             leaver, members = members[0], members[1:]
+            given_up = leaver.assignment  # its close revokes them all: taken before
             stop_all([leaver])
             wait_stable(members, topic, PARTITIONS)
-            assert leaver.assignment <= set().union(*(m.assignment for m in members))
-            rounds.append(produce(server.bootstrap, topic, PARTITIONS, 120, start=240))
-            wait_consumed(members, 360 - len(leaver.records))  # the leaver's count stays with it
+            assert given_up and given_up <= set().union(*(m.assignment for m in members)), given_up
+            rounds.append(produce(server.bootstrap, topic, PARTITIONS, PER_ROUND, start=2 * PER_ROUND))
+            wait_consumed(members, 3 * PER_ROUND - len(leaver.records))  # the leaver's count stays with it
+            # Everything consumed is committed before the kill: nothing may be consumed twice after it.
+            wait_committed(members, topic, log_ends(rounds), server_log=log)
+
             before = {m.name: m.assignment for m in members}
+            seen = {m.name: len(m.events) for m in members}
             server.crash_and_restart()  # SIGKILL: the members keep running
-            rounds.append(produce(server.bootstrap, topic, PARTITIONS, 120, start=360))
-            wait_consumed(members, 480 - len(leaver.records))
-            assert {m.name: m.assignment for m in members} == before  # no rebalance: the group was replayed
-            everyone = [leaver, *members]
-            assert_exactly_once(everyone, merged(*rounds))
-            ends = {p: 80 for p in range(PARTITIONS)}
-            wait_committed(members, topic, ends, server_log=server.current.lines)
+            log = server.current.lines
+            rounds.append(produce(server.bootstrap, topic, PARTITIONS, PER_ROUND, start=3 * PER_ROUND))
+            wait_consumed(members, 4 * PER_ROUND - len(leaver.records))
+            ends = log_ends(rounds)
+            wait_committed(members, topic, ends, server_log=log)
+            assert {m.name: m.assignment for m in members} == before
+            assert {m.name: rebalance_events(m, seen[m.name]) for m in members} == {m.name: [] for m in members}
+            assert_exactly_once([leaver, *members], merged(*rounds))
+
             stop_all(members)
+            assert_exactly_once([leaver, *members], merged(*rounds))  # the shutdown re-read nothing
             assert committed_offsets(server.bootstrap, group, topic, PARTITIONS) == ends
+            assert admin_client("confluent", server.bootstrap).list_offsets(topic, PARTITIONS, "latest") == ends
     finally:
         for m in members:
             m.kill()
@@ -100,33 +156,45 @@ def test_consumer_protocol_subscription_to_a_topic_created_later(client, server)
     member = run_consumer(client, server.bootstrap, group, topic,
                           extra={**CONSUMER, "allow.auto.create.topics": "false"})
     try:
-        time.sleep(3)  # the member is in the group, subscribed to nothing that exists
-        assert member.assignment == set()
-        create_topic(server.bootstrap, topic, 3)
-        wait_stable([member], topic, 3)
-        sent = produce(server.bootstrap, topic, 3, 30)
-        wait_consumed([member], 30)
-        assert_exactly_once([member], sent)
-        stop_all([member])
+        with compat.record(client, "consumer-protocol-new-topic"):
+            described = wait_described(client, server.bootstrap, group, lambda d: d.members, "a member")
+            assert (described.state, list(described.members.values())) == ("Stable", [set()]), described
+            assert member.assignment == set()
+            create_topic(server.bootstrap, topic, 3)
+            wait_stable([member], topic, 3)
+            sent = produce(server.bootstrap, topic, 3, 30)
+            wait_consumed([member], 30)
+            assert_exactly_once([member], sent)
+            stop_all([member])
     finally:
         member.kill()
 
 
-def test_java_static_member_restarted_keeps_its_partitions(server):
-    topic, group = "k848-static", "k848-static-group"
-    create_topic(server.bootstrap, topic, PARTITIONS)
-    first = [run_consumer("java", server.bootstrap, group, topic, instance_id=f"i-{n}", extra=CONSUMER)
-             for n in range(2)]
+@pytest.mark.parametrize("client", CLIENTS)
+def test_consumer_protocol_static_member_restarted_keeps_its_partitions(client, server):
+    topic, group = f"k848-static-{client}", f"k848-static-group-{client}"
+    first: list[ClientProcess] = []
     again: ClientProcess | None = None
     try:
-        wait_stable(first, topic, PARTITIONS)
-        kept = first[0].assignment
-        stop_all([first[0]])  # a static member's close leaves with epoch -2: its partitions wait for it
-        again = run_consumer("java", server.bootstrap, group, topic, instance_id="i-0", extra=CONSUMER)
-        wait_stable([again, first[1]], topic, PARTITIONS)
-        assert again.assignment == kept
-        assert first[1].of("revoked") == [] or all(not e["partitions"] for e in first[1].of("revoked"))
-        stop_all([again, first[1]])
+        with compat.record(client, "consumer-protocol-static"):
+            create_topic(server.bootstrap, topic, PARTITIONS)
+            first = [run_consumer(client, server.bootstrap, group, topic, instance_id=f"i-{n}", extra=CONSUMER)
+                     for n in range(2)]
+            wait_stable(first, topic, PARTITIONS)
+            kept, other = first[0].assignment, first[1]
+            seen = len(other.events)  # its revocations of the first join (it may have joined alone) are fine
+            stop_all([first[0]])  # a static member's close leaves with epoch -2: the group keeps it and its partitions
+            away = admin_client(client, server.bootstrap).describe(group)
+            assert sorted((away.instances[m], sorted(p)) for m, p in away.members.items()) == \
+                [("i-0", sorted(kept)), ("i-1", sorted(other.assignment))], away
+            again = run_consumer(client, server.bootstrap, group, topic, instance_id="i-0", extra=CONSUMER)
+            wait_stable([again, other], topic, PARTITIONS)
+            assert again.assignment == kept
+            assert rebalance_events(other, seen) == []  # it never got (then gave back) the static member's partitions
+            sent = produce(server.bootstrap, topic, PARTITIONS, PER_ROUND)
+            wait_consumed([again, other], PER_ROUND)
+            assert_exactly_once([again, other], sent)
+            stop_all([again, other])
     finally:
         for m in [*first, *([again] if again else [])]:
             m.kill()

@@ -14,8 +14,9 @@ import org.apache.kafka.common.protocol.Errors;
  * One admin operation of the Java Admin client (kafka-clients 3.9.1), printed as ONE JSON line on stdout
  * (tests/clients/admin.py runs it once per operation). Errors are reported, not thrown: {"error": "ClassName: msg"}.
  *
- *   java AdminOps BOOTSTRAP list
- *   java AdminOps BOOTSTRAP describe GROUP
+ *   java AdminOps BOOTSTRAP list                                   -> {"groups": [{group, state, type}]}
+ *   java AdminOps BOOTSTRAP describe GROUP                         -> {group, state, type, protocol, members:
+ *                                                                  [{member_id, instance_id, client_id, assignment, target}]}
  *   java AdminOps BOOTSTRAP offsets GROUP
  *   java AdminOps BOOTSTRAP delete-offsets GROUP TOPIC P[,P...]
  *   java AdminOps BOOTSTRAP delete-group GROUP
@@ -80,7 +81,8 @@ public class AdminOps {
                 StringJoiner j = new StringJoiner(",", "{\"groups\":[", "]}");
                 for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
                     j.add("{\"group\":" + q(g.groupId()) + ",\"state\":"
-                          + q(g.state().map(Object::toString).orElse(null)) + "}");
+                          + q(g.state().map(Object::toString).orElse(null)) + ",\"type\":"
+                          + q(g.type().map(Object::toString).orElse(null)) + "}");
                 }
                 return j.toString();
             }
@@ -92,7 +94,9 @@ public class AdminOps {
                 for (MemberDescription m : d.members()) {
                     members.add("{\"member_id\":" + q(m.consumerId()) + ",\"instance_id\":"
                                 + q(m.groupInstanceId().orElse(null)) + ",\"client_id\":" + q(m.clientId())
-                                + ",\"assignment\":" + tps(m.assignment().topicPartitions()) + "}");
+                                + ",\"assignment\":" + tps(m.assignment().topicPartitions())
+                                + ",\"target\":" + m.targetAssignment().map(a -> tps(a.topicPartitions())).orElse("null")
+                                + "}");
                 }
                 return "{\"group\":" + q(d.groupId()) + ",\"state\":" + q(d.state().toString())
                        + ",\"type\":" + q(d.type().toString())
