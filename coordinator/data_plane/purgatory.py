@@ -28,7 +28,7 @@ WAKE_SLICE = 10_000  # partitions of woken fetches answered per loop turn (~10 Â
 
 
 class DelayedFetch:
-    __slots__ = ("future", "keys", "needed", "timer", "purgatory", "finished")
+    __slots__ = ("future", "keys", "needed", "timer", "purgatory", "finished", "watching")
 
     def __init__(self, purgatory: FetchPurgatory, future: asyncio.Future, keys: tuple, needed: int) -> None:
         self.purgatory = purgatory
@@ -37,6 +37,7 @@ class DelayedFetch:
         self.needed = needed
         self.timer: asyncio.TimerHandle | None = None
         self.finished = False  # woken (answered now or in a later slice) or released
+        self.watching = True  # in the watch lists of its keys
 
     def complete(self) -> None:
         if self.finished:
@@ -46,11 +47,14 @@ class DelayedFetch:
         self.purgatory._answer_soon(self)
 
     def release(self) -> None:
-        """The answer is no longer wanted: leave the purgatory and cancel the future."""
+        """The answer is no longer wanted: leave the purgatory and cancel the future. The future may
+        be cancelled already (the connection cancels the waiting handler's task first, and a task's
+        cancel cancels the future it awaits): the watch lists are left all the same, else every
+        released fetch stayed in them for good, and a DeleteTopics walked them all at once."""
         self.finished = True
         self._stop_timer()
+        self.purgatory._unwatch(self)
         if not self.future.done():
-            self.purgatory._unwatch(self)
             self.future.cancel()
 
     def _stop_timer(self) -> None:
@@ -105,8 +109,8 @@ class FetchPurgatory:
             asyncio.get_running_loop().call_soon(self._next_turn)
 
     def _answer(self, delayed: DelayedFetch) -> None:
-        if not delayed.future.done():  # not released meanwhile
-            self._unwatch(delayed)
+        self._unwatch(delayed)
+        if not delayed.future.done():  # not released (nor its waiter cancelled) meanwhile
             self._spent += len(delayed.keys)
             delayed.future.set_result(None)
 
@@ -121,6 +125,9 @@ class FetchPurgatory:
             asyncio.get_running_loop().call_soon(self._next_turn)
 
     def _unwatch(self, delayed: DelayedFetch) -> None:
+        if not delayed.watching:
+            return
+        delayed.watching = False
         for key in delayed.keys:
             watchers = self._watchers.get(key)
             if watchers is not None:

@@ -28,6 +28,22 @@ async def test_a_released_fetch_leaves_the_purgatory_and_cancels_its_timer():
     purgatory.wake("b")
 
 
+async def test_a_fetch_whose_waiting_task_was_cancelled_first_still_leaves_the_watch_lists():
+    """The connection cancels the handler's task, then releases: the task's cancel has already
+    cancelled the future it awaits. The fetch used to stay in its watch lists for good (16 cycles
+    of 500 x 1,000 partitions: 8 million entries that one DeleteTopics walked at once)."""
+    purgatory = FetchPurgatory()
+    delayed = purgatory.park(["a", "b"], 100, 3600.0)
+    waiter = asyncio.ensure_future(delayed.future)
+    await asyncio.sleep(0)
+    waiter.cancel()
+    assert delayed.future.cancelled()
+    delayed.release()
+    assert purgatory._watchers == {} and purgatory.waiting() == 0
+    await asyncio.sleep(0)
+    assert waiter.cancelled()
+
+
 async def test_closing_a_connection_releases_its_parked_fetches(tmp_path):
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t", partitions=3)
@@ -36,8 +52,10 @@ async def test_closing_a_connection_releases_its_parked_fetches(tmp_path):
         connection.data_received(b"".join(request_frame(f, i) for i, f in enumerate(fetches)))
         held = [item for item in connection.pending if isinstance(item, Deferred)]
         assert len(held) == 3 and plane.data.purgatory.waiting() == 3
+        await asyncio.sleep(0)  # each handler's task now awaits its fetch's future, as in a server
         connection.connection_lost(None)
         assert plane.data.purgatory.waiting() == 0
+        assert plane.data.purgatory._watchers == {}  # not merely finished: gone from every watch list
         await settle(lambda: all(item.future.done() for item in held))
         assert all(item.future.cancelled() for item in held)
         assert transport.written == b""
