@@ -26,9 +26,10 @@ from coordinator.errors import KafkaError, write_error_code
 from coordinator.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
-from coordinator.groups.consumer.heartbeat import ConsumerGroupOps
+from coordinator.groups.consumer.heartbeat import ConsumerGroupOps, _error
 from coordinator.groups.consumer.leaving import fence, fence_members_records, member_tombstones
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
+from coordinator.groups.membership import JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
 from coordinator.record_types import Record
@@ -37,11 +38,6 @@ from storage.consumer_protocol import SubscriptionError, decode_subscription, en
 
 log = structlog.get_logger("coordinator.groups")
 
-JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM = 4  # JoinGroupRequest.requiresKnownMemberId
-
-
-def _error(code: ErrorCode, message: str) -> KafkaError:
-    return KafkaError(message, code)
 
 
 class ClassicMembers:
