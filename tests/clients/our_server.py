@@ -4,6 +4,8 @@ comes back), plus the server-side views the tests check (log events of every inc
 
 from __future__ import annotations
 
+import time
+
 from tests.support.server_process import ServerProcess, start_server
 
 # Kafka's defaults except a shorter initial rebalance delay (3 s in Kafka): three members started at once
@@ -38,6 +40,13 @@ class RestartableServer:
         for process in [*self.past, self.current]:
             out += [e for e in process.events(name) if all(e.get(k) == v for k, v in fields.items())]
         return out
+
+    def wait_for_events(self, name: str, count: int, timeout: float = 10.0, **fields: object) -> list[dict]:
+        """events(name, **fields) once there are at least `count` (the log reader may lag the clients)."""
+        deadline = time.monotonic() + timeout
+        while len(found := self.events(name, **fields)) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return found
 
     def tail(self, lines: int = 15) -> str:
         return "\n  ".join(self.current.lines[-lines:])

@@ -97,7 +97,7 @@ def test_retention_bytes_deletes_old_segments_and_moves_the_log_start(tmp_path):
         assert raw_fetch(server, "sized", low - 1).error_code == ErrorCode.offset_out_of_range
         answer = raw_fetch(server, "sized", low)
         assert (answer.error_code, answer.log_start_offset) == (ErrorCode.none, low)
-        assert server.events("data_plane.retention.deleted")
+        server.wait_for_event("data_plane.retention.deleted")
         assert watermarks(server, "kept") == (0, 200)  # default retention: 7 days, no size limit
         assert len(segment_bases(str(tmp_path), "kept")) > 10
     finally:
@@ -115,7 +115,7 @@ def test_retention_ms_deletes_segments_whose_records_are_old(tmp_path):
         wait_until(lambda: segment_bases(str(tmp_path), "aged") == [100])
         assert watermarks(server, "aged") == (100, 100)  # ListOffsets: earliest == latest
         assert raw_fetch(server, "aged", 99).error_code == ErrorCode.offset_out_of_range
-        assert server.events("storage.segment.rolled")[-1]["base_offset"] == 100
+        server.wait_for_event("storage.segment.rolled", base_offset=100)
         consumer = from_earliest(server, "aged")
         try:
             assert poll_for(consumer, 2.0) == []  # no old data left to read

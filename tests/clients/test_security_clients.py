@@ -148,7 +148,7 @@ def test_the_java_client_renews_its_session_and_keeps_consuming(tmp_path):
         produce(process.bootstrap, "renewed", 1, 5, start=5)
         wait_committed([consumer], "renewed", {0: 10}, timeout=60, server_log=process.lines)
         stop_all([consumer])
-        assert [e for e in process.events("re-authenticated") if e["principal"] == "User:alice"]
+        process.wait_for_event("re-authenticated", principal="User:alice")
         assert not [e for e in process.events("closing connection") if "session expired" in e["reason"]]
     finally:
         process.kill()

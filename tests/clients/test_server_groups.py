@@ -192,7 +192,8 @@ def _bounce_static(client: str, ours: RestartableServer, group: str, topic: str,
                         name=f"{client}-{instance_id}-back")
     back.wait_until(lambda c: c.assignment == before[victim.name], 40,
                     f"the old assignment {sorted(before[victim.name])} back")
-    assert len(ours.events("static member replaced without rebalance", group=group, instance=instance_id)) > replaced, \
+    assert len(ours.wait_for_events("static member replaced without rebalance", replaced + 1,
+                                    group=group, instance=instance_id)) > replaced, \
         f"no static replacement of {instance_id} in the server log:\n  {ours.tail()}"
     assert not ours.events("member left group", group=group), "a static member sent LeaveGroup on close"
     assert len(ours.events("rebalance", group=group)) == rebalances, \

@@ -85,6 +85,6 @@ def test_garbage_never_harms_a_good_client(fuzzed_server, steps):
 def test_fuzzing_logged_warnings_but_no_errors(fuzzed_server):
     levels = {event.get("level") for event in fuzzed_server.events()}
     assert "error" not in levels and "critical" not in levels
-    assert fuzzed_server.events("closing connection"), "no violation was logged"
+    fuzzed_server.wait_for_event("closing connection")  # at least one violation was logged
     for event in fuzzed_server.events("closing connection"):
         assert event["level"] == "warning" and event["peer"].startswith("127.0.0.1:") and event["reason"]

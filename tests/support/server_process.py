@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,14 +53,27 @@ class ServerProcess:
                 out.append(event)
         return out
 
-    def wait_for_event(self, name: str, timeout: float = 10.0, **fields: object) -> dict:
+    def wait_for_event(self, name: str, timeout: float = 10.0, where: Callable[[dict], bool] | None = None,
+                       **fields: object) -> dict:
+        """The first `name` event with these fields (and matching `where`), waiting for the log reader.
+
+        A line the server wrote before the client saw its effect (an answer, a closed socket) may not have been
+        read from the pipe yet: assert on events through this, not through a bare events() read."""
+        return self.wait_for_events(name, 1, timeout, where, **fields)[0]
+
+    def wait_for_events(self, name: str, count: int, timeout: float = 10.0,
+                        where: Callable[[dict], bool] | None = None, **fields: object) -> list[dict]:
+        """All `name` events with these fields (and matching `where`) once there are at least `count`."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for event in self.events(name):
-                if all(event.get(k) == v for k, v in fields.items()):
-                    return event
+        while True:
+            found = [event for event in self.events(name)
+                     if all(event.get(k) == v for k, v in fields.items()) and (where is None or where(event))]
+            if len(found) >= count:
+                return found
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"{len(found)} of {count} {name!r} events with {fields} in {timeout}s; "
+                                     f"log tail: {self.lines[-5:]}")
             time.sleep(0.02)
-        raise AssertionError(f"no {name!r} event with {fields} in {timeout}s; log tail: {self.lines[-5:]}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
         if self.process.poll() is None:
