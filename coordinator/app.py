@@ -15,6 +15,8 @@ from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.handlers import (
     acls_admin,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     api_versions,
     configs_admin,
     consumer_group_describe,
@@ -25,6 +27,7 @@ from coordinator.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
+    end_txn,
     fetch,
     find_coordinator,
     group_admin,
@@ -43,6 +46,7 @@ from coordinator.handlers import (
     scram_admin,
     sync_group,
     topics_admin,
+    transactions_admin,
 )
 from coordinator.net.dispatch import Dispatcher
 from coordinator.net.request_metrics import RequestMetrics
@@ -67,7 +71,8 @@ HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
                    describe_producers, describe_topic_partitions, configs_admin, sasl,
-                   scram_admin, acls_admin)
+                   scram_admin, acls_admin,
+                   add_partitions_to_txn, add_offsets_to_txn, end_txn, transactions_admin)
 
 
 def build_dispatcher(services: Services) -> Dispatcher:
@@ -118,6 +123,8 @@ class App:
             await self.http.start()
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
+        if self.cluster is None:
+            await self.services.txn.start()  # __transaction_state logs open; partitions load in the background
         if self.cluster is not None and self.services.acls is not None:
             await self.services.acls.refresh()  # the ACLs in force before the first request
         self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)
@@ -143,6 +150,7 @@ class App:
             await self.server.stop()
         if self.cluster is not None:
             await self.cluster.stop()  # hand the partitions off (unload, release), leave the cluster
+        await self.services.txn.stop()  # flush and close the transaction state logs
         await self.offsets.stop()  # flush and close the offsets logs
         await self.services.data.stop()  # flush and close the topic logs
         if self.cluster is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from coordinator.config_values import (  # noqa: F401 (read_properties: part of this module's interface)
     ConfigError,
     HostLimit,
+    _choice,
     _host_limits,
     _int,
     parse_cleanup_policy,
@@ -35,6 +36,7 @@ from coordinator.security.listener_config import (
     listener_env_names,
     listener_security,
 )
+from coordinator.txn.config_settings import TXN_SETTINGS
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 from storage.pg.url import redact
 
@@ -90,16 +92,6 @@ def _bool(text: str) -> bool:
     if lowered in ("true", "false"):
         return lowered == "true"
     raise ValueError(f"{text!r} is not true or false")
-
-
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = text.strip()
-        if value.upper() in choices:
-            return value.upper()
-        raise ValueError(f"{text!r} is not one of {', '.join(choices)}")
-
-    return parse
 
 
 def _str(text: str) -> str:
@@ -243,6 +235,7 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                        "Whether a resource without any ACL is open to everyone."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
     **CONSUMER_GROUP_SETTINGS,
+    **TXN_SETTINGS,
 }
 
 ENV_PREFIX = "COORDINATOR_"
@@ -317,6 +310,13 @@ class Config:
     group_consumer_max_size: int
     group_consumer_assignors: str
     group_consumer_migration_policy: str
+    transaction_state_log_num_partitions: int
+    transaction_state_log_segment_bytes: int
+    transaction_state_log_flush_policy: str
+    transaction_max_timeout_ms: int
+    transactional_id_expiration_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
     #: names set by the file, environment or an override (DescribeConfigs: STATIC_BROKER_CONFIG)
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     #: the TLS/SASL settings given (coordinator/security/listener_config.py), listener.name.* ones included

@@ -99,3 +99,13 @@ def read_properties(path: str) -> dict[str, str]:
             result[logical] = ""
         logical = ""
     return result
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip()
+        if value.upper() in choices:
+            return value.upper()
+        raise ValueError(f"{text!r} is not one of {', '.join(choices)}")
+
+    return parse

@@ -16,6 +16,8 @@ from coordinator.security.access import Access
 from coordinator.security.acl_store import Acls, AclStore, FileAclStore
 from coordinator.security.authorizer import Authorizer, parse_super_users
 from coordinator.security.scram_store import FileCredentialStore, ScramCredentials
+from coordinator.txn.build import build_transaction_coordinator
+from coordinator.txn.coordinator import TransactionCoordinator
 
 
 class Services:
@@ -27,7 +29,8 @@ class Services:
     def __init__(self, config: Config, node: Node, topics: TopicCatalog, groups: GroupCoordinator | None = None,
                  data: DataPlane | None = None, view: ClusterView | None = None,
                  metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None,
-                 scram: ScramCredentials | None = None, acl_store: AclStore | None = None) -> None:
+                 scram: ScramCredentials | None = None, acl_store: AclStore | None = None,
+                 txn: TransactionCoordinator | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -50,3 +53,6 @@ class Services:
             authorizer = Authorizer(parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found)
             self.acls = Acls(FileAclStore(config.log_dirs) if acl_store is None else acl_store, authorizer)
         self.access = Access(None if self.acls is None else self.acls.authorizer)
+        # the transaction coordinator (its __transaction_state partitions: all here in local mode)
+        self.txn: TransactionCoordinator = build_transaction_coordinator(config, self.data, self.groups) \
+            if txn is None else txn

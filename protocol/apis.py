@@ -45,6 +45,11 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -60,6 +65,8 @@ class ApiKey(IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
@@ -140,6 +147,11 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.DELETE_TOPICS, 1, 6),
     (ApiKey.DELETE_RECORDS, 0, 2),
     (ApiKey.INIT_PRODUCER_ID, 0, 5),
+    (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3),  # v4+: brokers' batched verification (KIP-890)
+    (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4),
+    (ApiKey.END_TXN, 0, 4),  # v5: transaction version 2 (KIP-890 part 2), not offered
+    (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
+    (ApiKey.LIST_TRANSACTIONS, 0, 1),
     (ApiKey.CREATE_PARTITIONS, 0, 3),
     (ApiKey.DESCRIBE_CLUSTER, 0, 1),
     (ApiKey.DESCRIBE_LOG_DIRS, 1, 4),

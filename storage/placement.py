@@ -36,3 +36,12 @@ def offsets_topic_id(cluster_id: str) -> uuid.UUID:
 
 def partition_for(group_id: str, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:
     return kafka_abs(java_string_hash(group_id)) % num_partitions
+
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+DEFAULT_TXN_PARTITIONS = 50
+
+
+def transaction_partition_for(transactional_id: str, num_partitions: int = DEFAULT_TXN_PARTITIONS) -> int:
+    """Kafka's TransactionStateManager.partitionFor: Utils.abs(transactionalId.hashCode) % partitions."""
+    return kafka_abs(java_string_hash(transactional_id)) % num_partitions

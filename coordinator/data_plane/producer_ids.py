@@ -48,6 +48,12 @@ class ProducerIdAllocator:
         self._next += 1
         return producer_id
 
+    async def ensure_available(self) -> None:
+        """Make sure the next `take()` returns an id (reserving a block first if needed), so a synchronous
+        decision (the transaction coordinator's InitProducerId) can take one only if it needs one."""
+        producer_id = await self.allocate()
+        self._next = producer_id  # give it back: the block is reserved, the id unused
+
     async def allocate(self) -> int:
         """The next id, reserving a new block first when needed (one reservation at a time).
         Raises ProducerIdsUnavailable (retriable) when the block cannot be reserved."""

@@ -2,9 +2,9 @@
 
 The cluster view names the leader of the __consumer_offsets partition partition_for
 places the group on (in local mode this node leads them all); a partition with no
-leader answers COORDINATOR_NOT_AVAILABLE, which clients retry. Transaction keys get
-COORDINATOR_NOT_AVAILABLE (no transaction coordinator), share keys INVALID_REQUEST (as
-Kafka without a share coordinator), unknown key types INVALID_REQUEST. An empty group
+leader answers COORDINATOR_NOT_AVAILABLE, which clients retry. A transactional id (key type 1)
+is coordinated by the leader of its __transaction_state partition (transaction_partition_for);
+share keys get INVALID_REQUEST (as Kafka without a share coordinator), unknown key types INVALID_REQUEST. An empty group
 id gets INVALID_GROUP_ID. v4+ batches keys, each with its own error; before v4 an error
 answers with Kafka's "no node" (-1, "", -1) and the error's default message.
 """
@@ -22,7 +22,13 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from storage.placement import OFFSETS_TOPIC, partition_for
+from storage.placement import (
+    DEFAULT_TXN_PARTITIONS,
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    partition_for,
+    transaction_partition_for,
+)
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4
@@ -35,14 +41,16 @@ def error_for(key_type: int, key: str) -> ErrorCode:
     if key_type == GROUP:
         return ErrorCode.invalid_group_id if not key else ErrorCode.none
     if key_type == TRANSACTION:
-        return ErrorCode.coordinator_not_available
+        return ErrorCode.none
     return ErrorCode.invalid_request  # SHARE without a share coordinator, or an unknown type
 
 
 class FindCoordinatorHandler:
-    def __init__(self, view: ClusterView, offsets_partitions: int, access: Access | None = None) -> None:
+    def __init__(self, view: ClusterView, offsets_partitions: int, access: Access | None = None,
+                 txn_partitions: int = DEFAULT_TXN_PARTITIONS) -> None:
         self.view = view
         self.offsets_partitions = offsets_partitions
+        self.txn_partitions = txn_partitions
         self.access = access or Access()
 
     def refused(self, ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
@@ -64,7 +72,11 @@ class FindCoordinatorHandler:
         if code is not ErrorCode.none:
             return code, NO_NODE
         view = self.view
-        broker: Broker | None = view.broker(view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions)))
+        if key_type == TRANSACTION:
+            leader = view.leader(TRANSACTION_STATE_TOPIC, transaction_partition_for(key, self.txn_partitions))
+        else:
+            leader = view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions))
+        broker: Broker | None = view.broker(leader)
         if broker is not None:
             broker = broker.on(listener)  # None: the coordinator has no listener of the client's name
         if broker is None:  # no leader now (or it is gone): retriable
@@ -86,5 +98,6 @@ class FindCoordinatorHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions, services.access)
+    handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions, services.access,
+                                     services.txn.settings.num_partitions)
     dispatcher.register(ApiKey.FIND_COORDINATOR, handler.handle)

@@ -1,33 +1,41 @@
-"""InitProducerId v0-v5 for idempotent producers (kio has v0+; v6 is not advertised).
+"""InitProducerId v0-v5 (kio has v0+; v6, KIP-939's two-phase commit, is not advertised).
 
 Without a transactional id Kafka's TransactionCoordinator "blindly" hands out a new
 producer id with epoch 0, whatever producer id/epoch a v3+ request carries; we do
 the same from a persisted id block (data_plane/producer_ids.py; when a new block cannot be
-reserved from PostgreSQL now: COORDINATOR_LOAD_IN_PROGRESS, as Kafka). This server has no
-transaction coordinator: a transactional id gets COORDINATOR_NOT_AVAILABLE (what
-Kafka answers while its transaction state topic is unavailable), an empty one
-INVALID_REQUEST (as Kafka).
+reserved from PostgreSQL now: COORDINATOR_LOAD_IN_PROGRESS, as Kafka). With a transactional id
+(WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) the transaction coordinator decides
+(coordinator/txn/): a new id or an epoch bump, fencing the old producer; a producer id without an
+epoch or the reverse is INVALID_REQUEST (KafkaApis); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
 from coordinator.errors import KafkaError, error_code_for
+from coordinator.handlers.txn_values import fenced_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
+from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 
+MILLISECOND = timedelta(milliseconds=1)
+
 
 class InitProducerIdHandler:
-    def __init__(self, data: DataPlane, access: Access | None = None) -> None:
+    def __init__(self, data: DataPlane, access: Access | None = None,
+                 txn: TransactionCoordinator | None = None) -> None:
         self.data = data
         self.access = access or Access()
+        self.txn = txn
 
     def handle(self, ctx: RequestContext, request) -> object:
         cls = API_TABLE[ApiKey.INIT_PRODUCER_ID].responses[ctx.api_version]
@@ -36,9 +44,8 @@ class InitProducerIdHandler:
             return build(cls, throttle_time=NO_THROTTLE, error_code=code, producer_id=producer_id,
                          producer_epoch=producer_epoch)
 
-        txn = request.transactional_id
-        if txn is not None:
-            return answer(ErrorCode.invalid_request if txn == "" else ErrorCode.coordinator_not_available)
+        if request.transactional_id is not None:
+            return self.transactional(ctx, request, answer)
         access = self.access  # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
         if access.enabled and not access.cluster(ctx, Op.IDEMPOTENT_WRITE) and \
                 not access.any(ctx, Op.WRITE, ResourceType.TOPIC):
@@ -56,6 +63,26 @@ class InitProducerIdHandler:
 
         return after_reservation()
 
+    def transactional(self, ctx: RequestContext, request, answer) -> object:
+        txn_id = request.transactional_id
+        if self.access.enabled and not self.access.allows(ctx, Op.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            return answer(ErrorCode.transactional_id_authorization_failed)
+        producer_id = getattr(request, "producer_id", -1)
+        producer_epoch = getattr(request, "producer_epoch", -1)
+        if (producer_id == -1) != (producer_epoch == -1):
+            return answer(ErrorCode.invalid_request)
+        if self.txn is None:
+            return answer(ErrorCode.coordinator_not_available)
+        txn, timeout_ms = self.txn, request.transaction_timeout // MILLISECOND
+        version = ctx.api_version
+
+        async def initialised() -> object:
+            code, pid, epoch = await txn.init_producer_id(txn_id, timeout_ms, producer_id, producer_epoch)
+            return answer(fenced_for(code, version, 4), pid, epoch)
+
+        return initialised()
+
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(services.data, services.access).handle)
+    dispatcher.register(ApiKey.INIT_PRODUCER_ID,
+                        InitProducerIdHandler(services.data, services.access, services.txn).handle)

@@ -1,0 +1,21 @@
+"""The transaction coordinator of a node, built from the config and wired to where markers go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.txn.coordinator import TransactionCoordinator
+from coordinator.txn.markers import MarkerWriter
+from coordinator.txn.settings import TxnRuntimeSettings
+from coordinator.txn.state_log import TxnStateLog
+
+
+def build_transaction_coordinator(config: Any, data: Any, groups: Any) -> TransactionCoordinator:
+    """`data`: the DataPlane (topic markers, producer ids); `groups`: the GroupCoordinator (offsets markers)."""
+    state_log = TxnStateLog(config.log_dirs, flush_policy=config.transaction_state_log_flush_policy,
+                            flush_interval_ms=config.log_flush_interval_ms,
+                            segment_bytes=config.transaction_state_log_segment_bytes)
+    markers = MarkerWriter(data.write_marker, groups.complete_transaction)
+    txn = TransactionCoordinator(TxnRuntimeSettings.from_config(config), state_log, markers, data.producer_ids)
+    data.txn_verifier = txn.verify  # KIP-890: transactional batches only in partitions added to their transaction
+    return txn

@@ -1,0 +1,105 @@
+"""`<log.dirs>/__transaction_state-<p>/`: the transaction coordinator's log, in Kafka's layout and bytes.
+
+Each write is one record (TransactionLogKey, TransactionLogValue or a tombstone) in a batch of its own,
+appended to a storage.log.PartitionLog (group commit: the writes of one loop turn share a write and an
+fsync); the write's future completes once it is durable. Loading scans the log and keeps the latest value
+per transactional id (the log is keyed like Kafka's compacted topic), in chunks between which the loop runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import structlog
+
+from storage.batch import build_batch, decode_records, iter_batches
+from storage.errors import CorruptRecordError
+from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.placement import TRANSACTION_STATE_TOPIC
+from storage.txn_log_records import (
+    TxnLogKey,
+    TxnLogValue,
+    decode_txn_key,
+    decode_txn_value,
+    encode_txn_key,
+    encode_txn_value,
+)
+
+log = structlog.get_logger(__name__)
+
+READ_CHUNK = 4 << 20
+
+
+class TxnStateLog:
+    """The logs of the `__transaction_state` partitions this node hosts."""
+
+    def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
+                 segment_bytes: int = 100 * 1024 * 1024, fsync=os.fsync) -> None:
+        self.root = root
+        self.flush_policy = FlushPolicy(flush_policy.lower())
+        self.flush_interval_ms = flush_interval_ms
+        self.segment_bytes = segment_bytes
+        self.logs: dict[int, PartitionLog] = {}
+        self._fsync = fsync
+
+    def open(self, partition: int) -> PartitionLog:
+        if partition not in self.logs:
+            path = partition_dir(self.root, TRANSACTION_STATE_TOPIC, partition)
+            self.logs[partition] = PartitionLog.open(path, segment_bytes=self.segment_bytes,
+                                                     flush_policy=self.flush_policy,
+                                                     flush_interval_ms=self.flush_interval_ms, fsync=self._fsync)
+        return self.logs[partition]
+
+    def adopt(self, partition: int, log_: PartitionLog) -> None:
+        """Host a log opened elsewhere (cluster mode: the partition's PostgreSQL log)."""
+        self.logs[partition] = log_
+
+    def append(self, partition: int, txn_id: str, value: TxnLogValue | None,
+               timestamp_ms: int | None = None) -> asyncio.Future:
+        """Append one record; the returned future completes when it is durable (or with the error)."""
+        log_ = self.logs.get(partition)
+        if log_ is None:
+            raise LookupError(f"{TRANSACTION_STATE_TOPIC}-{partition} is not hosted here")
+        now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        batch = build_batch([(encode_txn_key(TxnLogKey(txn_id)), encode_txn_value(value), now)])
+        return log_.append(batch).durable
+
+    async def load(self, partition: int) -> dict[str, TxnLogValue | None]:
+        """The latest value of every transactional id in the partition's log (None: a tombstone)."""
+        log_ = self.open(partition)
+        latest: dict[str, TxnLogValue | None] = {}
+        offset = log_.log_start_offset
+        end = log_.high_watermark
+        while offset < end:
+            data = log_.read(offset, READ_CHUNK)
+            if not data:
+                break
+            for batch in iter_batches(data):
+                if batch.next_offset <= offset:
+                    continue
+                if not batch.is_control:
+                    for record in decode_records(batch):
+                        if record.offset < offset or record.key is None:
+                            continue
+                        key = decode_txn_key(record.key)
+                        latest[key.transactional_id] = None if record.value is None else \
+                            decode_txn_value(record.value)[1]
+                offset = batch.next_offset
+            await asyncio.sleep(0)
+        if offset < end:
+            raise CorruptRecordError(f"{TRANSACTION_STATE_TOPIC}-{partition}: no batch at offset {offset} below {end}")
+        return latest
+
+    async def close(self, partition: int) -> None:
+        log_ = self.logs.pop(partition, None)
+        if log_ is not None:
+            await log_.close()
+
+    async def close_all(self) -> None:
+        for partition in list(self.logs):
+            try:
+                await self.close(partition)
+            except Exception:
+                log.exception("closing a transaction state log failed", partition=partition)
