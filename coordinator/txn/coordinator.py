@@ -7,7 +7,8 @@ coordinator up again). A decision (`TxnStep`) that writes a record is answered o
 the record is then replayed (records are the truth, the same replay loading uses). EndTxn's PrepareCommit/
 PrepareAbort starts the markers (txn/markers.py) in the background; when they are all written the
 CompleteCommit/CompleteAbort record is written. Every `abort_interval_ms` transactions past their timeout
-are aborted (with an epoch bump, as Kafka), every `expire_interval_ms` idle transactional ids expire.
+are aborted (with an epoch bump, as Kafka), every `expire_interval_ms` idle transactional ids expire, and
+the logs' closed segments are compacted when dirty enough.
 After a partition loads, transactions found in PrepareCommit/PrepareAbort have their markers sent again
 (Kafka's recovery after a coordinator failover or a crash).
 """
@@ -32,6 +33,8 @@ from coordinator.txn.state_log import TxnStateLog
 from storage.placement import transaction_partition_for
 
 log = structlog.get_logger(__name__)
+
+COMPACTION_INTERVAL_MS = 15_000  # Kafka's log.cleaner.backoff.ms: how often closed segments are looked at
 
 
 def _wall_ms() -> int:
@@ -78,6 +81,7 @@ class TransactionCoordinator:
         self._periodic = [
             asyncio.ensure_future(self._every(self.settings.abort_interval_ms, self.abort_timed_out)),
             asyncio.ensure_future(self._every(self.settings.expire_interval_ms, self.expire_ids)),
+            asyncio.ensure_future(self._every(COMPACTION_INTERVAL_MS, self._compact)),
         ]
 
     async def take(self, partition: int, coordinator_epoch: int, log_: Any = None) -> None:
@@ -276,6 +280,9 @@ class TransactionCoordinator:
                     started += 1
                     await self._drive(part, step)
         return started
+
+    async def _compact(self) -> int:
+        return await self.state_log.compact(self.wall_ms())
 
     async def expire_ids(self) -> int:
         expired = 0

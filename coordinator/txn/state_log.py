@@ -4,6 +4,8 @@ Each write is one record (TransactionLogKey, TransactionLogValue or a tombstone)
 appended to a storage.log.PartitionLog (group commit: the writes of one loop turn share a write and an
 fsync); the write's future completes once it is durable. Loading scans the log and keeps the latest value
 per transactional id (the log is keyed like Kafka's compacted topic), in chunks between which the loop runs.
+Like Kafka's topic (cleanup.policy=compact), closed segments are compacted (`compact`: storage/log_compaction,
+Kafka's cleaner rules: the latest record per transactional id, tombstones kept delete.retention.ms).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 
 from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.log_compaction import CompactionPolicy
 from storage.placement import TRANSACTION_STATE_TOPIC
 from storage.txn_log_records import (
     TxnLogKey,
@@ -43,6 +47,7 @@ class TxnStateLog:
         self.segment_bytes = segment_bytes
         self.logs: dict[int, PartitionLog] = {}
         self._fsync = fsync
+        self._executor: ThreadPoolExecutor | None = None
 
     def open(self, partition: int) -> PartitionLog:
         if partition not in self.logs:
@@ -92,12 +97,29 @@ class TxnStateLog:
             raise CorruptRecordError(f"{TRANSACTION_STATE_TOPIC}-{partition}: no batch at offset {offset} below {end}")
         return latest
 
+    async def compact(self, now_ms: int, policy: CompactionPolicy = CompactionPolicy()) -> int:
+        """Compact the closed segments of every hosted log that is dirty enough; how many were cleaned."""
+        cleaned = 0
+        for partition, log_ in list(self.logs.items()):
+            compact = getattr(log_, "compact", None)  # cluster mode's PostgreSQL logs are compacted elsewhere
+            if compact is None:
+                continue
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-log-compaction")
+            try:
+                cleaned += await compact(policy, now_ms, self._executor) is not None
+            except Exception as exc:  # noqa: BLE001 - one failing log must not stop the others
+                log.warning("transaction state log compaction failed", partition=partition, error=repr(exc))
+        return cleaned
+
     async def close(self, partition: int) -> None:
         log_ = self.logs.pop(partition, None)
         if log_ is not None:
             await log_.close()
 
     async def close_all(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
         for partition in list(self.logs):
             try:
                 await self.close(partition)
