@@ -34,6 +34,7 @@ from storage.txn_log_records import (
 log = structlog.get_logger(__name__)
 
 READ_CHUNK = 4 << 20
+COMPACTION = CompactionPolicy()  # Kafka's topic defaults: delete.retention.ms 1 day, dirty ratio 0.5
 
 
 class TxnStateLog:
@@ -97,7 +98,7 @@ class TxnStateLog:
             raise CorruptRecordError(f"{TRANSACTION_STATE_TOPIC}-{partition}: no batch at offset {offset} below {end}")
         return latest
 
-    async def compact(self, now_ms: int, policy: CompactionPolicy = CompactionPolicy()) -> int:
+    async def compact(self, now_ms: int, policy: CompactionPolicy = COMPACTION) -> int:
         """Compact the closed segments of every hosted log that is dirty enough; how many were cleaned."""
         cleaned = 0
         for partition, log_ in list(self.logs.items()):
