@@ -1,7 +1,8 @@
 """Command line.
 
     python -m coordinator serve [FILE.properties] [--override name=value ...]   (as kafka-server-start)
-    python -m coordinator dump-log PATH... [--json]   (decode __consumer_offsets segments)
+    python -m coordinator dump-log PATH... [--json] [--transaction-log-decoder]   (decode __consumer_offsets or
+                                                     __transaction_state segments; markers in any log)
     python -m coordinator dump-log --storage-url URL [--partition N ...] [--json]   (cluster mode's rows)
     python -m coordinator groups --bootstrap-server HOST:PORT [--json] list|describe|delete|reset-offsets ...
 """
@@ -25,9 +26,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
                        help="set a property; beats the file and the environment")
     dump = commands.add_parser(
-        "dump-log", help="decode __consumer_offsets segments or partition directories, one line per record")
-    dump.add_argument("paths", nargs="*", metavar="PATH", help="a .log segment or a __consumer_offsets-N directory")
+        "dump-log", help="decode __consumer_offsets or __transaction_state segments or partition directories, one "
+        "line per record (control batches: transaction markers, in any partition's log)")
+    dump.add_argument("paths", nargs="*", metavar="PATH",
+                      help="a .log segment or a __consumer_offsets-N / __transaction_state-N directory")
     dump.add_argument("--json", action="store_true", help="one JSON object per record")
+    dump.add_argument("--transaction-log-decoder", action="store_true",
+                      help="decode the records as __transaction_state's (automatic in a __transaction_state-N "
+                      "directory)")
     dump.add_argument("--storage-url", default="", help="read the PostgreSQL store (storage.url) instead of PATHs")
     dump.add_argument("--partition", type=int, action="append", help="with --storage-url: only this offsets "
                       "partition (repeatable; default all)")
@@ -49,7 +55,7 @@ def dump_log(args: argparse.Namespace) -> int:
 
             dump_store(args.storage_url, args.partition, args.json, sys.stdout)
         else:
-            dump(args.paths, args.json, sys.stdout)
+            dump(args.paths, args.json, sys.stdout, args.transaction_log_decoder)
     except BrokenPipeError:  # e.g. piped into head
         return 0
     except (DumpError, OSError, LookupError) as exc:

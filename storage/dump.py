@@ -1,8 +1,11 @@
-"""Decode __consumer_offsets segments to one line per record (Kafka's OffsetsMessageFormatter job).
+"""Decode __consumer_offsets and __transaction_state segments to one line per record (Kafka's
+OffsetsMessageFormatter / TransactionLogMessageFormatter job).
 
 Reads our segments or ones copied from a Kafka broker (the format is the same). A path
 may be a `.log` segment or a partition directory (all its segments, in offset order).
-Control batches (transaction markers) carry no offsets records and are skipped.
+A path in a `__transaction_state-N` directory (or any path with transaction_log=True, the CLI's
+--transaction-log-decoder) decodes as transaction log records (storage/dump_txn.py), others as
+offsets records. Control batches (transaction markers) print as such in every dump.
 
 KIP-848 consumer-group records (types 3-8, 16) print with their key's and value's fields under
 Kafka's JSON names (`"key": {"groupId", "memberId"}`, `"value": {"version", "memberEpoch", ...}`),
@@ -19,6 +22,7 @@ from typing import Any
 
 from . import consumer_group_records as consumer_groups
 from .batch import decode_records, ensure_valid, iter_batches
+from .dump_txn import ControlEntry, control_entry, control_text_line, describe_control, describe_txn, txn_text_line
 from .errors import RecordError
 from .records import (
     OffsetCommitKey,
@@ -37,11 +41,21 @@ class DumpError(Exception):
     """A segment that cannot be read to its end; names the file and position."""
 
 
+TRANSACTION_LOG_PREFIX = "__transaction_state-"
+Entry = tuple[int, bytes | None, bytes | None] | ControlEntry  # a record (offset, key, value) or a control batch
+
+
 def segment_files(path: str) -> list[str]:
     if os.path.isdir(path):
         names = sorted(n for n in os.listdir(path) if n.endswith(".log"))
         return [os.path.join(path, n) for n in names]
     return [path]
+
+
+def is_transaction_log(path: str) -> bool:
+    """Whether `path` (a partition directory, or a segment in one) belongs to __transaction_state."""
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    return os.path.basename(os.path.normpath(directory)).startswith(TRANSACTION_LOG_PREFIX)
 
 
 def iter_log_records(path: str) -> Iterator[tuple[int, bytes | None, bytes | None]]:
@@ -52,9 +66,29 @@ def iter_log_records(path: str) -> Iterator[tuple[int, bytes | None, bytes | Non
         yield from iter_batch_records(segment, data)
 
 
+def iter_log_entries(path: str) -> Iterator[Entry]:
+    """iter_log_records with the control batches too (as ControlEntry), for the dumps."""
+    for segment in segment_files(path):
+        with open(segment, "rb") as handle:
+            data = handle.read()
+        yield from iter_batch_entries(segment, data)
+
+
 def iter_batch_records(label: str, data: bytes) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of every record of ``data`` (whole batches: a segment file's content, or
-    PostgreSQL rows' bytes in offset order), verifying each batch's CRC; errors name ``label``."""
+    PostgreSQL rows' bytes in offset order), verifying each batch's CRC; errors name ``label``.
+    Control batches are skipped."""
+    for entry in _iter_entries(label, data, controls=False):
+        assert not isinstance(entry, ControlEntry)
+        yield entry
+
+
+def iter_batch_entries(label: str, data: bytes) -> Iterator[Entry]:
+    """iter_batch_records with each control batch as a ControlEntry, in log order."""
+    return _iter_entries(label, data, controls=True)
+
+
+def _iter_entries(label: str, data: bytes, controls: bool) -> Iterator[Entry]:
     position = 0
     try:
         for batch in iter_batches(data):
@@ -63,6 +97,8 @@ def iter_batch_records(label: str, data: bytes) -> Iterator[tuple[int, bytes | N
             if not batch.is_control:
                 for record in decode_records(batch):
                     yield record.offset, record.key, record.value
+            elif controls:
+                yield control_entry(batch)
             position += batch.size
     except RecordError as exc:
         raise DumpError(f"{label}: bad batch at position {position}: {exc}") from None
@@ -71,7 +107,15 @@ def iter_batch_records(label: str, data: bytes) -> Iterator[tuple[int, bytes | N
 
 
 def describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """One record as the JSON object dump-log --json prints."""
+    """One record as the JSON object dump-log --json prints; a record that is not an offsets one (a topic
+    log's, a damaged one) prints as "unknown" with the error."""
+    try:
+        return _describe(offset, key, value)
+    except RecordError as exc:
+        return {"offset": offset, "type": "unknown", "error": str(exc)}
+
+
+def _describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, Any]:
     if key is None:
         return {"offset": offset, "type": "unknown", "error": "record has no key"}
     if consumer_groups.is_consumer_group_key(key):
@@ -123,6 +167,8 @@ def text_line(record: dict[str, Any]) -> str:
     if record["type"] == "offset_commit":
         head += f" topic={record['topic']!r} partition={record['partition']}"
     if record["type"] == "unknown":
+        if "error" in record:
+            return head + f" error={record['error']!r}"
         return head + f" key_version={record.get('key_version')}"
     for name, item in record.get("key", {}).items():
         if name != "groupId":
@@ -141,15 +187,24 @@ def text_line(record: dict[str, Any]) -> str:
     return head + " :: " + " ".join(parts)
 
 
-def dump(paths: list[str], as_json: bool, out) -> int:
-    """Write one line per record to `out`; returns the number of records."""
-    return write_records((record for path in paths for record in iter_log_records(path)), as_json, out)
-
-
-def write_records(records: Iterable[tuple[int, bytes | None, bytes | None]], as_json: bool, out) -> int:
+def dump(paths: list[str], as_json: bool, out, transaction_log: bool = False) -> int:
+    """Write one line per record (and per control batch) to `out`; returns the number of lines. Records
+    decode as __transaction_state's when `transaction_log` or the path is a __transaction_state-N one."""
     count = 0
-    for offset, key, value in records:
-        record = describe(offset, key, value)
-        out.write((json.dumps(record) if as_json else text_line(record)) + "\n")
+    for path in paths:
+        count += write_records(iter_log_entries(path), as_json, out, transaction_log or is_transaction_log(path))
+    return count
+
+
+def write_records(records: Iterable[Entry], as_json: bool, out, transaction_log: bool = False) -> int:
+    count = 0
+    for entry in records:
+        if isinstance(entry, ControlEntry):
+            record, render = describe_control(entry), control_text_line
+        elif transaction_log:
+            record, render = describe_txn(*entry), txn_text_line
+        else:
+            record, render = describe(*entry), text_line
+        out.write((json.dumps(record) if as_json else render(record)) + "\n")
         count += 1
     return count

@@ -1,4 +1,5 @@
-"""Which __consumer_offsets partition holds a group: exactly Kafka's placement.
+"""Which __consumer_offsets partition holds a group, and which __transaction_state partition holds a
+transactional id: exactly Kafka's placement.
 
 Kafka: Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions, where
 String.hashCode runs s[0]*31^(n-1) + ... over UTF-16 code units with int32 overflow
@@ -39,9 +40,10 @@ def partition_for(group_id: str, num_partitions: int = DEFAULT_OFFSETS_PARTITION
 
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-DEFAULT_TXN_PARTITIONS = 50
+DEFAULT_TXN_PARTITIONS = 50  # transaction.state.log.num.partitions
 
 
-def transaction_partition_for(transactional_id: str, num_partitions: int = DEFAULT_TXN_PARTITIONS) -> int:
-    """Kafka's TransactionStateManager.partitionFor: Utils.abs(transactionalId.hashCode) % partitions."""
-    return kafka_abs(java_string_hash(transactional_id)) % num_partitions
+def transaction_partition_for(txn_id: str, num_partitions: int = DEFAULT_TXN_PARTITIONS) -> int:
+    """The __transaction_state partition of a transactional id: Kafka's TransactionStateManager.partitionFor,
+    Utils.abs(transactionalId.hashCode) % transactionTopicPartitionCount."""
+    return kafka_abs(java_string_hash(txn_id)) % num_partitions

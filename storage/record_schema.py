@@ -4,7 +4,10 @@ A `Schema` lists a struct's `Field`s in the order of Kafka's JSON schema
 (group-coordinator/src/main/resources/common/message/*.json): a field exists from `since` to
 `until` inclusive; versions >= `flexible_from` use compact lengths and end every struct with a
 tagged-field section. A field with a `tag` lives in that section (written only when its value
-differs from `default`, in tag order, as Kafka writes them); unknown tags are skipped on read.
+differs from `default`, in tag order, as Kafka writes them); unknown tags are skipped on read, or
+kept as raw bytes when the schema names an `unknown_tags` attribute (written back in tag order
+among the known ones, as Kafka's RawTaggedFieldWriter does). An array field with `nullable` may
+be None (length -1, or 0 in compact form).
 
 Field types: int8/int16/int32/int64, string, nullable_string, bytes, uuid (16 bytes: Kafka's
 Uuid, a `uuid.UUID` here), "[]int32", "[]string", "[]" (an array of `nested` structs) and
@@ -44,6 +47,7 @@ class Field:
     tag: int | None = None  # a tagged field (flexible versions only)
     default: Any = None  # a tagged field at its default is not written
     kafka: str | None = None  # the JSON name, when not the camelCase of `name`
+    nullable: bool = False  # an array that may be null (Kafka's nullableVersions)
 
     @property
     def json_name(self) -> str:
@@ -59,6 +63,7 @@ class Schema:
     versions: range
     flexible_from: int
     fields: tuple[Field, ...]
+    unknown_tags: str | None = None  # the attribute keeping unknown tagged fields ({tag: raw bytes})
 
     def present(self, version: int) -> list[Field]:
         """The untagged fields of `version`, in schema order."""
@@ -99,7 +104,11 @@ def _write_count(out: bytearray, count: int, flexible: bool) -> None:
 
 def write_field(out: bytearray, spec: Field, value: Any, version: int, flexible: bool) -> None:
     kind = spec.type
-    if kind in FIXED:
+    if value is None and kind.startswith("[]"):
+        if not spec.nullable:
+            raise ValueError(f"{spec.name} may not be null")
+        _write_count(out, -1, flexible)
+    elif kind in FIXED:
         out += FIXED[kind].pack(value)
     elif kind in _STRINGS:
         _write_string(out, spec, value, flexible)
@@ -132,18 +141,24 @@ def write_struct(out: bytearray, schema: Schema, value: Any, version: int) -> No
         write_field(out, spec, getattr(value, spec.name), version, flexible)
     if not flexible:
         return
-    tagged = [(spec, getattr(value, spec.name)) for spec in schema.tagged(version)]
-    tagged = [(spec, item) for spec, item in tagged if item != spec.default]
-    out += encode_uvarint(len(tagged))
-    for spec, item in tagged:
-        body = bytearray()
-        write_field(body, spec, item, version, True)
-        out += encode_uvarint(spec.tag or 0) + encode_uvarint(len(body)) + body
+    sections: dict[int, bytes] = {}
+    if schema.unknown_tags is not None:
+        sections.update(getattr(value, schema.unknown_tags) or {})
+    for spec in schema.tagged(version):
+        item = getattr(value, spec.name)
+        if item != spec.default:
+            body = bytearray()
+            write_field(body, spec, item, version, True)
+            sections[spec.tag or 0] = bytes(body)
+    out += encode_uvarint(len(sections))
+    for tag in sorted(sections):
+        out += encode_uvarint(tag) + encode_uvarint(len(sections[tag])) + sections[tag]
 
 
 # --- reading -----------------------------------------------------------------------------
 
-def _read_count(buf: bytes, pos: int, flexible: bool, what: str) -> tuple[int, int]:
+def _read_count(buf: bytes, pos: int, flexible: bool, what: str, nullable: bool = False) -> tuple[int, int]:
+    """An array's length; -1 for a null one when `nullable` (else a null array is refused)."""
     if flexible:
         count, pos = read_uvarint(buf, pos)
         count -= 1
@@ -151,6 +166,8 @@ def _read_count(buf: bytes, pos: int, flexible: bool, what: str) -> tuple[int, i
         (count,) = I32.unpack_from(buf, pos)
         pos += 4
     if count < 0:
+        if nullable:
+            return -1, pos
         raise InvalidRecordError(f"{what}: null array")
     return count, pos
 
@@ -193,7 +210,9 @@ def read_field(buf: bytes, pos: int, spec: Field, version: int, flexible: bool) 
             return None, pos
         assert spec.nested is not None
         return read_struct(buf, pos, spec.nested, version)
-    count, pos = _read_count(buf, pos, flexible, spec.name)
+    count, pos = _read_count(buf, pos, flexible, spec.name, spec.nullable)
+    if count < 0:
+        return None, pos
     items = []
     for _ in range(count):
         if kind == "[]int32":
@@ -218,11 +237,15 @@ def _read_tagged(buf: bytes, pos: int, schema: Schema, version: int, values: dic
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
         end = pos + size
+        if end > len(buf):
+            raise InvalidRecordError(f"tagged field {tag} runs past the end of the record")
         spec = known.get(tag)
         if spec is not None:
             values[spec.name], read_to = read_field(buf, pos, spec, version, True)
             if read_to > end:
                 raise InvalidRecordError(f"tagged field {spec.name} runs past its size")
+        elif schema.unknown_tags is not None:
+            values.setdefault(schema.unknown_tags, {})[tag] = bytes(buf[pos:end])
         pos = end
     return pos
 

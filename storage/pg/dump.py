@@ -1,9 +1,9 @@
-"""dump-log on the PostgreSQL store: __consumer_offsets's rows decoded one line per record, as
-storage/dump.py does for segment files (same parser, same lines)."""
+"""dump-log on the PostgreSQL store: __consumer_offsets's rows decoded one line per record (and per control
+batch), as storage/dump.py does for segment files (same parser, same lines)."""
 
 from __future__ import annotations
 
-from storage.dump import iter_batch_records, write_records
+from storage.dump import iter_batch_entries, write_records
 
 from . import log_reads
 from .connect import redact
@@ -23,7 +23,7 @@ def dump_store(url: str, partitions: list[int] | None, as_json: bool, out) -> in
             for chunk in log_reads.chunks(await log_reads.row_index(conn, topic_id, partition), CHUNK_BYTES):
                 data = await log_reads.range_bytes(conn, topic_id, partition, chunk.first, chunk.last)
                 label = f"{redact(url)} __consumer_offsets-{partition} rows {chunk.first}..{chunk.last}"
-                count += write_records(iter_batch_records(label, data), as_json, out)
+                count += write_records(iter_batch_entries(label, data), as_json, out)
         return count
 
     return log_reads.sync(url, work)

@@ -143,3 +143,25 @@ def test_storage_url_corrupt_row_names_the_rows(tmp_path, pg_url):
 def test_paths_or_storage_url(tmp_path, pg_url):
     assert run().returncode == 2
     assert run(write_segment(tmp_path / "p"), "--storage-url", pg_url).returncode == 2
+
+
+def test_transaction_log_and_markers(tmp_path):
+    from storage.control_records import build_marker_batch
+    from storage.txn_log_records import TxnLogKey, TxnLogValue, encode_txn_key, encode_txn_value
+
+    record = (encode_txn_key(TxnLogKey("tx")), encode_txn_value(TxnLogValue(7, 0, 60000, 0, None, 5, -1)))
+    path = tmp_path / "segment.log"  # not in a __transaction_state-N directory: the flag says what it is
+    path.write_bytes(build_batch([Record(0, 5, *record)]) + build_marker_batch(7, 0, True, 0, 6))
+    result = run("--transaction-log-decoder", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "offset=0 transaction_metadata transactionalId='tx' :: version=1 producerId=7 producerEpoch=0 "
+        "transactionTimeoutMs=60000 transactionStatus=0 state=Empty transactionPartitions=null "
+        "transactionLastUpdateTimestampMs=5 transactionStartTimestampMs=-1",
+        "offset=0 COMMIT marker producerId=7 producerEpoch=0 coordinatorEpoch=0",  # base offsets as written
+    ]
+    in_directory = tmp_path / "__transaction_state-0"
+    in_directory.mkdir()
+    (in_directory / "00000000000000000000.log").write_bytes(path.read_bytes())
+    assert run("--json", str(in_directory)).stdout.splitlines()[0].startswith(
+        '{"offset": 0, "type": "transaction_metadata", "key": {"version": 0, "data": {"transactionalId": "tx"}}')
