@@ -114,9 +114,11 @@ class TxnMetadata:
                           self.txn_start_ms, self.txn_last_update_ms, self.client_transaction_version)
 
     def logged_fields(self) -> tuple:
-        """What the log carries of this metadata: replaying its records rebuilds exactly these."""
+        """What the log carries of this metadata: replaying its records rebuilds exactly these. (An Empty
+        record says start -1, while Kafka's memory keeps the previous transaction's start: not compared.)"""
+        start = -1 if self.state == TxnState.EMPTY else self.txn_start_ms
         return (self.transactional_id, self.producer_id, self.producer_epoch, self.txn_timeout_ms, self.state,
-                frozenset(self.partitions), self.txn_start_ms, self.txn_last_update_ms)
+                frozenset(self.partitions), start, self.txn_last_update_ms)
 
     @classmethod
     def from_value(cls, transactional_id: str, value: TxnLogValue) -> TxnMetadata:
