@@ -49,10 +49,8 @@ NewProducerId = Callable[[], "int | None"]
 
 
 class TxnOps:
-    def __init__(self, txns: dict[str, TxnMetadata] | None = None, clock_ms: Callable[[], int] | None = None,
+    def __init__(self, txns: dict[str, TxnMetadata] | None, clock_ms: Callable[[], int],
                  settings: TxnSettings | None = None, coordinator_epoch: int = 0) -> None:
-        if clock_ms is None:
-            raise ValueError("TxnOps needs a clock")
         self.txns: dict[str, TxnMetadata] = txns if txns is not None else {}
         self._clock = clock_ms
         self.settings = settings or TxnSettings()
