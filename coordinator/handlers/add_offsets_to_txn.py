@@ -11,12 +11,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.handlers.txn_values import fenced_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
+from coordinator.transactions.steps import client_error
 from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -34,7 +34,7 @@ class AddOffsetsToTxnHandler:
 
         def answer(code: ErrorCode) -> Any:
             return build(API_TABLE[ApiKey.ADD_OFFSETS_TO_TXN].responses[version], throttle_time=NO_THROTTLE,
-                         error_code=fenced_for(code, version, 2))
+                         error_code=client_error(code, "AddOffsetsToTxn", version))
 
         access = self.access
         if access.enabled:

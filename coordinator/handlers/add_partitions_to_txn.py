@@ -14,12 +14,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.topic_catalog import TopicCatalog
-from coordinator.handlers.txn_values import fenced_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
+from coordinator.transactions.steps import client_error
 from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -67,7 +67,7 @@ class AddPartitionsToTxnHandler:
         async def added() -> Any:
             code = await self.txn.add_partitions(txn_id, request.v3_and_below_producer_id,
                                                  request.v3_and_below_producer_epoch, wanted)
-            return _response(version, {tp: fenced_for(code, version, 2) for tp in wanted})
+            return _response(version, {tp: client_error(code, "AddPartitionsToTxn", version) for tp in wanted})
 
         return added()
 

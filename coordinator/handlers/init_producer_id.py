@@ -17,12 +17,12 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
 from coordinator.errors import KafkaError, error_code_for
-from coordinator.handlers.txn_values import fenced_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
+from coordinator.transactions.steps import client_error
 from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -77,8 +77,9 @@ class InitProducerIdHandler:
         version = ctx.api_version
 
         async def initialised() -> object:
-            code, pid, epoch = await txn.init_producer_id(txn_id, timeout_ms, producer_id, producer_epoch)
-            return answer(fenced_for(code, version, 4), pid, epoch)
+            found = await txn.init_producer_id(txn_id, timeout_ms, producer_id, producer_epoch)
+            return answer(client_error(found.error, "InitProducerId", version), found.producer_id,
+                          found.producer_epoch)
 
         return initialised()
 

@@ -21,7 +21,7 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
-from coordinator.transactions.state import STATE_NAMES
+from coordinator.transactions.views import TxnDescription
 from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -50,37 +50,24 @@ class TransactionsAdminHandler:
                      transaction_states=states)
 
     def _describe_one(self, ctx: RequestContext, txn_id: str) -> dict:
-        empty = {"transactional_id": txn_id, "transaction_state": "", "transaction_timeout": datetime.timedelta(0),
-                 "transaction_start_time": _wire_time(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
-        if not self._may_describe(ctx, txn_id):
-            return {**empty, "error_code": ErrorCode.transactional_id_authorization_failed}
-        code, found = self.txn.describe(txn_id)
-        if code is not ErrorCode.none or found is None:
-            return {**empty, "error_code": code}
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(found.partitions):
-            by_topic.setdefault(topic, []).append(partition)
+        found = self.txn.describe(txn_id) if self._may_describe(ctx, txn_id) else \
+            TxnDescription(txn_id, ErrorCode.transactional_id_authorization_failed)
         access = self.access
-        topics = [{"topic": topic, "partitions": parts} for topic, parts in by_topic.items()
-                  if not access.enabled or access.topic(ctx, Op.DESCRIBE, topic)]
-        return {"error_code": ErrorCode.none, "transactional_id": txn_id,
-                "transaction_state": STATE_NAMES[found.state],
-                "transaction_timeout": datetime.timedelta(milliseconds=found.txn_timeout_ms),
-                "transaction_start_time": _wire_time(found.txn_start_ms), "producer_id": found.producer_id,
-                "producer_epoch": found.producer_epoch, "topics": topics}
+        return {"error_code": found.error, "transactional_id": txn_id, "transaction_state": found.state,
+                "transaction_timeout": datetime.timedelta(milliseconds=found.transaction_timeout_ms),
+                "transaction_start_time": _wire_time(found.transaction_start_time_ms),
+                "producer_id": found.producer_id, "producer_epoch": found.producer_epoch,
+                "topics": [{"topic": topic, "partitions": list(parts)} for topic, parts in found.topics
+                           if not access.enabled or access.topic(ctx, Op.DESCRIBE, topic)]}
 
     def list(self, ctx: RequestContext, request: Any) -> Any:
-        known = {name.lower(): name for name in STATE_NAMES.values()}
-        wanted = set(request.state_filters)
-        unknown = [name for name in request.state_filters if name not in known.values()]
-        duration = int(getattr(request, "duration_filter", -1))
-        code, found = self.txn.list_transactions(wanted - set(unknown), set(request.producer_id_filters), duration)
-        if wanted and len(unknown) == len(wanted):
-            found = []  # only unknown states asked for: nothing matches (Kafka)
-        states = [{"transactional_id": txn_id, "producer_id": producer_id, "transaction_state": STATE_NAMES[state]}
-                  for txn_id, producer_id, state in found if self._may_describe(ctx, txn_id)]
+        listing = self.txn.list_transactions(request.state_filters, request.producer_id_filters,
+                                             int(getattr(request, "duration_filter", -1)))
+        states = [{"transactional_id": t.transactional_id, "producer_id": t.producer_id,
+                   "transaction_state": t.state} for t in listing.states if self._may_describe(ctx, t.transactional_id)]
         return build(API_TABLE[ApiKey.LIST_TRANSACTIONS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
-                     error_code=code, unknown_state_filters=unknown, transaction_states=states)
+                     error_code=listing.error, unknown_state_filters=list(listing.unknown_state_filters),
+                     transaction_states=states)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

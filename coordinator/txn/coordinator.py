@@ -27,13 +27,25 @@ from kio.schema.errors import ErrorCode
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.errors import error_code_for
 from coordinator.transactions.operations import TxnOps, TxnSettings
-from coordinator.txn.markers import MarkerWriter, send_markers
+from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
+from coordinator.transactions.views import TxnDescription, TxnListing, list_transactions
+from coordinator.txn.markers import RETRY_BACKOFF_MS, MarkerWriter, send_markers
 from coordinator.txn.settings import TxnRuntimeSettings
 from coordinator.txn.state_log import TxnStateLog
 from storage.placement import transaction_partition_for
 
 log = structlog.get_logger(__name__)
 
+#: ReplicaManager: the coordinator's verification answers as a Produce request's errors (retriable ones as
+#: NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh)
+VERIFY_ERRORS = {
+    ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch,
+    ErrorCode.transaction_abortable: ErrorCode.invalid_txn_state,
+    ErrorCode.concurrent_transactions: ErrorCode.not_enough_replicas,
+    ErrorCode.coordinator_load_in_progress: ErrorCode.not_enough_replicas,
+    ErrorCode.coordinator_not_available: ErrorCode.not_enough_replicas,
+    ErrorCode.not_coordinator: ErrorCode.not_enough_replicas,
+}
 COMPACTION_INTERVAL_MS = 15_000  # Kafka's log.cleaner.backoff.ms: how often closed segments are looked at
 
 
@@ -90,7 +102,13 @@ class TransactionCoordinator:
             self.state_log.adopt(partition, log_)
         else:
             self.state_log.open(partition)
-        await self._load(partition, coordinator_epoch)
+        part = self._register(partition, coordinator_epoch)
+        try:
+            await self._load(part)
+        except BaseException:
+            if self.partitions.get(partition) is part:
+                del self.partitions[partition]  # the Reconciler takes it again at its next round
+            raise
 
     async def give_up(self, partition: int) -> None:
         self._unload(partition)
@@ -110,32 +128,38 @@ class TransactionCoordinator:
     def _unload(self, partition: int) -> None:
         part = self.partitions.pop(partition, None)
         if part is not None:
+            part.ops.unload()
             for task in list(part.tasks):
                 task.cancel()
 
     def _load_in_background(self, partition: int, coordinator_epoch: int) -> None:
-        task = asyncio.ensure_future(self._load(partition, coordinator_epoch))
+        part = self._register(partition, coordinator_epoch)  # LOADING from now on: requests hear so
+        task = asyncio.ensure_future(self._load(part))
         task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or
                                log.error("transaction state partition failed to load", partition=partition,
                                          exc_info=t.exception()))
 
-    async def _load(self, partition: int, coordinator_epoch: int) -> None:
-        started = time.monotonic()
+    def _register(self, partition: int, coordinator_epoch: int) -> TxnPartition:
         txns: dict = {}
         ops = TxnOps(txns, self.wall_ms, TxnSettings(max_timeout_ms=self.settings.max_timeout_ms,
                                                      id_expiration_ms=self.settings.id_expiration_ms),
                      coordinator_epoch)
         part = TxnPartition(partition, coordinator_epoch, ops, txns)
         self.partitions[partition] = part
+        return part
+
+    async def _load(self, part: TxnPartition) -> None:
+        started = time.monotonic()
+        partition = part.partition
         latest = await self.state_log.load(partition)
         if self.partitions.get(partition) is not part:
             return  # given up while loading
         for txn_id, value in latest.items():
-            ops.replay(txn_id, value)
+            part.ops.replay(txn_id, value)
         part.state = Loading.ACTIVE
-        log.info("transaction state partition loaded", partition=partition, transactions=len(txns),
-                 coordinator_epoch=coordinator_epoch, seconds=round(time.monotonic() - started, 3))
-        for job in ops.recovering():
+        log.info("transaction state partition loaded", partition=partition, transactions=len(part.txns),
+                 coordinator_epoch=part.coordinator_epoch, seconds=round(time.monotonic() - started, 3))
+        for job in part.ops.recovering():
             self._start_markers(part, job)
 
     # --------------------------------------------------------------- lookups
@@ -155,92 +179,92 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ APIs
     async def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int = -1,
-                               producer_epoch: int = -1) -> tuple[ErrorCode, int, int]:
-        if txn_id == "":
-            return ErrorCode.invalid_request, -1, -1
+                               producer_epoch: int = -1) -> TxnAnswer:
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
-            return part, -1, -1
+            return TxnAnswer(part)
         try:
             await self.producer_ids.ensure_available()
         except Exception as exc:
-            return error_code_for(exc), -1, -1
+            return TxnAnswer(error_code_for(exc))
         part = self._active(txn_id)  # the partition may have moved while the block was reserved
         if isinstance(part, ErrorCode):
-            return part, -1, -1
+            return TxnAnswer(part)
         step = part.ops.init_producer_id(txn_id, timeout_ms, producer_id, producer_epoch,
-                                         self._take_producer_id)
-        answer = await self._drive(part, step)
-        if isinstance(answer, ErrorCode):
-            return answer, -1, -1
-        return ErrorCode.none, answer[0], answer[1]
-
-    def _take_producer_id(self) -> int:
-        producer_id = self.producer_ids.take()
-        assert producer_id is not None, "ensure_available() reserved one"
-        return producer_id
+                                         new_producer_id=self.producer_ids.take)
+        return await self._drive(part, step)
 
     async def add_partitions(self, txn_id: str, producer_id: int, producer_epoch: int,
                              partitions: list[tuple[str, int]]) -> ErrorCode:
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
             return part
-        answer = await self._drive(part, part.ops.add_partitions(txn_id, producer_id, producer_epoch, partitions))
-        return answer if isinstance(answer, ErrorCode) else ErrorCode.none
+        return (await self._drive(part, part.ops.add_partitions(txn_id, producer_id, producer_epoch,
+                                                                partitions))).error
 
     def verify(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
                partition: int) -> ErrorCode | None:
         """KIP-890: a transactional batch may begin a transaction in a partition only once the partition
-        was added to it. Only transactions coordinated here are checked (None: no objection)."""
+        was added to it; the coordinator's answer as ReplicaManager turns it into a Produce error. Only
+        transactions coordinated here are checked (cluster mode: None, no objection, for the others)."""
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
-            return None if part is ErrorCode.not_coordinator else part
+            return None if part is ErrorCode.not_coordinator else ErrorCode.not_enough_replicas
         step = part.ops.add_partitions(txn_id, producer_id, producer_epoch, [(topic, partition)], verify_only=True)
-        return step.error
+        errors = step.partition_errors or {}
+        code = errors.get((topic, partition), step.error or ErrorCode.none)
+        code = VERIFY_ERRORS.get(code, code)
+        return None if code is ErrorCode.none else code
 
     async def end_txn(self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
             return part
-        answer = await self._drive(part, part.ops.end_txn(txn_id, producer_id, producer_epoch, commit))
-        return answer if isinstance(answer, ErrorCode) else ErrorCode.none
+        return (await self._drive(part, part.ops.end_txn(txn_id, producer_id, producer_epoch, commit))).error
 
-    def describe(self, txn_id: str) -> tuple[ErrorCode, Any]:
+    def describe(self, txn_id: str) -> TxnDescription:
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
-            return part, None
+            return TxnDescription(txn_id, part)
         return part.ops.describe(txn_id)
 
-    def list_transactions(self, states: set[str], producer_ids: set[int], duration_ms: int
-                          ) -> tuple[ErrorCode, list]:
+    def list_transactions(self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int
+                          ) -> TxnListing:
+        """Every hosted partition's matches; COORDINATOR_LOAD_IN_PROGRESS (and nothing) while one loads."""
+        states, producer_ids = tuple(states), tuple(producer_ids)
+        unknown = list_transactions({}, 0, states).unknown_state_filters
         found: list = []
-        code = ErrorCode.none
-        for part in self.partitions.values():
+        for part in list(self.partitions.values()):
             if part.state is not Loading.ACTIVE:
-                code = ErrorCode.coordinator_load_in_progress
-                continue
-            found.extend(part.ops.list(states, producer_ids, duration_ms))
-        return code, found
+                return TxnListing((), unknown, ErrorCode.coordinator_load_in_progress)
+            found.extend(part.ops.list(states, producer_ids, duration_ms).states)
+        return TxnListing(tuple(found), unknown)
 
     # ------------------------------------------------------------ driving steps
-    async def _drive(self, part: TxnPartition, step: Any) -> Any:
-        """Write the step's record (if any), then settle it: its answer, or an ErrorCode."""
-        if step.error is not None and step.error is not ErrorCode.none:
-            return step.error
-        error: BaseException | None = None
-        if step.record is not None or getattr(step, "tombstone", False):
-            try:
-                await self.state_log.append(part.partition, step.txn_id, step.record)
-            except Exception as exc:  # the transition is reset; Kafka maps the append's error
-                error = exc
-            if self.partitions.get(part.partition) is not part:
-                error = error or ConnectionResetError("the partition moved")
+    async def _drive(self, part: TxnPartition, step: TxnStep) -> TxnAnswer:
+        """Write the step's record (if any), then settle it; start its markers once it is durable."""
+        if not step.needs_write:
+            answer = step.answer
+            assert answer is not None
+            return answer
+        error = await self._append(part, step)
         answer = step.written(error)
-        if error is None and step.markers is not None:
+        if step.markers is not None:
             self._start_markers(part, step.markers)
         return answer
 
-    def _start_markers(self, part: TxnPartition, job: Any) -> None:
+    async def _append(self, part: TxnPartition, step: TxnStep) -> ErrorCode | None:
+        try:
+            await self.state_log.append(part.partition, step.txn_id, None if step.tombstone else step.record)
+        except Exception as exc:  # the transition is dropped; step.written maps the append's error as Kafka
+            log.warning("transaction state write failed", partition=part.partition, transactional_id=step.txn_id,
+                        error=repr(exc))
+            return error_code_for(exc)
+        if self.partitions.get(part.partition) is not part:
+            return ErrorCode.not_leader_or_follower  # the partition moved meanwhile: NOT_COORDINATOR
+        return None
+
+    def _start_markers(self, part: TxnPartition, job: MarkerJob) -> None:
         task = asyncio.ensure_future(self._markers_then_complete(part, job))
         part.tasks.add(task)
         task.add_done_callback(part.tasks.discard)
@@ -248,16 +272,25 @@ class TransactionCoordinator:
                                log.error("transaction markers failed", transactional_id=job.txn_id,
                                          exc_info=t.exception()))
 
-    async def _markers_then_complete(self, part: TxnPartition, job: Any) -> None:
+    async def _markers_then_complete(self, part: TxnPartition, job: MarkerJob) -> None:
         assert self.markers is not None, "the app sets the marker writer before serving"
         done = await send_markers(self.markers, job.partitions, job.producer_id, job.producer_epoch,
                                   job.commit, job.coordinator_epoch,
                                   still_ours=lambda: self.partitions.get(part.partition) is part)
         if not done:
-            return
-        answer = await self._drive(part, part.ops.complete(job))
-        if isinstance(answer, ErrorCode) and answer is not ErrorCode.none:
-            log.warning("completing a transaction failed", transactional_id=job.txn_id, error=answer.name)
+            return  # the partition moved: its next coordinator sends the markers again after its load
+        step = job.complete()
+        while step is not None and step.needs_write:
+            error = await self._append(part, step)
+            answer = step.written(error)
+            if not step.retry:
+                if answer.error is not ErrorCode.none:
+                    log.warning("completing a transaction failed", transactional_id=job.txn_id,
+                                error=answer.error.name)
+                return
+            await asyncio.sleep(RETRY_BACKOFF_MS / 1000)
+            if self.partitions.get(part.partition) is not part:
+                return
 
     # ------------------------------------------------------------------ timers
     async def _every(self, interval_ms: int, action: Callable[[], Any]) -> None:
@@ -278,7 +311,10 @@ class TransactionCoordinator:
             if part.state is Loading.ACTIVE:
                 for step in part.ops.timed_out(now):
                     started += 1
-                    await self._drive(part, step)
+                    answer = await self._drive(part, step)
+                    if answer.error is not ErrorCode.none:
+                        log.warning("aborting a timed-out transaction failed", transactional_id=step.txn_id,
+                                    error=answer.error.name)
         return started
 
     async def _compact(self) -> int:
@@ -290,6 +326,5 @@ class TransactionCoordinator:
         for part in list(self.partitions.values()):
             if part.state is Loading.ACTIVE:
                 for step in part.ops.expired(now):
-                    answer = await self._drive(part, step)
-                    expired += not isinstance(answer, ErrorCode)
+                    expired += (await self._drive(part, step)).error is ErrorCode.none
         return expired

@@ -68,7 +68,7 @@ async def send_markers(writer: MarkerWriter, partitions: Iterable[tuple[str, int
         for (topic, p), result in zip(ordered, results, strict=True):
             if isinstance(result, asyncio.CancelledError):
                 raise result
-            code = ErrorCode.none if result is None else error_code_for(result)  # type: ignore[arg-type]
+            code = ErrorCode.none if result is None else error_code_for(result)
             if code in DONE_CODES:
                 left.discard((topic, p))
             elif code in FENCED_CODES:
