@@ -12,9 +12,10 @@ from kio.schema.errors import ErrorCode
 from coordinator.errors import KafkaError
 from coordinator.net.dispatch import Deferred
 from protocol.apis import ApiKey
-from storage.batch import iter_batches
+from storage.batch import build_batch, iter_batches
 from storage.control_records import read_marker
 from tests.support.data_plane import Plane, batch, ms, req
+from tests.support.retention import SMALL
 
 
 def txn(pid: int, seq: int, *values: bytes, epoch: int = 0) -> bytes:
@@ -174,3 +175,30 @@ async def test_a_restart_rebuilds_ongoing_and_aborted_transactions(tmp_path):
         assert await latest(plane, 1) == 3
         await plane.data.write_marker("t", 0, 6, 0, True, 2)
         assert part.last_stable_offset == 6
+
+
+async def test_compaction_keeps_markers_so_a_rebuild_closes_every_transaction(tmp_path):
+    def keyed(key: bytes, pid: int = -1, transactional: bool = False) -> bytes:
+        return build_batch([(key, b"v", 1000)], producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                           base_sequence=0 if pid >= 0 else -1, is_transactional=transactional)
+
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("t", 1, {"segment.bytes": SMALL, "cleanup.policy": "compact"})
+        await plane.produce("t", 0, keyed(b"a", 5, True), transactional_id="tx")   # 0
+        await plane.data.write_marker("t", 0, 5, 0, True, 0)                     # 1
+        await plane.produce("t", 0, keyed(b"b", 6, True), transactional_id="tx2")  # 2
+        await plane.data.write_marker("t", 0, 6, 0, True, 0)                     # 3: the same control key
+        for key in (b"c", b"c", b"c", b"c"):
+            await plane.produce("t", 0, keyed(key))                               # 4-7
+        part = plane.data.partition("t", 0)
+        assert part.log.segments[-1].base_offset > 4
+        await plane.data.retention.check_all()
+        seen, offset = [], 0
+        while offset < 8:  # a read stops at a segment's end
+            got = list(iter_batches((await fetch(plane, offset, 0)).records or b""))
+            seen += [(b.base_offset, b.is_control) for b in got]
+            offset = got[-1].next_offset
+        assert seen[:4] == [(0, False), (1, True), (2, False), (3, True)]  # both markers kept
+    async with Plane(str(tmp_path)) as plane:
+        part = plane.data.partition("t", 0)
+        assert part.last_stable_offset == part.log.high_watermark == 8
