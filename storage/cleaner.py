@@ -23,8 +23,12 @@ the same base offset, producer fields, leader epoch, timestamp type and the reco
 own offsets and timestamps (compaction never renumbers). An emptied batch is dropped,
 except the one ending right at the cleaning upper bound, which is kept as an empty
 batch (Kafka's RETAIN_EMPTY) so the segment's last offset survives. Control batches
-and transactional batches are treated like any other (aborted-transaction cleanup
-is not modelled).
+(transaction markers) are kept byte for byte and their keys are no record keys (the
+offset map skips them): a marker removed would leave its transaction open forever
+when the producer state is rebuilt from the log, holding the last stable offset back.
+(Kafka drops a marker once its transaction's records are gone and its delete horizon
+passed, and the records of aborted transactions; neither is modelled: transactional
+batches are compacted like any other.)
 """
 
 from __future__ import annotations
@@ -149,6 +153,12 @@ def clean_segment(data: bytes, is_latest, *, now_ms: int, delete_retention_ms: i
         ensure_valid(batch)
         end = batch.position + batch.size
         stats.batches_read += 1
+        if batch.is_control:
+            out += batch.raw()
+            stats.batches_copied += 1
+            stats.batches_written += 1
+            last_offset = batch.last_offset
+            continue
         records = decode_records(batch)
         stats.records_read += len(records)
         horizon = delete_horizon(batch)

@@ -78,6 +78,8 @@ def _build_map(segments: list[tuple[int, str, int]], upper: int) -> tuple[dict[b
         for data in _batches(path, size):
             batch = RecordBatch(data, 0)
             ensure_valid(batch)
+            if batch.is_control:  # a marker's key is no record key (cleaner.py keeps markers)
+                continue
             for rec in decode_records(batch):
                 if rec.key is not None and rec.offset < upper:
                     seen[rec.key] = rec.offset

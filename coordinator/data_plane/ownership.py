@@ -60,7 +60,7 @@ async def take_partition(plane: DataPlane, topic: str, index: int, log_: Any, ep
     if old is not None and old.log is not log_:
         await old.log.close()
     part = Partition(topic, index, log_, EffectiveConfig.resolve(info.config_map(), plane.base_configs), epoch)
-    batches = await asyncio.to_thread(part.producers.rebuild, log_)  # before any append: not yet listed
+    batches = await asyncio.to_thread(part.rebuild_producers)  # before any append: not yet listed
     plane.partitions[part.key] = part
     log.info("data_plane.partition.taken", topic=topic, partition=index, epoch=epoch,
              producers=len(part.producers.entries), batches=batches)

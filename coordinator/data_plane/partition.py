@@ -1,5 +1,6 @@
-"""One hosted topic partition: its log, its idempotent-producer state, its effective topic config and
-its leader epoch (0 in local mode; the ownership epoch in cluster mode, as Metadata reports it)."""
+"""One hosted topic partition: its log, its producer state (idempotence and transactions), its effective
+topic config and its leader epoch (0 in local mode; the ownership epoch in cluster mode, as Metadata
+reports it)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from storage.log import PartitionLog
 
 
 class Partition:
-    __slots__ = ("topic", "index", "key", "log", "producers", "config", "leader_epoch")
+    __slots__ = ("topic", "index", "key", "log", "producers", "config", "leader_epoch", "stable_notified")
 
     def __init__(self, topic: str, index: int, log_: PartitionLog, config: EffectiveConfig,
                  leader_epoch: int = 0) -> None:
@@ -18,3 +19,26 @@ class Partition:
         self.producers = ProducerStateTable()
         self.config = config
         self.leader_epoch = leader_epoch
+        self.stable_notified = 0  # the byte mark of the LSO read_committed delayed fetches were told of
+
+    def rebuild_producers(self) -> int:
+        """Rebuild the producer state from the log (before any append); returns the producer batches seen."""
+        seen = self.producers.rebuild(self.log)
+        self.stable_notified = self.producers.txns.stable_mark(self.log.high_watermark)
+        return seen
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's UnifiedLog.lastStableOffset: the first offset of the earliest transaction not yet decided
+        (or whose marker is not yet durable), never past the high watermark; else the high watermark."""
+        lg = self.log
+        return self.producers.txns.last_stable_offset(lg.high_watermark, lg.log_start_offset)
+
+    def stable_bytes_gained(self) -> int:
+        """Bytes that became readable below the LSO since the last call (for read_committed delayed fetches)."""
+        mark = self.producers.txns.stable_mark(self.log.high_watermark)
+        gained = mark - self.stable_notified
+        if gained > 0:
+            self.stable_notified = mark
+            return gained
+        return 0

@@ -16,14 +16,15 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.data_plane import ownership, topic_configs, topic_reconfig
+from coordinator.data_plane import appends, ownership, topic_configs, topic_reconfig
+from coordinator.data_plane.appends import Appended, TxnVerifier
 from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.purgatory import FetchPurgatory
@@ -32,7 +33,7 @@ from coordinator.data_plane.retention import RetentionManager
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo, topic_name_error
 from coordinator.data_plane.topic_configs import EffectiveConfig
 from coordinator.data_plane.topic_dirs import remove_renamed_dirs, undo_renames
-from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
+from coordinator.data_plane.validation import WalkBudget
 from coordinator.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
@@ -81,15 +82,6 @@ class DataPlaneSettings:
                    config.message_max_decompressed_bytes, config.fetch_max_bytes)
 
 
-class Appended(NamedTuple):
-    """What Produce answers for one partition; `durable` is awaited for acks=-1 (None: already)."""
-
-    base_offset: int
-    log_append_time: int  # -1 unless the topic uses LogAppendTime
-    log_start_offset: int
-    durable: Any
-
-
 class DataPlane:
     def __init__(self, settings: DataPlaneSettings, catalog: TopicCatalog,
                  producer_ids: ProducerIdAllocator | None = None, take_all: bool = True) -> None:
@@ -99,6 +91,8 @@ class DataPlane:
         self.catalog = catalog
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = FetchPurgatory()
+        # KIP-890: set by the transaction runtime; consulted for a batch that would begin a transaction
+        self.txn_verifier: TxnVerifier | None = None
         self.producer_ids = ProducerIdAllocator(settings.log_dir) if producer_ids is None else producer_ids
         self.base_configs = topic_configs.defaults(settings.segment_bytes, settings.message_max_bytes,
                                                    settings.retention_ms, settings.retention_bytes,
@@ -160,7 +154,7 @@ class DataPlane:
                 part = Partition(topic.name, index, log_, config)
                 opened.append(part)
                 if not fresh:
-                    batches = part.producers.rebuild(log_)
+                    batches = part.rebuild_producers()
                     if batches:
                         log.info("data_plane.producer_state.rebuilt", topic=topic.name, partition=index,
                                  producers=len(part.producers.entries), batches=batches)
@@ -401,45 +395,22 @@ class DataPlane:
         return WalkBudget(self.settings.max_decompressed_bytes)
 
     def append(self, part: Partition, data: bytes | None, produce_version: int,
-               budget: WalkBudget | None = None) -> Appended:
+               budget: WalkBudget | None = None, transactional_id: str | None = None) -> Appended:
         """Validate one producer batch and append it (or recognise a retried duplicate).
 
         Raises a KafkaError (or a storage error carrying its Kafka code) and appends
         nothing when the batch is rejected. `budget`: the request's walk budget (see
-        validation), a fresh one when None.
+        validation), a fresh one when None; `transactional_id`: the Produce request's, for
+        `txn_verifier` (see appends.py).
         """
-        config = part.config
-        info = check_batch(data, produce_version=produce_version, max_message_bytes=config.max_message_bytes,
-                           segment_bytes=config.segment_bytes,
-                           max_decompressed_bytes=self.settings.max_decompressed_bytes, budget=budget,
-                           rules=config.rules, create_time=not config.log_append_time,
-                           topic_partition=f"{part.topic}-{part.index}")
-        log_ = part.log
-        pid = info.producer_id
-        if pid >= 0:
-            last_seq = info.last_sequence
-            duplicate = part.producers.check(pid, info.producer_epoch, info.base_sequence, last_seq)
-            if duplicate is not None:
-                durable = None if log_.high_watermark > duplicate.last_offset else \
-                    asyncio.ensure_future(log_.flush())
-                return Appended(duplicate.first_offset, -1, log_.log_start_offset, durable)
-        append_time = -1
-        assert data is not None  # check_batch refuses a null batch
-        payload: bytes | bytearray = data
-        if config.log_append_time:
-            append_time = int(time.time() * 1000)
-            payload = bytearray(data)
-            stamp_log_append_time(payload, append_time)
-        result = log_.append(payload, partition_leader_epoch=part.leader_epoch)
-        if pid >= 0:
-            part.producers.record(pid, info.producer_epoch, info.base_sequence, last_seq, result.base_offset,
-                                  result.last_offset, append_time if append_time >= 0 else info.max_timestamp)
-        on_append, key, size = self.purgatory.on_append, part.key, info.size
+        return appends.append_batch(self, part, data, produce_version, budget, transactional_id)
 
-        def readable(future: asyncio.Future) -> None:
-            if not future.cancelled():
-                future.exception()  # retrieved: acks=1 appends have nobody awaiting them
-            on_append(key, size)
-
-        result.durable.add_done_callback(readable)
-        return Appended(result.base_offset, append_time, log_.log_start_offset, result.durable)
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> Awaitable[None]:
+        """Append a transaction marker (COMMIT or ABORT control batch) for the producer and end its transaction
+        in the partition; the awaitable completes once the marker is durable (the LSO then moves and
+        read_committed delayed fetches wake). Raises (at once or from the awaitable) a KafkaError:
+        NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION when the partition is not hosted here,
+        INVALID_PRODUCER_EPOCH for an epoch below the producer's, TRANSACTION_COORDINATOR_FENCED for a
+        coordinator epoch below the last one seen; or a storage error (KAFKA_STORAGE_ERROR)."""
+        return appends.write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)

@@ -1,9 +1,11 @@
 """Delayed fetches: a Fetch that found fewer than min_bytes waits here, without polling.
 
 Each waiting fetch is one future plus one loop timer (max_wait_ms). The append path
-calls `on_append(key, nbytes)` when bytes of a partition become readable (its high
+calls `on_append(key, nbytes, stable_nbytes)` when bytes of a partition become readable (its high
 watermark moved); every fetch watching that partition subtracts them from what it
-still needs and completes when it has enough. The timer completes it otherwise.
+still needs and completes when it has enough: a read_committed fetch (`committed`) counts only
+`stable_nbytes`, the bytes the last stable offset moved past (Kafka's DelayedFetch reads up to the
+LSO for it), so it waits for a transaction's marker rather than for its records. The timer completes it otherwise.
 Completion only wakes the handler, which reads the logs again and answers, as
 Kafka's DelayedFetch.onComplete does. Deleting a topic wakes its watchers too.
 
@@ -28,13 +30,15 @@ WAKE_SLICE = 10_000  # partitions of woken fetches answered per loop turn (~10 Â
 
 
 class DelayedFetch:
-    __slots__ = ("future", "keys", "needed", "timer", "purgatory", "finished", "watching")
+    __slots__ = ("future", "keys", "needed", "timer", "purgatory", "finished", "watching", "committed")
 
-    def __init__(self, purgatory: FetchPurgatory, future: asyncio.Future, keys: tuple, needed: int) -> None:
+    def __init__(self, purgatory: FetchPurgatory, future: asyncio.Future, keys: tuple, needed: int,
+                 committed: bool = False) -> None:
         self.purgatory = purgatory
         self.future = future
         self.keys = keys
         self.needed = needed
+        self.committed = committed
         self.timer: asyncio.TimerHandle | None = None
         self.finished = False  # woken (answered now or in a later slice) or released
         self.watching = True  # in the watch lists of its keys
@@ -71,23 +75,27 @@ class FetchPurgatory:
         self._slice = wake_slice
         self._turn_scheduled = False
 
-    def park(self, keys: Iterable[Hashable], needed_bytes: int, timeout_s: float) -> DelayedFetch:
+    def park(self, keys: Iterable[Hashable], needed_bytes: int, timeout_s: float,
+             committed: bool = False) -> DelayedFetch:
         """A DelayedFetch whose future completes when `needed_bytes` more bytes arrive on `keys`
-        or after `timeout_s`; `release()` it if the answer is no longer wanted."""
+        (below the last stable offset when `committed`) or after `timeout_s`; `release()` it if the
+        answer is no longer wanted."""
         loop = asyncio.get_running_loop()
-        delayed = DelayedFetch(self, loop.create_future(), tuple(dict.fromkeys(keys)), needed_bytes)
+        delayed = DelayedFetch(self, loop.create_future(), tuple(dict.fromkeys(keys)), needed_bytes, committed)
         for key in delayed.keys:
             self._watchers.setdefault(key, set()).add(delayed)
         delayed.timer = loop.call_later(max(0.0, timeout_s), delayed.complete)
         return delayed
 
-    def on_append(self, key: Hashable, nbytes: int) -> None:
+    def on_append(self, key: Hashable, nbytes: int, stable_nbytes: int | None = None) -> None:
+        """`nbytes` became readable on `key`, `stable_nbytes` of them (default: all) below the LSO."""
         watchers = self._watchers.get(key)
         if not watchers:
             return
+        stable = nbytes if stable_nbytes is None else stable_nbytes
         for delayed in list(watchers):
             if not delayed.finished:
-                delayed.needed -= nbytes
+                delayed.needed -= stable if delayed.committed else nbytes
                 if delayed.needed <= 0:
                     delayed.complete()
 

@@ -5,8 +5,9 @@ Per topic: an illegal name -> INVALID_TOPIC_EXCEPTION with the reason; an unknow
 UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message, for each partition asked. Per partition: not
 hosted here -> NOT_LEADER_OR_FOLLOWER (its topic has it) or UNKNOWN_TOPIC_OR_PARTITION; else every
 producer the partition's producer state holds (data_plane/producer_state.py): id, epoch, the last
-sequence and timestamp of its last batch, coordinator epoch -1 and current txn start offset -1 (no
-transactions).
+sequence (-1 when a marker emptied its batches) and its last timestamp (of its last batch or
+marker), the coordinator epoch of its last marker (-1 without one) and the first offset of its ongoing
+transaction in the partition (-1 without one), as Kafka's ProducerStateEntry holds them.
 """
 
 from __future__ import annotations
@@ -40,11 +41,9 @@ class DescribeProducersHandler:
             return _error(index, not_hosted_error(self.data, topic, index))
         producers = []
         for pid, entry in part.producers.entries.items():
-            last = entry.batches[-1] if entry.batches else None
-            producers.append({"producer_id": pid, "producer_epoch": entry.epoch,
-                              "last_sequence": -1 if last is None else last.last_seq,
-                              "last_timestamp": -1 if last is None else last.timestamp,
-                              "coordinator_epoch": -1, "current_txn_start_offset": -1})
+            producers.append({"producer_id": pid, "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,
+                              "last_timestamp": entry.last_timestamp, "coordinator_epoch": entry.coordinator_epoch,
+                              "current_txn_start_offset": entry.txn_first_offset})
         return {"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
                 "active_producers": producers}
 

@@ -18,17 +18,23 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
   ReplicaManager.fetchMessages); each partition at most min(partition_max_bytes, what is
   left of that), whole batches only, except that the first partition returning data
   may exceed both with its first batch (KIP-74), so progress is always possible;
-* records are the log's raw batch bytes up to the high watermark
-  (= last_stable_offset: no transactions here);
+* records are the log's raw batch bytes up to the high watermark; for isolation_level 1
+  (read_committed) up to the last stable offset (LSO), with the aborted transactions
+  (producer id, first offset) whose records overlap the returned range (Kafka's
+  collectAbortedTxns: last offset >= the fetch offset, first offset < the end of what was
+  returned; an empty list when nothing was). Control batches (markers) are returned as they
+  are, as Kafka does: clients skip them. last_stable_offset is answered at both levels;
 * min_bytes is at most the request's byte limit (Kafka: min(min_bytes, fetch max bytes));
   max_wait_ms is the client's, unbounded as in Kafka, but a parked fetch is released
   when its connection closes;
 * fewer than min_bytes and max_wait_ms > 0 and no error -> wait in the purgatory
-  until appends bring enough bytes or max_wait_ms passes, then read again.
+  until appends bring enough bytes (read_committed: until the LSO moves past enough bytes)
+  or max_wait_ms passes, then read again.
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -43,12 +49,41 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
+from storage.batch import LOG_OVERHEAD
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
+
+_OFFSET_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23  # lastOffsetDelta's position in a batch header
 
 
 def _error(index: int, code: ErrorCode) -> dict:
     return {"partition_index": index, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
             "log_start_offset": -1, "aborted_transactions": None, "records": b""}
+
+
+def committed_part(records: bytes, end: int) -> tuple[bytes, int]:
+    """(the whole batches of `records` below offset `end`, the offset after the last of them; -1 if none)."""
+    position, upper, size = 0, -1, len(records)
+    while position < size:
+        base, length = _OFFSET_LENGTH.unpack_from(records, position)
+        if base >= end:
+            break
+        upper = base + _LAST_DELTA.unpack_from(records, position + _LAST_DELTA_AT)[0] + 1
+        position += length + LOG_OVERHEAD
+    return (records if position >= size else records[:position]), upper
+
+
+def aborted_transactions(target, offset: int, records: bytes, lso: int, hw: int) -> tuple[bytes, list[dict]]:
+    """read_committed: the records below the LSO and the aborted transactions that overlap them."""
+    txns = target.producers.txns
+    if lso >= hw and not txns.aborted:
+        return records, []  # nothing to cut, nothing to list: no header walk
+    records, upper = committed_part(records, lso)
+    if upper < 0:
+        return b"", []
+    return records, [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                     for txn in txns.aborted_in(offset, upper)]
 
 
 def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
@@ -130,6 +165,7 @@ class FetchHandler:
                 lg = target.log
                 keys.append(target.key)
                 hw = lg.high_watermark
+                lso = target.last_stable_offset
                 limit = max(0, min(partition_max, remaining))
                 first = total == 0
                 try:
@@ -138,13 +174,16 @@ class FetchHandler:
                     parts.append(_error(index, error_code_for(exc)))
                     errors = True
                     continue
+                aborted = None
+                if read_committed:
+                    records, aborted = aborted_transactions(target, offset, records, lso, hw)
                 if len(records) > limit and not first:
-                    records = b""  # only the first partition with data may pass the limits
+                    records, aborted = b"", ([] if read_committed else None)  # only the first may pass the limits
                 total += len(records)
                 remaining -= len(records)
                 parts.append({"partition_index": index, "error_code": ErrorCode.none, "high_watermark": hw,
-                              "last_stable_offset": hw, "log_start_offset": lg.log_start_offset,
-                              "aborted_transactions": [] if read_committed else None, "records": records})
+                              "last_stable_offset": lso, "log_start_offset": lg.log_start_offset,
+                              "aborted_transactions": aborted, "records": records})
             topics.append({**head, "partitions": parts})
         return topics, total, errors, keys
 
@@ -166,7 +205,7 @@ class FetchHandler:
         topics, total, errors, keys = self.read(planned, max_bytes, read_committed)
         if wait_s <= 0 or total >= min_bytes or errors or not keys:
             return respond(topics)
-        delayed = self.data.purgatory.park(keys, min_bytes - total, wait_s)
+        delayed = self.data.purgatory.park(keys, min_bytes - total, wait_s, committed=read_committed)
 
         async def after_wait() -> object:
             await delayed.future

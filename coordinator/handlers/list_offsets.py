@@ -2,12 +2,14 @@
 
 Follows KafkaApis.handleListOffsetRequest and UnifiedLog.fetchOffsetByTimestamp:
 
+* the last fetchable offset is the high watermark, or for isolation_level 1 (read_committed,
+  v2+) the last stable offset (Kafka's Partition.fetchOffsetForTimestamp);
 * -2 EARLIEST and -4 EARLIEST_LOCAL (no tiered storage, so the same) -> the log start
-  offset; -1 LATEST -> the high watermark (also for read_committed: no transactions,
-  so the last stable offset equals it); -3 MAX_TIMESTAMP (v7+) -> the first record
+  offset; -1 LATEST -> the last fetchable offset; -3 MAX_TIMESTAMP (v7+) -> the first record
   with the largest timestamp; -5 LATEST_TIERED -> offset -1 (no remote storage);
-  a timestamp >= 0 -> the first record at or after it below the high watermark, or
-  offset -1 / timestamp -1 when there is none. Special timestamps answer timestamp -1;
+  a timestamp >= 0 -> the first record at or after it; for these two, offset -1 /
+  timestamp -1 when there is none or it is not below the last fetchable offset (Kafka's
+  ReplicaManager.fetchOffset). Special timestamps answer timestamp -1;
 * leader_epoch (v4+) is the partition's leader epoch for a found offset, -1 otherwise;
   current_leader_epoch above the partition's (0 in local mode) -> UNKNOWN_LEADER_EPOCH, below (other
   than -1) -> FENCED_LEADER_EPOCH; a partition of a known topic not hosted here -> NOT_LEADER_OR_FOLLOWER;
@@ -40,9 +42,11 @@ def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, 
             "leader_epoch": epoch}
 
 
-def lookup(lg, timestamp: int, version: int, leader_epoch: int = 0) -> tuple[int, int, int]:
-    """(timestamp, offset, leader epoch) for one partition log led at `leader_epoch`."""
-    hw = lg.high_watermark
+def lookup(lg, timestamp: int, version: int, leader_epoch: int = 0,
+           fetchable: int | None = None) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for one partition log led at `leader_epoch`; `fetchable`: the last
+    fetchable offset (default: the high watermark)."""
+    hw = lg.high_watermark if fetchable is None else fetchable
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, lg.log_start_offset, leader_epoch
     if timestamp == LATEST:
@@ -69,6 +73,7 @@ class ListOffsetsHandler:
         counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = []
         access = self.access
+        committed = getattr(request, "isolation_level", 0) == 1  # v1 has none: READ_UNCOMMITTED
         for topic in request.topics:
             parts = []
             if access.enabled and not access.topic(ctx, Op.DESCRIBE, topic.name):  # KafkaApis: DESCRIBE
@@ -89,8 +94,9 @@ class ListOffsetsHandler:
                     parts.append(_answer(index, ErrorCode.unknown_leader_epoch if epoch > ours
                                          else ErrorCode.fenced_leader_epoch))
                     continue
+                fetchable = part.last_stable_offset if committed else part.log.high_watermark
                 try:
-                    ts, offset, leader_epoch = lookup(part.log, lp.timestamp, version, ours)
+                    ts, offset, leader_epoch = lookup(part.log, lp.timestamp, version, ours, fetchable)
                 except (RecordError, StorageError) as exc:
                     parts.append(_answer(index, error_code_for(exc)))
                     continue

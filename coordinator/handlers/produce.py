@@ -2,11 +2,12 @@
 
 Follows KafkaApis.handleProduceRequest and ReplicaManager.appendRecords:
 
+* transactional batches in a request without a transactional id, or whose principal may not
+  WRITE that TransactionalId (with an authorizer) -> TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+  every partition (Kafka's answer, checked first);
 * acks outside {-1, 0, 1} -> INVALID_REQUIRED_ACKS for every partition;
-* transactional batches in a request without a transactional id ->
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's answer). This
-  server has no transaction coordinator (InitProducerId refuses transactional ids),
-  so transactional batches that do carry an id get INVALID_TXN_STATE per partition;
+* transactional batches follow Kafka's producer-state rules (data_plane/appends.py and
+  producer_state.py; the request's transactional id reaches the plane's txn_verifier);
 * an unknown topic is created first when auto.create.topics.enable (Kafka itself only
   auto-creates on Metadata; clients always ask Metadata before producing, so this only
   matters to hand-written clients); otherwise, or for an unknown partition,
@@ -39,10 +40,11 @@ from kio.schema.errors import ErrorCode
 from coordinator.completion import Completion, settled
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.ownership import not_hosted_error
-from coordinator.errors import InvalidTopic, InvalidTxnState, KafkaError, UnknownTopicOrPartition, error_code_for
+from coordinator.errors import InvalidTopic, KafkaError, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
+from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
@@ -113,11 +115,14 @@ class ProduceHandler:
         acks = request.acks
         topic_data = _partitions_once(request.topic_data)
         whole_request_error = None
-        if acks not in (-1, 0, 1):
-            whole_request_error = ErrorCode.invalid_required_acks
-        elif request.transactional_id is None and any(
-                _is_transactional(p.records) for _, parts in topic_data for p in parts):
+        txn_id = request.transactional_id
+        access = self.access
+        if any(_is_transactional(p.records) for _, parts in topic_data for p in parts) and (
+                txn_id is None or access.enabled and not access.allows(ctx, Op.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                                       txn_id)):
             whole_request_error = ErrorCode.transactional_id_authorization_failed
+        elif acks not in (-1, 0, 1):
+            whole_request_error = ErrorCode.invalid_required_acks
         if whole_request_error is not None:
             if acks == 0:
                 raise CloseConnection(f"produce with acks=0 failed: {whole_request_error.name}")
@@ -125,7 +130,6 @@ class ProduceHandler:
                                      for name, parts in topic_data])
 
         denied: set[str] = set()
-        access = self.access
         if access.enabled:  # KafkaApis: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED
             denied = {name for name, _ in topic_data if not access.topic(ctx, Op.WRITE, name)}
         creatable = [name for name, _ in topic_data if name not in denied and data.catalog.get(name) is None
@@ -134,12 +138,12 @@ class ProduceHandler:
         if reserved:
             async def after_creation() -> object:
                 await data.create_topics(reserved)  # all of them with one catalog write, off the loop
-                return await settled(self.append_all(version, topic_data, acks, denied))
+                return await settled(self.append_all(version, topic_data, acks, denied, txn_id))
 
             return after_creation()
-        return self.append_all(version, topic_data, acks, denied)
+        return self.append_all(version, topic_data, acks, denied, txn_id)
 
-    def append_one(self, name: str, pd, version: int, budget) -> tuple[dict, Any]:
+    def append_one(self, name: str, pd, version: int, budget, txn_id: str | None = None) -> tuple[dict, Any]:
         """(the partition's answer, the future of its durability or None); raises what Kafka answers."""
         data = self.data
         part = data.partition(name, pd.index)
@@ -151,10 +155,7 @@ class ProduceHandler:
                 raise KafkaError(f"This server is not the leader of {name}-{pd.index}.",
                                  ErrorCode.not_leader_or_follower)
             raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")
-        if _is_transactional(pd.records):
-            raise InvalidTxnState("This server has no transaction coordinator; "
-                                  "transactional produce is not supported.")
-        appended = data.append(part, pd.records, version, budget)
+        appended = data.append(part, pd.records, version, budget, txn_id)
         entry = {"index": pd.index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
                  "log_append_time": _append_time(appended.log_append_time),
                  "log_start_offset": appended.log_start_offset, "record_errors": [],
@@ -162,7 +163,7 @@ class ProduceHandler:
         return entry, appended.durable
 
     def append_all(self, version: int, topic_data: list[tuple[str, list]], acks: int,
-                   denied: frozenset[str] | set[str] = frozenset()) -> object:
+                   denied: frozenset[str] | set[str] = frozenset(), txn_id: str | None = None) -> object:
         topics: list[tuple[str, list[dict]]] = []
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
         waiting: list[tuple[dict, asyncio.Future]] = []
@@ -176,7 +177,7 @@ class ProduceHandler:
                 continue
             for pd in listed:
                 try:
-                    entry, durable = self.append_one(name, pd, version, budget)
+                    entry, durable = self.append_one(name, pd, version, budget, txn_id)
                 except (KafkaError, RecordError, StorageError) as exc:
                     any_error = True
                     parts.append(failed(pd.index, error_code_for(exc), str(exc), exc))

@@ -10,6 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode as E
 
 from protocol.apis import API_TABLE, ApiKey
+from storage.batch import build_batch
 from tests.support.dispatch import InProcess, known_topics, make_services, named_request
 
 T = datetime.timedelta(seconds=5)
@@ -79,6 +80,9 @@ CASES = [
     ("describe_log_dirs", 4, dict(topics=None), E.cluster_authorization_failed),
     ("offset_for_leader_epoch", 4, dict(replica_id=-1, topics=[{"topic": "t", "partitions": [
         {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]), E.topic_authorization_failed),
+    ("produce", 9, dict(transactional_id="tx", acks=-1, timeout=T, topic_data=[{"name": "t", "partition_data": [
+        {"index": 0, "records": build_batch([(None, b"v", 1)], producer_id=1, producer_epoch=0, base_sequence=0,
+                                            is_transactional=True)}]}]), E.transactional_id_authorization_failed),
     ("describe_producers", 0, dict(topics=[{"name": "t", "partition_indexes": [0]}]), E.topic_authorization_failed),
     ("describe_topic_partitions", 0, dict(topics=[{"name": "t"}], response_partition_limit=10, cursor=None),
      E.topic_authorization_failed),
