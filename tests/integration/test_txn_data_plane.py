@@ -64,10 +64,14 @@ def test_read_committed_stops_at_an_open_transaction_also_after_kill_and_restart
     data = str(tmp_path / "txn")
     server = server_factory(log_dir=data, topics={"t": 1})
     with WireClient(server.host, server.port) as client:
-        init = client.call(req(ApiKey.INIT_PRODUCER_ID, 4, transactional_id=None,
+        init = client.call(req(ApiKey.INIT_PRODUCER_ID, 4, transactional_id="tx",
                                transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1, producer_epoch=-1))
-        assert init.error_code == ErrorCode.none
+        assert (init.error_code, init.producer_epoch) == (ErrorCode.none, 0)
         pid = init.producer_id
+        added = client.call(req(ApiKey.ADD_PARTITIONS_TO_TXN, 3, v3_and_below_transactional_id="tx",
+                                v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+                                v3_and_below_topics=[{"name": "t", "partitions": [0]}]))
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == ErrorCode.none
         assert produce(client, build_batch([(None, b"plain", 1)])).base_offset == 0
 
         def txn(seq: int, *values: bytes) -> bytes:
