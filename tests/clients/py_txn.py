@@ -325,18 +325,19 @@ CLIENTS = {c.name: c for c in (Confluent, KafkaPython, AioKafka)}
 COMMIT_RETRIES = 20
 
 
-async def transaction(client, batch, positions: Positions, abort: bool, hold: int, args) -> None:
+async def transaction(client, batch, positions: Positions, abort: bool, hold: dict | None, args) -> None:
     """One transaction: the transformed batch, the consumer's next offsets, then commit (or abort)."""
     await client.begin()
     for _topic, partition, _offset, value in batch:
         await client.send(partition, "x" + value)
     if hold:
         await client.flush()
-        emit("holding", n=hold)
+        emit("holding", **hold)
         while not os.path.exists(args.release_file):
             await asyncio.sleep(0.05)
     await client.send_offsets(positions)
     if abort:
+        await client.flush()  # the aborted records are in the log (read_uncommitted sees them)
         await client.abort()
         return
     for attempt in range(COMMIT_RETRIES):  # a retriable error leaves the commit to be retried (same outcome)
@@ -398,7 +399,7 @@ async def process(client, args, stop) -> None:
         what = {"n": n, "records": [[p, o, v] for _t, p, o, v in batch],
                 "offsets": sorted([t, p, o] for (t, p), o in positions.items())}
         try:
-            await transaction(client, batch, positions, abort, n if n == args.hold_at else 0, args)
+            await transaction(client, batch, positions, abort, what if n == args.hold_at else None, args)
             if abort:
                 await client.seek(first)
             emit("txn", outcome="abort" if abort else "commit", **what)

@@ -12,8 +12,8 @@ error/closed:
 - `ready`: the producer's InitProducerId (initTransactions) succeeded.
 - `txn`: `n` (1, 2, ...), `outcome` commit / abort / failed (+ `error`), `records`: the batch's input
   `[partition, offset, value]`, `offsets`: the `[topic, partition, next offset]` sent to the transaction.
-- `holding`: `n`: the hold_at-th transaction sent (and flushed) its records and waits for release_file to
-  exist before it sends the offsets and commits.
+- `holding`: `n`, `records`, `offsets` as `txn`: the hold_at-th transaction sent (and flushed) its records
+  and waits for release_file to exist before it sends the offsets and commits.
 - `fenced`: `message`: another producer with the same transactional.id fenced this one; the driver closes and
   exits 0.
 - `retry`, `recreate`: a retriable commit error retried; an unusable producer replaced by a new one (same id).

@@ -156,9 +156,10 @@ public class TxnProcessor {
                 producer.beginTransaction();
                 for (ConsumerRecord<String, String> r : records)
                     producer.send(new ProducerRecord<>(output, r.partition(), null, "x" + r.value()));
-                if (n == holdAt) hold(producer, n);
+                if (n == holdAt) hold(producer, what);
                 producer.sendOffsetsToTransaction(next, consumer.groupMetadata());
                 if (abort) {
+                    producer.flush();  // the aborted records are in the log (read_uncommitted sees them)
                     producer.abortTransaction();
                     first.forEach(consumer::seek);
                 } else {
@@ -187,9 +188,9 @@ public class TxnProcessor {
         return producer;
     }
 
-    static void hold(KafkaProducer<String, String> producer, int n) throws InterruptedException {
+    static void hold(KafkaProducer<String, String> producer, String what) throws InterruptedException {
         producer.flush();
-        emit("{\"event\":\"holding\",\"n\":" + n + "}");
+        emit("{\"event\":\"holding\"," + what + "}");
         while (!Files.exists(Paths.get(releaseFile))) Thread.sleep(50);
     }
 }

@@ -75,12 +75,12 @@ async function shutdown(code) {
 process.on('SIGTERM', () => shutdown(0));
 process.on('SIGINT', () => shutdown(0));
 
-async function transaction(topic, partition, messages, abort) {
+async function transaction(topic, partition, messages, abort, what) {
   const txn = await producer.transaction();
   try {
     await txn.send({ topic: opts.output, messages: messages.map((m) => ({ value: 'x' + m.value.toString(), partition })) });
     if (n === holdAt) {
-      emit({ event: 'holding', n });
+      emit({ event: 'holding', ...what });
       while (!fs.existsSync(opts['release-file'])) await sleep(50);
     }
     const next = String(BigInt(messages[messages.length - 1].offset) + 1n);
@@ -123,7 +123,7 @@ async function main() {
         offsets: [[batch.topic, batch.partition, Number(BigInt(messages[messages.length - 1].offset) + 1n)]],
       };
       try {
-        await transaction(batch.topic, batch.partition, messages, abort);
+        await transaction(batch.topic, batch.partition, messages, abort, what);
         emit({ event: 'txn', outcome: abort ? 'abort' : 'commit', ...what });
         if (abort) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: first });
         else resolveOffset(messages[messages.length - 1].offset);
