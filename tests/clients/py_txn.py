@@ -210,7 +210,7 @@ class KafkaPython(Confluent):
     def classify(exc: BaseException) -> str:
         from kafka import errors
 
-        if isinstance(exc, errors.ProducerFencedError):
+        if isinstance(exc, errors.ProducerFencedError | errors.InvalidProducerEpochError):  # an older epoch: fenced
             return "fenced"
         if isinstance(exc, errors.KafkaError) and getattr(exc, "retriable", False):
             return "retry"
@@ -300,7 +300,7 @@ class AioKafka(KafkaPython):
     def classify(exc: BaseException) -> str:
         from aiokafka import errors
 
-        if isinstance(exc, errors.ProducerFenced):
+        if isinstance(exc, errors.ProducerFenced | errors.InvalidProducerEpoch):  # an older epoch: fenced
             return "fenced"
         if isinstance(exc, errors.KafkaError) and getattr(exc, "retriable", False):
             return "retry"
