@@ -134,6 +134,24 @@ FEATURES: dict[str, tuple[str, str]] = {
         "Java alterConsumerGroupOffsets, confluent-kafka alter_consumer_group_offsets (OffsetCommit) to a topic "
         "the server does not host answer UNKNOWN_TOPIC_OR_PARTITION and store nothing (an independent OffsetFetch "
         "shows none); to a hosted topic they succeed."),
+    "txn-eos": (
+        "transactions: exactly-once with aborts",
+        "consume-transform-produce (tests/clients/test_transactions.py): a group consumer (read_committed) and a "
+        "transactional producer run one transaction per batch of at most 7 of 90 input records (records to the output "
+        "topic, sendOffsetsToTransaction, commit), every 3rd aborted on purpose and its records processed again: a "
+        "read_committed reader of the output sees every input exactly once and in order, a read_uncommitted one also "
+        "the aborted transactions' records; the group's committed offsets are the input's ends."),
+    "txn-zombie": (
+        "transactions: zombie fenced",
+        "a processor holds its 2nd transaction open; a second one with the same transactional.id (and group) starts: "
+        "its InitProducerId fences the first, whose open transaction is aborted; released, the first fails with "
+        "ProducerFenced and stops; the second processes the rest: the output read_committed holds every input "
+        "exactly once and in order, the fenced transaction's records only read_uncommitted."),
+    "txn-crash": (
+        "transactions: server SIGKILL mid-transaction",
+        "the server is SIGKILLed and restarted on the same log.dirs and port while a processor holds a transaction "
+        "open (records written, offsets not yet sent); released, it carries on and processes a second round: the "
+        "output read_committed holds every input exactly once and in order; the committed offsets are the ends."),
     "sasl-ssl-scram": (
         "SASL_SSL + SCRAM-SHA-512",
         "a consumer over TLS (the server's certificate from a test CA, which the client trusts) authenticated with "

@@ -30,8 +30,9 @@ def missing(client: str) -> str | None:
     if client == "java":
         if shutil.which("java") is None:
             return "no `java` on PATH"
-        if not (JAVA_DIR / "kafka-clients.jar").exists() or not (JAVA_CLASSES / "GroupConsumer.class").exists():
-            return f"kafka-clients or GroupConsumer.class missing under {JAVA_DIR}"
+        classes = [JAVA_CLASSES / f"{name}.class" for name in ("GroupConsumer", "TxnProcessor")]
+        if not (JAVA_DIR / "kafka-clients.jar").exists() or not all(c.exists() for c in classes):
+            return f"kafka-clients or the drivers' classes (GroupConsumer, TxnProcessor) missing under {JAVA_DIR}"
     elif client == "kafkajs":
         if shutil.which("node") is None:
             return "no `node` on PATH"
