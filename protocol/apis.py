@@ -45,6 +45,7 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -133,6 +134,7 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0),
+    (ApiKey.TXN_OFFSET_COMMIT, 0, 4),  # kio has v5 (KIP-890 transaction version 2): not yet
     (ApiKey.PRODUCE, 3, 11),
     (ApiKey.FETCH, 4, 16),
     (ApiKey.LIST_OFFSETS, 1, 9),
