@@ -16,8 +16,8 @@ position only grows between two tombstones of the key, and a tombstone drops the
 
 A marker ends the producer's offsets replayed before it (`end(..., upto)`): those with a smaller `seq`.
 Deviation from Kafka, on purpose: a producer whose pending offsets of a group were all removed by tombstones
-leaves the group's open transactions at its marker (Kafka keeps it there until the partition reloads, and the
-group can then never expire).
+leaves the group's open transactions then (Kafka keeps it there until the partition reloads -- its marker finds
+no offset of the group to end -- and the group can never expire meanwhile); a reload gives the same state.
 """
 
 from __future__ import annotations
@@ -81,11 +81,17 @@ class PendingTxnOffsets:
                     entry.stale = True
 
     def deleted(self, key: Key) -> None:
-        """An offset tombstone of `key` was replayed: it removes the key's pending offsets (Kafka's replay)."""
-        producers = self.by_group.get(key[0])
+        """An offset tombstone of `key` was replayed: it removes the key's pending offsets (Kafka's replay); a
+        producer left with no pending offset in the group is no longer open in it (see the module docstring)."""
+        group = key[0]
+        producers = self.by_group.get(group)
         if producers:
-            for producer_id in producers:
-                self.by_producer[producer_id].pop(key, None)
+            for producer_id in list(producers):
+                offsets = self.by_producer[producer_id]
+                if offsets.pop(key, None) is not None and not any(k[0] == group for k in offsets):
+                    self._close(producer_id, group)
+                    if not offsets and producer_id not in self.groups_of:
+                        del self.by_producer[producer_id]
 
     def saw_epoch(self, producer_id: int, epoch: int) -> None:
         if epoch > self.epochs.get(producer_id, -1):

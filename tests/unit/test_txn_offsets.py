@@ -152,16 +152,19 @@ def test_a_failed_transactional_write_is_taken_back_and_a_failed_marker_changes_
     assert committed(coordinator) == 6
 
 
-def test_an_offset_tombstone_removes_pending_offsets_but_the_group_stays_open():
+def test_an_offset_tombstone_removes_pending_offsets():
     coordinator, log = make()
-    txn_commit(coordinator, log, PID, rec(5))
+    txn_commit(coordinator, log, PID, rec(5), rec(6, 1))
     coordinator.shard_for("g").write([rec(None)])
     log.complete()
     store = coordinator.shard_for("g").offsets
-    assert stable_fetch(coordinator) == [(0, -1, E.none)]
+    assert stable_fetch(coordinator, (0, 1)) == [(0, -1, E.none), (1, -1, E.unstable_offset_commit)]
     assert store.txn.has_open("g")
+    coordinator.shard_for("g").write([rec(None, 1)])
+    log.complete()
+    assert not store.txn.has_open("g")  # nothing of the producer left in the group
     end(coordinator, log, PID, True)
-    assert committed(coordinator) is None and not store.txn.has_open("g")
+    assert committed(coordinator) is None and committed(coordinator, 1) is None
 
 
 def test_delete_groups_writes_tombstones_for_pending_keys():
