@@ -241,3 +241,55 @@ def test_complete_transaction_not_coordinator_and_loading():
         assert info.value.code is E.coordinator_load_in_progress
 
     asyncio.run(run())
+
+
+class _Access:
+    """An authorizer's answers: the transactional id and group as given, topic "denied" refused."""
+
+    enabled = True
+
+    def __init__(self, txn: bool = True, group: bool = True) -> None:
+        self.txn, self.read_group = txn, group
+
+    def allows(self, _ctx, _op, _resource_type, _name) -> bool:
+        return self.txn
+
+    def group(self, _ctx, _op, _group) -> bool:
+        return self.read_group
+
+    def topic(self, _ctx, _op, name) -> bool:
+        return name != "denied"
+
+
+def test_handler_acls_unknown_topics_and_the_pending_write():
+    from coordinator.handlers.txn_offset_commit import TxnOffsetCommitHandler
+    from tests.support.offsets import schema
+
+    m = schema("txn_offset_commit", 4)
+
+    def request(*topics: str):
+        part = m.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=4, committed_leader_epoch=-1,
+                                                 committed_metadata="")
+        return m.TxnOffsetCommitRequest(transactional_id="x", group_id="g", producer_id=PID, producer_epoch=1,
+                                        generation_id=-1, member_id="", group_instance_id=None,
+                                        topics=tuple(m.TxnOffsetCommitRequestTopic(name=t, partitions=(part,))
+                                                     for t in topics))
+
+    def answer(result) -> dict:
+        return {(t.name, p.partition_index): p.error_code for t in result.topics for p in t.partitions}
+
+    ctx = SimpleNamespace(api_version=4)
+    counts = {"t": 1, "denied": 1}
+    for access, code in ((_Access(txn=False), E.transactional_id_authorization_failed),
+                         (_Access(group=False), E.group_authorization_failed)):
+        coordinator, _log = make()
+        handler = TxnOffsetCommitHandler(coordinator, counts, access)  # type: ignore[arg-type]
+        assert answer(handler.handle(ctx, request("t"))) == {("t", 0): code}
+    coordinator, log = make()
+    handler = TxnOffsetCommitHandler(coordinator, counts, _Access())  # type: ignore[arg-type]
+    result = handler.handle(ctx, request("denied", "unknown", "t"))
+    assert stable_fetch(coordinator) == [(0, -1, E.unstable_offset_commit)]  # pending before it is durable
+    log.complete()
+    assert answer(result.result()) == {("denied", 0): E.topic_authorization_failed,
+                                       ("unknown", 0): E.unknown_topic_or_partition, ("t", 0): E.none}
+    assert log.txn_writes[0][0].producer == (PID, 1)
