@@ -23,8 +23,10 @@ the same base offset, producer fields, leader epoch, timestamp type and the reco
 own offsets and timestamps (compaction never renumbers). An emptied batch is dropped,
 except the one ending right at the cleaning upper bound, which is kept as an empty
 batch (Kafka's RETAIN_EMPTY) so the segment's last offset survives. Control batches
-and transactional batches are treated like any other (aborted-transaction cleanup
-is not modelled).
+(transaction markers) are always kept: their keys are one per marker type, not per
+transaction, so "the latest of its key" would drop the markers a replay needs (Kafka
+removes a marker only once its transaction's records are gone). Transactional batches
+are otherwise treated like any other (aborted-transaction cleanup is not modelled).
 """
 
 from __future__ import annotations
@@ -149,6 +151,12 @@ def clean_segment(data: bytes, is_latest, *, now_ms: int, delete_retention_ms: i
         ensure_valid(batch)
         end = batch.position + batch.size
         stats.batches_read += 1
+        if batch.is_control:  # transaction markers share their keys: never one key's "latest"; always kept
+            out += batch.raw()
+            stats.batches_copied += 1
+            stats.batches_written += 1
+            last_offset = batch.last_offset
+            continue
         records = decode_records(batch)
         stats.records_read += len(records)
         horizon = delete_horizon(batch)

@@ -117,3 +117,17 @@ async def test_restart_mid_transaction_keeps_it_pending_then_the_marker_commits(
     markers = [read_marker(b) for b in batches if b.is_control]
     assert [(b.producer_id, b.producer_epoch, b.base_sequence) for b in txn] == [(11, 2, 0), (12, 0, 0)]
     assert [(m.producer_id, m.producer_epoch, m.commit) for m in markers] == [(12, 0, False), (11, 2, True)]
+
+
+def test_compaction_keeps_every_transaction_marker():
+    from storage.batch import assign_offsets
+    from storage.cleaner import clean_segment
+    from storage.control_records import build_marker_batch
+
+    data = b""
+    for offset, producer_id in enumerate((11, 12)):
+        batch = bytearray(build_marker_batch(producer_id, 0, True, 0, 1))
+        assign_offsets(batch, offset)
+        data += bytes(batch)
+    cleaned = clean_segment(data, lambda offset: offset == 1, now_ms=10, delete_retention_ms=0, upper_bound=2)
+    assert [read_marker(b).producer_id for b in iter_batches(cleaned.data)] == [11, 12]
