@@ -47,6 +47,7 @@ from coordinator.handlers import (
     sync_group,
     topics_admin,
     transactions_admin,
+    txn_offset_commit,
 )
 from coordinator.net.dispatch import Dispatcher
 from coordinator.net.request_metrics import RequestMetrics
@@ -67,7 +68,7 @@ YOUNG_GC_THRESHOLD = 50_000
 HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    join_group, sync_group, heartbeat, leave_group, group_admin,
                    consumer_group_heartbeat, consumer_group_describe,
-                   offset_commit, offset_fetch, offset_delete,
+                   offset_commit, offset_fetch, offset_delete, txn_offset_commit,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
                    describe_producers, describe_topic_partitions, configs_admin, sasl,

@@ -140,6 +140,7 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0),
+    (ApiKey.TXN_OFFSET_COMMIT, 0, 4),  # kio has v5 (KIP-890 transaction version 2): not yet
     (ApiKey.PRODUCE, 3, 11),
     (ApiKey.FETCH, 4, 16),
     (ApiKey.LIST_OFFSETS, 1, 9),

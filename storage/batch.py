@@ -359,11 +359,13 @@ def record_tail(key: bytes, value: bytes | None) -> bytes:
     return encode_varint(len(key)) + key + encode_varint(len(value)) + value + _ZERO
 
 
-def build_tail_batch(tails: Sequence[bytes], timestamp: int) -> bytes:
+def build_tail_batch(tails: Sequence[bytes], timestamp: int, producer_id: int = -1, producer_epoch: int = -1,
+                     base_sequence: int = -1, is_transactional: bool = False) -> bytes:
     """The batch of records given by their `record_tail`s, all at `timestamp` (the
     offsets log's writes), byte for byte what build_batch makes, at a fraction of the
     cost: the records are joined once and checksummed after the header, without a buffer
-    per record, and varints come straight from the table."""
+    per record, and varints come straight from the table. A transactional batch (the
+    group coordinator's TxnOffsetCommit records) carries its producer's id and epoch."""
     count = len(tails)
     if not count:
         raise InvalidRecordError("a batch needs at least one record")
@@ -381,8 +383,9 @@ def build_tail_batch(tails: Sequence[bytes], timestamp: int) -> bytes:
             delta = encode_varint(i)
             parts += (encode_varint(2 + len(delta) + len(tail)), _ATTRS_TS0, delta, tail)
     body = b"".join(parts)
-    head = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC, 0, 0, count - 1,
-                                 timestamp, timestamp, -1, -1, -1, count))
+    head = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC, 0,
+                                 TRANSACTIONAL_MASK if is_transactional else 0, count - 1,
+                                 timestamp, timestamp, producer_id, producer_epoch, base_sequence, count))
     _U32.pack_into(head, CRC_OFFSET, crc32c(body, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:])))
     head += body
     return bytes(head)

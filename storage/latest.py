@@ -29,6 +29,11 @@ Records of plain (uncompressed) batches are read by a `RecordReader`
 else a Python loop). A compressed batch, a batch that starts before `start` and any batch
 under a timestamp filter take storage.batch.decode_records; control batches are skipped.
 The CRC is always checked here, per batch, with crc32c.
+
+Transactions (TxnOffsetCommit's transactional batches and their markers, control batches): records of a
+transactional batch are held per producer until the producer's marker, which commits or drops them by Kafka's
+rules (storage/txn_fold.py); while some are held every other batch goes through `put`, so that a later record of
+a held key is seen. What has no marker by the end is `pending()`.
 """
 
 from __future__ import annotations
@@ -45,11 +50,14 @@ from .batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
+    TRANSACTIONAL_MASK,
     RecordBatch,
     decode_records,
 )
+from .control_records import read_marker
 from .errors import CorruptRecordError, InvalidRecordError
 from .record_readers import RecordReader, default_reader
+from .txn_fold import Held, HeldTransactions
 
 # baseOffset, batchLength, magic, crc, attributes, lastOffsetDelta, recordsCount
 _HEAD = struct.Struct(">qi4xbIhi30xi")
@@ -70,7 +78,7 @@ class LatestRecords:
     """
 
     __slots__ = ("start", "min_timestamp", "records", "bytes", "next_offset", "reader", "latest", "_creators",
-                 "_sealed")
+                 "_sealed", "held")
 
     def __init__(self, start: int = 0, min_timestamp: int | None = None,
                  reader: RecordReader | None = None) -> None:
@@ -83,6 +91,7 @@ class LatestRecords:
         self.latest: dict[bytes, bytes | None] = {}
         self._creators: list[Pair] = []
         self._sealed: list[Iterable[Pair] | dict[bytes, bytes | None]] = []  # dicts: their items
+        self.held = HeldTransactions()  # transactional records until their marker (storage/txn_fold.py)
 
     # --- scanning ------------------------------------------------------------------------
 
@@ -117,9 +126,13 @@ class LatestRecords:
             if crc32c(mv[pos + ATTRIBUTES_OFFSET:bend]) != crc:
                 raise CorruptRecordError(f"batch at position {pos} (offset {base}): CRC mismatch")
             self.next_offset = base + last_delta + 1
-            if attributes & CONTROL_MASK:  # transaction markers carry no offsets records
-                pass
-            elif general or attributes & COMPRESSION_MASK or base < start:
+            if attributes & CONTROL_MASK:  # a transaction marker ends its producer's held records
+                if attributes & TRANSACTIONAL_MASK and base >= start:
+                    self._marker(RecordBatch(data, pos))
+            elif attributes & TRANSACTIONAL_MASK:
+                records += self._transactional(RecordBatch(data, pos))
+            elif general or attributes & COMPRESSION_MASK or base < start or self.held:
+                # (while transactions are open every record goes through `put`, which tells them)
                 records += self._general(RecordBatch(data, pos))
             else:
                 plain(data, mv, pos, bend, self)
@@ -140,7 +153,33 @@ class LatestRecords:
                 self.put(r.key, r.value)
         return n
 
+    def _transactional(self, batch: RecordBatch) -> int:
+        start, min_ts = self.start, self.min_timestamp
+        held = self.held
+        producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
+        n = 0
+        for r in decode_records(batch):
+            if r.offset < start:
+                continue
+            n += 1
+            if r.key is None or (min_ts is not None and r.timestamp < min_ts):
+                continue
+            if r.value is None:
+                self.put(r.key, None)
+            else:
+                held.hold(producer_id, producer_epoch, r.key, r.value, r.offset)
+        return n
+
+    def _marker(self, batch: RecordBatch) -> None:
+        marker = read_marker(batch)
+        if marker is None:
+            return
+        for key, value in self.held.end(marker.producer_id, marker.commit):
+            self.latest[key] = value
+
     def put(self, key: bytes, value: bytes | None) -> None:
+        if self.held:
+            self.held.touched(key, value)
         latest = self.latest
         if value is not None:
             latest[key] = value
@@ -165,6 +204,10 @@ class LatestRecords:
         """The (key, value) pairs closed by barriers so far, in replay order."""
         sealed, self._sealed = self._sealed, []
         return _pairs(sealed)
+
+    def pending(self) -> list[Held]:
+        """The transactional records without a marker so far, in log order (at the log end: still pending)."""
+        return self.held.pending()
 
     def take_all(self) -> Iterator[Pair]:
         """Everything not yet taken, in replay order; the fold starts empty again."""

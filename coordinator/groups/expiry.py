@@ -52,10 +52,13 @@ def expired_records(store: OffsetStore, group: ClassicGroup, now_ms: int, retent
         return [], False
     group_id = group.group_id
     in_flight = store.durable_view(group_id) if store.inflight else {}
-    candidates, blocked = [], bool(in_flight)  # a key with a write in flight keeps the group alive
+    pending = store.txn
+    # a key with a write in flight keeps the group alive; so do open transactions (cleanupExpiredOffsets)
+    candidates, blocked = [], bool(in_flight) or pending.has_open(group_id)
     for topic, partition, value in store.items(group_id):
-        if (topic, partition) in in_flight or (only is not None and (topic, partition) not in only):
-            blocked = True  # never expires now, and keeps the group alive
+        if (topic, partition) in in_flight or (only is not None and (topic, partition) not in only) \
+                or pending.has(group_id, topic, partition):
+            blocked = True  # never expires now (a pending transactional offset of the key too), keeps the group
         else:
             candidates.append((topic, partition, value))
     decision = expire_group(view, candidates, now_ms, retention_ms)

@@ -11,7 +11,9 @@ Reads see durable state. While a commit is appended but not yet durable its key 
 *pending*: `OffsetStore.durable_view` gives the last durable value, so a plain OffsetFetch
 answers what survived a crash (Kafka reads at the last committed offset), one with
 require_stable answers UNSTABLE_OFFSET_COMMIT, and a failed write puts the durable value
-back (Kafka reverts its timeline to the last committed offset).
+back (Kafka reverts its timeline to the last committed offset). A key with a pending
+transactional offset (TxnOffsetCommit, coordinator/offsets/pending.py) answers
+UNSTABLE_OFFSET_COMMIT to require_stable too, until its transaction's marker.
 
 Hot path: a commit builds one OffsetValue and one OffsetCommitRecord tuple per
 partition; its answer is the list of partition indexes (codes only when one fails).
@@ -226,10 +228,14 @@ def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> lis
         return [] if missing else _fetch_all(store, group_id, require_stable)
     out = []
     view = store.durable_view(group_id) if store.inflight and not missing else {}
+    txn = store.txn if require_stable and store.txn.has_open(group_id) else None
     for topic in topics:
         name = topic.name
         rows: list = []
         for index in topic.partition_indexes:
+            if txn is not None and txn.has(group_id, name, index):  # a transaction's offset not ended yet
+                rows.append((index, NO_OFFSET, -1, "", E.unstable_offset_commit))
+                continue
             if missing:
                 rows.append((index, NO_OFFSET, -1, "", E.none))
                 continue
@@ -250,9 +256,13 @@ def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> lis
 
 def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
     view = store.durable_view(group_id) if store.inflight else {}
+    txn = store.txn if require_stable and store.txn.has_open(group_id) else None
     by_topic: dict[str, list] = {}
     value: OffsetValue | None
     for topic, partition, value in store.items(group_id):
+        if txn is not None and txn.has(group_id, topic, partition):  # fetchAllOffsets: committed keys only
+            by_topic.setdefault(topic, []).append((partition, NO_OFFSET, -1, "", E.unstable_offset_commit))
+            continue
         if view and (topic, partition) in view:
             if require_stable:
                 by_topic.setdefault(topic, []).append((partition, NO_OFFSET, -1, "", E.unstable_offset_commit))
@@ -296,7 +306,8 @@ def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode,
         codes = []
         for p in topic.partitions:
             codes.append((p.partition_index, E.none))
-            if store.get(group_id, name, p.partition_index) is not None:
+            if store.get(group_id, name, p.partition_index) is not None \
+                    or store.txn.has(group_id, name, p.partition_index):  # or a pending transactional one
                 records.append(OffsetCommitRecord(group_id, name, p.partition_index, None))
         answer.append((name, codes))
     return E.none, records, answer
@@ -312,12 +323,19 @@ def _delete_consumer_offsets(shard: Shard, group: ConsumerGroup, topics: Any) ->
             answer.append((name, [(p.partition_index, E.group_subscribed_to_topic) for p in topic.partitions]))
             continue
         for p in topic.partitions:
-            if shard.offsets.get(group.group_id, name, p.partition_index) is not None:
+            if shard.offsets.get(group.group_id, name, p.partition_index) is not None \
+                    or shard.offsets.txn.has(group.group_id, name, p.partition_index):
                 records.append(OffsetCommitRecord(group.group_id, name, p.partition_index, None))
         answer.append((name, [(p.partition_index, E.none) for p in topic.partitions]))
     return E.none, records, answer
 
 
 def offset_tombstones(store: OffsetStore, group_id: str) -> list:
-    """deleteAllOffsets: a tombstone for every offset of the group."""
-    return [OffsetCommitRecord(group_id, topic, partition, None) for topic, partition, _v in store.items(group_id)]
+    """deleteAllOffsets: a tombstone for every offset of the group, and for each key with only pending
+    transactional offsets (their replay removes those)."""
+    records = [OffsetCommitRecord(group_id, topic, partition, None) for topic, partition, _v in store.items(group_id)]
+    if store.txn.has_open(group_id):
+        records += [OffsetCommitRecord(group_id, topic, partition, None)
+                    for topic, partition in sorted(store.txn.keys(group_id))
+                    if store.get(group_id, topic, partition) is None]
+    return records

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from struct import Struct
 from typing import Any
 
+from coordinator.offsets.pending import PendingTxnOffsets
 from coordinator.record_types import OffsetCommitRecord, OffsetValue
 
 Key = tuple[str, str, int]
@@ -67,10 +68,12 @@ class OffsetStore:
     keys, and the writes after it.
     """
 
-    __slots__ = ("by_group", "inflight")
+    __slots__ = ("by_group", "inflight", "txn")
 
     def __init__(self) -> None:
         self.by_group: dict[str, dict[str, Partitions]] = {}
+        # the pending transactional offsets (TxnOffsetCommit), apart from the committed ones until their marker
+        self.txn = PendingTxnOffsets()
         # a write in flight (its token: the shard's PendingWrite) -> (its records, its undo
         # list), in write order
         self.inflight: dict[Any, tuple[list, list]] = {}

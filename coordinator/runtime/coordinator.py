@@ -15,7 +15,7 @@ from functools import partial
 import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.errors import write_error_code
+from coordinator.errors import NotCoordinator, write_error_code
 from coordinator.groups.classic_group import ClassicGroup
 from coordinator.groups.consumer.topic_view import NO_TOPICS, TopicView
 from coordinator.groups.settings import GroupSettings
@@ -141,6 +141,23 @@ class GroupCoordinator:
                     if answer is ErrorCode.none:
                         results[group_id] = code
         return list(results.items())
+
+    async def complete_transaction(self, offsets_partition: int, producer_id: int, producer_epoch: int,
+                                   commit: bool, coordinator_epoch: int) -> None:
+        """GroupCoordinatorService.completeTransaction: write the producer's marker (a control batch) into the
+        offsets partition; once it is durable the producer's pending offsets there are committed (where newer
+        in the log than the committed one) or dropped (runtime/txn_offsets.py). Raises a KafkaError:
+        NOT_COORDINATOR when the partition is not ours (or not hosted), COORDINATOR_LOAD_IN_PROGRESS while it
+        loads, INVALID_PRODUCER_EPOCH for a marker older than the producer's transaction there, or the write's
+        error (errors.write_error_code maps it)."""
+        if not 0 <= offsets_partition < self.settings.offsets_partitions:
+            raise NotCoordinator(f"no offsets partition {offsets_partition}")
+        shard = self.shards.get(offsets_partition)
+        if shard is None:
+            if self.owned is not None and offsets_partition not in self.owned:
+                raise NotCoordinator(f"offsets partition {offsets_partition} is not ours")
+            shard = self._new_shard(offsets_partition)
+        await shard.txn.complete(producer_id, producer_epoch, commit, coordinator_epoch)
 
     def expire_offsets(self) -> tuple[int, int]:
         """Kafka's periodic cleanupGroupMetadata over every shard (Shard.expire); logs Kafka's line."""

@@ -5,7 +5,9 @@ write's records go into one record batch (Kafka: one batch per write operation; 
 the writes of one event-loop turn share batches of up to BATCH_RECORDS records, and a
 write never spans two), appended once per partition and turn; PartitionLog puts them
 into one write + one fsync (group commit across all requests of the partition), and
-the PendingWrites resolve when their batch is durable. Encoding errors and storage
+the PendingWrites resolve when their batch is durable. A transactional write
+(TxnOffsetCommit: `PendingWrite.producer`) and a transaction marker (`PendingWrite.marker`)
+each get a batch of their own, in their place among the turn's writes. Encoding errors and storage
 errors resolve the write with the exception; errors.commit_error_code /
 write_error_code map them to wire codes.
 
@@ -31,6 +33,7 @@ from coordinator.record_types import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
 from primitives.histogram import Histogram
 from storage.batch import HEADER_SIZE, build_tail_batch
+from storage.control_records import build_marker_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.placement import OFFSETS_TOPIC
@@ -173,6 +176,13 @@ def _encode_writes(writes: list[PendingWrite], now: int,
     for pending in writes:
         if pending.done():  # e.g. failed by an unload meanwhile
             continue
+        if pending.producer is not None or pending.marker is not None:
+            # a transactional write or a marker: a batch of its own (its header says whose it is)
+            if tails:
+                _close_run(run, tails, now, batches, members)
+                run, tails = [], []
+            _own_batch(pending, now, max_batch_bytes, batches, members)
+            continue
         try:
             encoded = pending.tails
             if encoded is None:
@@ -215,6 +225,34 @@ def _close_run(run: list[PendingWrite], tails: list, now: int, batches: list[byt
             pending.resolve(exc)
         return
     members += run
+
+
+def _own_batch(pending: PendingWrite, now: int, max_batch_bytes: int, batches: list[bytes],
+               members: list[PendingWrite]) -> None:
+    """The batch of a transactional write (its records, the producer's id and epoch, base sequence 0 as
+    Kafka's CoordinatorRuntime writes them) or of a marker (storage.control_records); a failure fails it alone."""
+    try:
+        marker = pending.marker
+        if marker is not None:
+            batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.commit,
+                                       marker.coordinator_epoch, now)
+        else:
+            assert pending.producer is not None
+            encoded = pending.tails if pending.tails is not None else record_codec.encode_tails(pending.records)
+            size = HEADER_SIZE + sum(map(len, encoded))
+            if size > max_batch_bytes:
+                raise RecordTooLargeError(f"a write of {size} bytes passes the offsets log's "
+                                          f"max.message.bytes {max_batch_bytes}")
+            producer_id, producer_epoch = pending.producer
+            batch = build_tail_batch(encoded, now, producer_id, producer_epoch, 0, True)
+    except ValueError as exc:  # a string too long for its field: the commit is too large
+        pending.resolve(RecordTooLargeError(str(exc)))
+        return
+    except Exception as exc:
+        pending.resolve(exc)
+        return
+    batches.append(batch)
+    members.append(pending)
 
 
 def _refuse_large_group_records(records, max_batch_bytes: int) -> None:

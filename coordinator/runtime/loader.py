@@ -20,8 +20,10 @@ GroupMetadataManager.onLoaded):
    time, folded by storage.latest.LatestRecords into the latest record per key (plus
    what a replay of every record would keep: see there); only those records are
    decoded and replayed, at the end or when a group tombstone seals what came before
-   it. Between chunks the loader yields to the event loop, so other partitions load
-   interleaved and ACTIVE partitions keep serving.
+   it. Transactional offsets are held per producer until their marker (committed or
+   dropped there); those without a marker by the log end become pending offsets of the
+   shard (`replay_pending`), as before the restart. Between chunks the loader yields to
+   the event loop, so other partitions load interleaved and ACTIVE partitions keep serving.
 3. onLoaded: timers are not persisted, so each member of a loaded Stable group gets a
    session timer; a member that does not heartbeat within its session timeout is
    removed and the group rebalances, as in Kafka. A group over group.max.size rebalances.
@@ -36,7 +38,7 @@ from itertools import islice
 
 import structlog
 
-from coordinator.record_codec import decode_all
+from coordinator.record_codec import decode, decode_all
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.shard import Shard, ShardState
@@ -45,6 +47,7 @@ from storage.errors import CorruptRecordError
 from storage.latest import LatestRecords
 from storage.pg import snapshot_blobs
 from storage.pg.pg_log import PgPartitionLog
+from storage.txn_fold import Held
 
 log = structlog.get_logger("coordinator.runtime.loader")
 
@@ -117,6 +120,7 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
         await asyncio.sleep(0)  # let other partitions and requests run
     scanned = time.monotonic()
     stats["replayed"] = await _replay_pairs(shard.replay_all, fold.take_all())
+    stats["pending_txn_offsets"] = replay_pending(shard, fold.pending())
     count = stats["log_records"] = fold.records
     if count:
         elapsed = max(time.monotonic() - scan_started, 1e-9)  # scan + replay
@@ -132,6 +136,16 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     stats["ms"] = round((time.monotonic() - started) * 1000, 1)
     (log.info if count or info is not None else log.debug)("offsets partition loaded", **stats)
     return stats
+
+
+def replay_pending(shard: Shard, held: list[Held]) -> int:
+    """Transactional offsets without a marker by the log end, in log order: pending in the shard (their marker
+    comes later, from the transaction coordinator), as they were before the restart."""
+    for item in held:
+        record = decode(item.key, item.value)
+        if type(record) is OffsetCommitRecord:  # a transactional batch holds nothing else (Kafka's writes)
+            shard.txn.replay(item.producer_id, (record,), stale=item.stale, producer_epoch=item.producer_epoch)
+    return len(held)
 
 
 async def _fetch_store_snapshots(plog: PgPartitionLog) -> str:

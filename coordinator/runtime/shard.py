@@ -29,7 +29,9 @@ CoordinatorResult holds:
 
 What replay does with each record, live and on load:
 
-* OffsetCommit records (and their tombstones) change the OffsetStore, live and on load.
+* OffsetCommit records (and their tombstones) change the OffsetStore, live and on load. Those of a
+  transactional batch (TxnOffsetCommit) stay pending per producer until the producer's marker
+  (runtime/txn_offsets.py, offsets/pending.py).
 * A GroupMetadata tombstone removes the group, live and on load: it goes Dead, its
   timers stop (Rebalancer.remove_group). DeleteGroups and expiry delete only this way.
 * KIP-848 consumer-group records (ConsumerGroupRecord) go to `self.consumer_replay`
@@ -85,6 +87,7 @@ from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Re
 from coordinator.runtime.consumer_shard import ConsumerGroups
 from coordinator.runtime.migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler
+from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog
 
 log = structlog.get_logger(__name__)
@@ -113,6 +116,7 @@ class Shard:
         self.error: ErrorCode | None = None  # the answer for this shard's groups when not ACTIVE
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
+        self.txn = ShardTxnOffsets(self)  # TxnOffsetCommit's writes and the transaction markers
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
         self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, stats))
         self.consumer = ConsumerGroups(self, settings.consumer, topics if topics is not None else NO_TOPICS)
@@ -313,7 +317,13 @@ class Shard:
         return offsets, groups, self.write(records)
 
     def _replay_offsets(self, records: list, undo: list | None) -> None:
-        self.offsets.apply_all(records, undo, self._offset_committed_to)
+        store = self.offsets
+        store.apply_all(records, undo, self._offset_committed_to)
+        txn = store.txn
+        if txn.by_group:  # open transactions: a commit makes their older offsets of the key stale, a tombstone
+            for group, topic, partition, value in records:  # removes them (OffsetMetadataManager.replay)
+                if group in txn.by_group:
+                    (txn.committed if value is not None else txn.deleted)((group, topic, partition))
 
     def _offset_committed_to(self, group_id: str) -> None:
         if group_id not in self.groups and group_id not in self.consumer_groups:

@@ -15,6 +15,7 @@ import structlog
 
 from coordinator.completion import Completion
 from coordinator.record_types import Record
+from storage.control_records import ControlMarker
 
 if TYPE_CHECKING:
     from coordinator.offsets.store import OffsetStore
@@ -30,15 +31,21 @@ class PendingWrite(Completion):
     writes in flight), then the waiters run, synchronously: slots, not a closure per write.
     """
 
-    __slots__ = ("records", "tails", "_store")
+    __slots__ = ("records", "tails", "_store", "producer", "marker")
 
     def __init__(self, records: list[Record], tails: list[bytes] | None = None,
-                 store: OffsetStore | None = None) -> None:
-        """`store`: the offset store that tracks this write in flight (OffsetStore.begin), settled first."""
+                 store: OffsetStore | None = None, producer: tuple[int, int] | None = None,
+                 marker: ControlMarker | None = None) -> None:
+        """`store`: the offset store that tracks this write in flight (OffsetStore.begin), settled first.
+        `producer`: (producer id, epoch) of a transactional write (TxnOffsetCommit): its records go into a
+        batch of their own with the transactional attribute and those header fields, as Kafka's coordinator
+        runtime writes them. `marker`: a transaction marker (no records): the log writes its control batch."""
         Completion.__init__(self)
         self.records = records
         self.tails = tails  # record_codec.encode_tails(records), when the writer made them already
         self._store = store
+        self.producer = producer
+        self.marker = marker
 
     def resolve(self, error: BaseException | None = None) -> None:
         """What the log calls once the records are durable (None) or will not be (the error)."""
@@ -76,9 +83,12 @@ class MemoryLog:
         self.auto = auto
         self.records: dict[int, list[Record]] = {}
         self.pending: list[PendingWrite] = []
+        self.txn_writes: dict[int, list[PendingWrite]] = {}  # transactional writes and markers, in order
 
     def append(self, partition: int, pending: PendingWrite) -> None:
         self.records.setdefault(partition, []).extend(pending.records)
+        if pending.producer is not None or pending.marker is not None:
+            self.txn_writes.setdefault(partition, []).append(pending)
         if self.auto:
             asyncio.get_running_loop().call_soon(pending.resolve)
         else:

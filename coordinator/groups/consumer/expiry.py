@@ -2,7 +2,8 @@
 ConsumerGroup's expiration condition -- an offset of a topic no member subscribes to expires `offsets.retention.ms`
 after its commit (or at its explicit expire timestamp), whatever the group's state; an Empty group whose offsets
 have all expired is deleted (its consumer-group records and offsets get tombstones). An offset with a commit in
-flight never expires, as for classic groups."""
+flight never expires, as for classic groups, nor one with a pending transactional offset; a group with open
+transactions is not deleted."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ def expired(group: ConsumerGroup, store: OffsetStore, now_ms: int, retention_ms:
     group_id = group.group_id
     in_flight = store.durable_view(group_id) if store.inflight else {}
     records: list[Record] = []
-    all_expired = not in_flight
+    pending = store.txn
+    all_expired = not in_flight and not pending.has_open(group_id)  # open transactions keep the group
     for topic, partition, value in store.items(group_id):
-        if (topic, partition) in in_flight or is_subscribed(group, topic):
+        if (topic, partition) in in_flight or is_subscribed(group, topic) or pending.has(group_id, topic, partition):
             all_expired = False
             continue
         if value.expire_timestamp != -1:

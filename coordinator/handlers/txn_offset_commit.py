@@ -1,0 +1,137 @@
+"""TxnOffsetCommit v0-v4: a transaction's offsets, pending in the group's offsets partition until its marker.
+
+KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id (else every partition
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else GROUP_AUTHORIZATION_FAILED), READ on each topic
+(else its partitions TOPIC_AUTHORIZATION_FAILED); unknown topics and partitions UNKNOWN_TOPIC_OR_PARTITION; the
+rest goes to the coordinator (GroupCoordinatorService.commitTransactionalOffsets: INVALID_GROUP_ID for an empty
+group id; OffsetMetadataManager.commitTransactionalOffset: coordinator/offsets/txn_commit.py's checks, metadata
+too large per partition). The records are written as one transactional batch with the producer's id and epoch
+(runtime/txn_offsets.py) and answered once durable. Before v2, COORDINATOR_LOAD_IN_PROGRESS is answered
+COORDINATOR_NOT_AVAILABLE (clients before KAFKA-7296 do not expect it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from coordinator.errors import commit_error_code
+from coordinator.handlers.wire_values import NO_THROTTLE
+from coordinator.net.dispatch import Dispatcher, RequestContext
+from coordinator.offsets.known_topics import merge_answers, split_unknown
+from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer
+from coordinator.offsets.txn_commit import producer_epoch_error, txn_commit_error
+from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.security.access import Access, Op
+from coordinator.security.acl_model import ResourceType
+from coordinator.services import Services
+from protocol.apis import API_TABLE, ApiKey
+from protocol.build import nested_class
+
+log = structlog.get_logger("coordinator.offsets.txn")
+
+E = ErrorCode
+TXN_EPOCH_FROM = 2  # committed_leader_epoch
+TXN_MEMBER_FROM = 3  # generation, member id, group instance id
+TXN_LOAD_ERROR_FROM = 2
+
+_CLASSES = API_TABLE[ApiKey.TXN_OFFSET_COMMIT].responses
+_TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
+_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+
+
+def txn_response(version: int, answer: list) -> Any:
+    """The response to an answer [(topic, indexes, codes or None: all NONE)] (commit_records' form)."""
+    topic_cls, partition_cls = _TOPIC[version], _PARTITION[version]
+    old_client = version < TXN_LOAD_ERROR_FROM
+    topics = []
+    for name, indexes, codes in answer:
+        parts = []
+        for index, code in zip(indexes, codes or [E.none] * len(indexes)):
+            if old_client and code is E.coordinator_load_in_progress:
+                code = E.coordinator_not_available
+            parts.append(partition_cls(partition_index=index, error_code=code))
+        topics.append(topic_cls(name=name, partitions=tuple(parts)))
+    return _CLASSES[version](throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+class TxnOffsetCommitHandler:
+    def __init__(self, groups: GroupCoordinator, partition_counts: dict[str, int],
+                 access: Access | None = None) -> None:
+        self.shard_for = groups.shard_for
+        self.settings = groups.settings
+        self.partition_counts = partition_counts
+        self.access = access
+
+    def handle(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        access = self.access
+        denied: list = []
+        if access is not None and access.enabled:
+            if not access.allows(ctx, Op.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+                return txn_response(version, error_answer(request.topics, E.transactional_id_authorization_failed))
+            if not access.group(ctx, Op.READ, request.group_id):
+                return txn_response(version, error_answer(request.topics, E.group_authorization_failed))
+            denied = [t for t in request.topics if not access.topic(ctx, Op.READ, t.name)]
+        return self.commit(version, request, denied)
+
+    def commit(self, version: int, request: Any, denied: list) -> Any:
+        topics = list(request.topics)
+        refused: list = []
+        if denied:
+            names = {t.name for t in denied}
+            topics = [t for t in topics if t.name not in names]
+            refused = error_answer(denied, E.topic_authorization_failed)
+        split = split_unknown(topics, self.partition_counts)
+        if split is not None:
+            topics, unknown = split
+            refused += unknown
+        if not topics:
+            return txn_response(version, refused)
+        try:
+            answer, write = self.coordinate(version, request, topics)
+        except Exception:
+            log.exception("TxnOffsetCommit failed", group=request.group_id)
+            return txn_response(version, merge_answers(refused, error_answer(topics, E.unknown_server_error)))
+        if write is None:
+            return txn_response(version, merge_answers(refused, answer))
+
+        def written(_written: Any = None) -> Any:
+            return txn_response(version, merge_answers(refused, answer))
+
+        def failed(error: BaseException) -> Any:
+            code = commit_error_code(error)
+            log.warning("transactional offset commit failed", group=request.group_id, error=repr(error),
+                        code=code.name)
+            return txn_response(version, merge_answers(refused, [
+                (name, indexes, [code] * len(indexes) if codes is None else [code if c is E.none else c for c in codes])
+                for name, indexes, codes in answer]))
+
+        return write.then(written, failed)
+
+    def coordinate(self, version: int, request: Any, topics: list) -> tuple[list, Any]:
+        """The coordinator's part: (the answer, the write to wait for or None)."""
+        group_id = request.group_id
+        if not group_id:
+            return error_answer(topics, E.invalid_group_id), None
+        shard = self.shard_for(group_id)
+        if version >= TXN_MEMBER_FROM:
+            member_id, instance_id, generation = request.member_id, request.group_instance_id, request.generation_id
+        else:
+            member_id, instance_id, generation = "", None, -1
+        code = (shard.error or txn_commit_error(shard, group_id, member_id, instance_id, generation, version)
+                or producer_epoch_error(shard, request.producer_id, request.producer_epoch))
+        if code is not None:
+            return error_answer(topics, code), None
+        records, answer, tails = commit_records(group_id, topics, shard.scheduler.wall_ms(), DEFAULT_RETENTION,
+                                                self.settings.offset_metadata_max_bytes, version >= TXN_EPOCH_FROM)
+        if not records:
+            return answer, None
+        return answer, shard.txn.write(request.producer_id, request.producer_epoch, records, tails)
+
+
+def register(dispatcher: Dispatcher, services: Services) -> None:
+    handler = TxnOffsetCommitHandler(services.groups, services.topics.partition_counts, services.access)
+    dispatcher.register(ApiKey.TXN_OFFSET_COMMIT, handler.handle)
