@@ -55,7 +55,8 @@ class TransactionsAdminHandler:
         access = self.access
         return {"error_code": found.error, "transactional_id": txn_id, "transaction_state": found.state,
                 "transaction_timeout": datetime.timedelta(milliseconds=found.transaction_timeout_ms),
-                "transaction_start_time": _wire_time(found.transaction_start_time_ms),
+                "transaction_start_time": _wire_time(found.transaction_start_time_ms if found.error is ErrorCode.none
+                                                     else 0),  # the schema's default on an error entry
                 "producer_id": found.producer_id, "producer_epoch": found.producer_epoch,
                 "topics": [{"topic": topic, "partitions": list(parts)} for topic, parts in found.topics
                            if not access.enabled or access.topic(ctx, Op.DESCRIBE, topic)]}

@@ -180,6 +180,10 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ APIs
     async def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int = -1,
                                producer_epoch: int = -1) -> TxnAnswer:
+        if not txn_id:  # Kafka checks these before it looks for the transaction's partition
+            return TxnAnswer(ErrorCode.invalid_request)
+        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
+            return TxnAnswer(ErrorCode.invalid_transaction_timeout)
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
             return TxnAnswer(part)

@@ -154,6 +154,35 @@ def test_produce_and_fetch_need_write_and_read(server, acls):
         assert created.topics[0].error_code == E.topic_authorization_failed
 
 
+def test_transactions_need_write_on_their_id_and_are_listed_only_to_who_may_describe_them(server, acls):
+    from tests.support.txn_wire import add_partitions, describe, end_txn, init_producer_id, list_transactions
+
+    with as_user(server, "admin") as admin:
+        assert create_acls(admin, creation(Res.TRANSACTIONAL_ID, "alice-", "User:alice", Op.WRITE,
+                                           pattern=Pat.PREFIXED)) == [(E.none, None)]
+        init = init_producer_id(admin, "admin-txn")
+        assert init.error_code == E.none
+        assert add_partitions(admin, "admin-txn", init.producer_id, init.producer_epoch, "secret", [0]) == {
+            ("secret", 0): E.none}
+    with as_user(server, "alice") as alice:
+        mine = init_producer_id(alice, "alice-txn")
+        assert mine.error_code == E.none
+        assert init_producer_id(alice, "admin-txn").error_code == E.transactional_id_authorization_failed
+        # WRITE on the id, but not on the topic: that partition refused, nothing else attempted
+        assert add_partitions(alice, "alice-txn", mine.producer_id, mine.producer_epoch, "secret", [0]) == {
+            ("secret", 0): E.topic_authorization_failed}
+        assert add_partitions(alice, "alice-txn", mine.producer_id, mine.producer_epoch, "logs-app", [0]) == {
+            ("logs-app", 0): E.none}
+        listed = {t.transactional_id for t in list_transactions(alice).transaction_states}
+        assert "alice-txn" in listed and "admin-txn" not in listed  # WRITE implies DESCRIBE for her own only
+        (other,) = describe(alice, "admin-txn")
+        assert other.error_code == E.transactional_id_authorization_failed
+        assert end_txn(alice, "alice-txn", mine.producer_id, mine.producer_epoch, False) == E.none
+    with as_user(server, "admin") as admin:
+        assert {"alice-txn", "admin-txn"} <= {t.transactional_id for t in list_transactions(admin).transaction_states}
+        assert end_txn(admin, "admin-txn", init.producer_id, init.producer_epoch, False) == E.none
+
+
 def scram_login(server, user: str, password: str) -> E:
     with WireClient(server.host, server.port_of("SASL_PLAINTEXT")) as client:
         return authenticate_scram(client, user, password)

@@ -86,6 +86,17 @@ CASES = [
     ("produce", 9, dict(transactional_id="tx", acks=-1, timeout=T, topic_data=[{"name": "t", "partition_data": [
         {"index": 0, "records": build_batch([(None, b"v", 1)], producer_id=1, producer_epoch=0, base_sequence=0,
                                             is_transactional=True)}]}]), E.transactional_id_authorization_failed),
+    ("init_producer_id", 4, dict(transactional_id="tx", transaction_timeout=T, producer_id=-1, producer_epoch=-1),
+     E.transactional_id_authorization_failed),
+    ("add_partitions_to_txn", 3, dict(v3_and_below_transactional_id="tx", v3_and_below_producer_id=1,
+                                      v3_and_below_producer_epoch=0,
+                                      v3_and_below_topics=[{"name": "t", "partitions": [0]}]),
+     E.transactional_id_authorization_failed),
+    ("add_offsets_to_txn", 3, dict(transactional_id="tx", producer_id=1, producer_epoch=0, group_id="g"),
+     E.transactional_id_authorization_failed),
+    ("end_txn", 3, dict(transactional_id="tx", producer_id=1, producer_epoch=0, committed=True),
+     E.transactional_id_authorization_failed),
+    ("describe_transactions", 0, dict(transactional_ids=["tx"]), E.transactional_id_authorization_failed),
     ("describe_producers", 0, dict(topics=[{"name": "t", "partition_indexes": [0]}]), E.topic_authorization_failed),
     ("describe_topic_partitions", 0, dict(topics=[{"name": "t"}], response_partition_limit=10, cursor=None),
      E.topic_authorization_failed),
@@ -121,7 +132,8 @@ def test_every_api_is_in_the_table_of_cases_or_open_to_all():
     open_to_all = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.DESCRIBE_CLUSTER}
     covered_elsewhere = {ApiKey.METADATA, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LIST_GROUPS,
                          ApiKey.DELETE_GROUPS, ApiKey.PRODUCE, ApiKey.CREATE_TOPICS, ApiKey.CREATE_ACLS,
-                         ApiKey.DELETE_ACLS}
+                         ApiKey.DELETE_ACLS,
+                         ApiKey.LIST_TRANSACTIONS}  # leaves out what it may not describe: tests/integration/test_acls.py
     here = {API_TABLE_BY_NAME[api] for api, *_ in CASES}
     assert set(ApiKey(k) for k in API_TABLE) == open_to_all | covered_elsewhere | here
 

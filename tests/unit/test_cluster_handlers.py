@@ -133,11 +133,10 @@ def test_find_coordinator_group_before_v4(broker, version):
 
 
 @pytest.mark.parametrize("version", range(1, 4))
-def test_find_coordinator_transaction_key_is_not_available(broker, version):
+def test_find_coordinator_transaction_key_names_the_transaction_coordinator(broker, version):
     response = broker.call(req("find_coordinator", version, key="txn", key_type=1))
-    assert response.error_code is ErrorCode.coordinator_not_available
-    assert (response.node_id, response.host, response.port) == (-1, "", -1)
-    assert response.error_message == "The coordinator is not available."
+    assert response.error_code is ErrorCode.none
+    assert (response.node_id, response.host, response.port) == (1, "broker.test", 9092)
 
 
 def test_find_coordinator_empty_group_is_invalid_group_id(broker):
@@ -154,7 +153,7 @@ def test_find_coordinator_batched(broker, version):
                    ("b", ErrorCode.none, 1, "broker.test", 9092)]
 
 
-@pytest.mark.parametrize("key_type, code", [(1, ErrorCode.coordinator_not_available), (2, ErrorCode.invalid_request),
+@pytest.mark.parametrize("key_type, code", [(1, ErrorCode.none), (2, ErrorCode.invalid_request),
                                             (9, ErrorCode.invalid_request)])
 def test_find_coordinator_batched_key_types(broker, key_type, code):
     response = broker.call(req("find_coordinator", 6, key_type=key_type, coordinator_keys=["k"]))
