@@ -133,7 +133,7 @@ def test_every_api_is_in_the_table_of_cases_or_open_to_all():
     covered_elsewhere = {ApiKey.METADATA, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LIST_GROUPS,
                          ApiKey.DELETE_GROUPS, ApiKey.PRODUCE, ApiKey.CREATE_TOPICS, ApiKey.CREATE_ACLS,
                          ApiKey.DELETE_ACLS,
-                         ApiKey.LIST_TRANSACTIONS}  # leaves out what it may not describe: tests/integration/test_acls.py
+                         ApiKey.LIST_TRANSACTIONS}  # leaves out what it may not describe: test_acls.py
     here = {API_TABLE_BY_NAME[api] for api, *_ in CASES}
     assert set(ApiKey(k) for k in API_TABLE) == open_to_all | covered_elsewhere | here
 
