@@ -46,7 +46,12 @@ class Confluent:
     async def new_producer(self) -> None:
         from confluent_kafka import Producer
 
-        self.producer = Producer({"bootstrap.servers": self.args.bootstrap, "transactional.id": self.args.txn_id})
+        # metadata.recovery.strategy=none: librdkafka 2.16's re-bootstrap (when every broker was unreachable, as
+        # during the crash test's restart) leaves the group coordinator's cached broker handle terminating for
+        # ever, and send_offsets_to_transaction then never sends its TxnOffsetCommit, even past its timeout
+        # (seen with debug=eos,protocol,broker: 25,000 "Handle is terminating in state TRY_CONNECT" lines)
+        self.producer = Producer({"bootstrap.servers": self.args.bootstrap, "transactional.id": self.args.txn_id,
+                                  "metadata.recovery.strategy": "none"})
         self.producer.init_transactions(60)
 
     async def poll(self) -> list[tuple[str, int, int, str]]:
