@@ -3,12 +3,14 @@ transactional APIs' requests, driven through the pure decisions of coordinator/t
 
 Each request finds its partition (transaction_partition_for); a partition that is not hosted here answers
 NOT_COORDINATOR, one still loading COORDINATOR_LOAD_IN_PROGRESS (both retriable: clients look the
-coordinator up again). A decision (`TxnStep`) that writes a record is answered once the record is durable;
-the record is then replayed (records are the truth, the same replay loading uses). EndTxn's PrepareCommit/
-PrepareAbort starts the markers (txn/markers.py) in the background; when they are all written the
-CompleteCommit/CompleteAbort record is written. Every `abort_interval_ms` transactions past their timeout
-are aborted (with an epoch bump, as Kafka), every `expire_interval_ms` idle transactional ids expire, and
-the logs' closed segments are compacted when dirty enough.
+coordinator up again). A decision (`TxnStep`) that writes a record is answered once the record is durable
+(`step.written` applies it, as the replay of loading would). EndTxn's PrepareCommit/PrepareAbort starts the
+markers (txn/markers.py) in the background; when they are all written the CompleteCommit/CompleteAbort record
+is written. EndTxn's answer waits for that, bounded by END_TXN_MARKER_WAIT_MS (the outcome is decided at
+PrepareX: waiting only spares the client's next transaction a CONCURRENT_TRANSACTIONS back-off).
+Every `abort_interval_ms` transactions past their timeout are aborted (with an epoch bump, as Kafka), every
+`expire_interval_ms` idle transactional ids expire, and the logs' closed segments are compacted when dirty
+enough.
 After a partition loads, transactions found in PrepareCommit/PrepareAbort have their markers sent again
 (Kafka's recovery after a coordinator failover or a crash).
 """
@@ -46,6 +48,10 @@ VERIFY_ERRORS = {
     ErrorCode.coordinator_not_available: ErrorCode.not_enough_replicas,
     ErrorCode.not_coordinator: ErrorCode.not_enough_replicas,
 }
+#: EndTxn is answered once PrepareCommit/PrepareAbort is durable (the outcome is decided then, as in Kafka), but
+#: not before the markers and the completion record are written, up to this long: a client's next transaction
+#: would otherwise meet the transaction still completing (CONCURRENT_TRANSACTIONS) and back off 20 ms.
+END_TXN_MARKER_WAIT_MS = 500
 COMPACTION_INTERVAL_MS = 15_000  # Kafka's log.cleaner.backoff.ms: how often closed segments are looked at
 
 
@@ -224,7 +230,9 @@ class TransactionCoordinator:
         part = self._active(txn_id)
         if isinstance(part, ErrorCode):
             return part
-        return (await self._drive(part, part.ops.end_txn(txn_id, producer_id, producer_epoch, commit))).error
+        answer = await self._drive(part, part.ops.end_txn(txn_id, producer_id, producer_epoch, commit),
+                                   wait_markers_s=END_TXN_MARKER_WAIT_MS / 1000)
+        return answer.error
 
     def describe(self, txn_id: str) -> TxnDescription:
         part = self._active(txn_id)
@@ -245,8 +253,9 @@ class TransactionCoordinator:
         return TxnListing(tuple(found), unknown)
 
     # ------------------------------------------------------------ driving steps
-    async def _drive(self, part: TxnPartition, step: TxnStep) -> TxnAnswer:
-        """Write the step's record (if any), then settle it; start its markers once it is durable."""
+    async def _drive(self, part: TxnPartition, step: TxnStep, wait_markers_s: float = 0.0) -> TxnAnswer:
+        """Write the step's record (if any), then settle it; start its markers once it is durable (and wait up
+        to `wait_markers_s` for them and the completion record)."""
         if not step.needs_write:
             answer = step.answer
             assert answer is not None
@@ -254,7 +263,9 @@ class TransactionCoordinator:
         error = await self._append(part, step)
         answer = step.written(error)
         if step.markers is not None:
-            self._start_markers(part, step.markers)
+            task = self._start_markers(part, step.markers)
+            if wait_markers_s > 0:
+                await asyncio.wait({task}, timeout=wait_markers_s)
         return answer
 
     async def _append(self, part: TxnPartition, step: TxnStep) -> ErrorCode | None:
@@ -268,13 +279,14 @@ class TransactionCoordinator:
             return ErrorCode.not_leader_or_follower  # the partition moved meanwhile: NOT_COORDINATOR
         return None
 
-    def _start_markers(self, part: TxnPartition, job: MarkerJob) -> None:
+    def _start_markers(self, part: TxnPartition, job: MarkerJob) -> asyncio.Task:
         task = asyncio.ensure_future(self._markers_then_complete(part, job))
         part.tasks.add(task)
         task.add_done_callback(part.tasks.discard)
         task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or
                                log.error("transaction markers failed", transactional_id=job.txn_id,
                                          exc_info=t.exception()))
+        return task
 
     async def _markers_then_complete(self, part: TxnPartition, job: MarkerJob) -> None:
         assert self.markers is not None, "the app sets the marker writer before serving"
