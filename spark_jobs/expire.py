@@ -86,8 +86,8 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def _clean_task(row, staging_id, now_ms, retention_ms, interval, after):
-    """Task: compact one closed segment into the staging directory; `after`: how the transactions the segment
+def _clean_task(row, staging_id, now_ms, retention_ms, interval, decided):
+    """Task: compact one closed segment into the staging directory; `decided`: how the transactions the segment
     leaves open end (spark_jobs/txn_rows.per_segment)."""
     from storage.cleaner import clean_segment, write_segment_files
     from storage.compaction import fingerprint
@@ -104,7 +104,7 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval, after):
     keep = set(row.keep or ())
     try:
         cleaned = clean_segment(data, keep.__contains__, now_ms=now_ms, delete_retention_ms=retention_ms,
-                                upper_bound=row.upper_bound, aborted=SegmentTxns(data).aborted_fn(after))
+                                upper_bound=row.upper_bound, aborted=SegmentTxns(data).aborted_fn(decided))
     except RecordError as exc:
         raise JobError(f"{path}: {exc}") from None
     staging = os.path.join(os.path.dirname(path), staging_id)
