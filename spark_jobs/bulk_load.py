@@ -18,9 +18,13 @@ driver publishes all snapshots (renames) only after every task succeeded.
 
 Groups are placed with partition_for(group, --offsets-partitions). When every record
 read already lives in its target partition (same layout), a snapshot covers the
-next offset after the last record of that partition's log; otherwise (another
-partition count, or export-only input) snapshots cover no log offset
-(``covers_log_offset`` = None): the server must not replay a log over them.
+next offset after the last record of that partition's log, or the first offset of the
+earliest transaction still open there (Kafka's last stable offset: the server replays the
+open transaction from the log); otherwise (another partition count, or export-only input)
+snapshots cover no log offset (``covers_log_offset`` = None): the server must not replay a
+log over them, and pending transactional offsets are left out (they are not committed).
+Transactional offsets count once committed, by their record offset; aborted ones never
+(spark_jobs/txn_rows.py).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from .scan import (
     KIND_GROUP,
     KIND_OFFSET,
     KIND_SUMMARY,
+    KIND_TXN,
     ROW_SCHEMA,
     scan_many,
     scan_tasks,
@@ -55,6 +60,7 @@ from .scan import (
     ship_code,
 )
 from .store_input import DEFAULT_CHUNK_BYTES, find_inputs, source_size
+from .txn_rows import resolve, settle
 
 
 def parse_args(argv):
@@ -161,6 +167,8 @@ def _run(spark, args, progress, job_ms, output) -> dict:
             lambda t: scan_many(t, n, False, skip))
         scanned = spark.createDataFrame(rdd, ROW_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         seg_rows = scanned.filter(F.col("kind") == KIND_SUMMARY).collect() if specs else []
+        txns = resolve(scanned.filter(F.col("kind") == KIND_TXN).select(
+            "src_partition", "segment_base", "offset", "producer_id", "commit").collect() if specs else [])
     with progress.stage(2, 5, "check the scan"):
         next_offset: dict[int, int] = {}
         skipped = []
@@ -174,14 +182,22 @@ def _run(spark, args, progress, job_ms, output) -> dict:
         same_layout = misplaced == 0 and all(p.partition < n for p in parts)
         # the log offsets covered are those of the logs read: only meaningful where the snapshots go
         same_log = (args.output == args.storage_url and not args.input) if is_store(output) else not args.storage_url
-        covers = {p: off for p, off in next_offset.items()} if same_layout and same_log else {}
+        # never past the first offset of a transaction still open (Kafka's last stable offset): the server
+        # replays it from the log after the snapshot, as pending offsets
+        covers = ({p: min(off, txns.first_open.get(p, off)) for p, off in next_offset.items()}
+                  if same_layout and same_log else {})
         if not same_layout and parts:
             progress.log(f"  {misplaced} record(s) belong to another partition with {n} partitions: "
                          "layout differs, snapshots will cover no log offsets")
+        for p, first in sorted(txns.first_open.items()):
+            progress.log(f"  partition {p}: a transaction is open from offset {first}: "
+                         + ("the snapshot covers up to it, the server replays the rest" if p in covers
+                            else "its pending offsets are not in the snapshot (not committed)"))
         summary.update(records_read=sum(r.n_records for r in seg_rows), same_layout=same_layout,
-                       covers_log_offsets=covers, skipped=skipped)
+                       covers_log_offsets=covers, skipped=skipped, open_transactions=dict(txns.first_open))
     with progress.stage(3, 5, "latest record per key"):
-        records = scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP, KIND_CONSUMER))
+        records = settle(spark, scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP, KIND_CONSUMER)),
+                         txns, covers)
         key = ["kind", "group", "topic", "partition", "key"]  # key: null but for consumer-group records
         per_source = (records.groupBy("src_partition", *key)
                       .agg(F.max(F.struct("offset", "timestamp", "value", "target")).alias("w"))

@@ -50,6 +50,7 @@ from .scan import (
     KIND_GROUP,
     KIND_OFFSET,
     KIND_SUMMARY,
+    KIND_TXN,
     ROW_SCHEMA,
     scan_many,
     scan_tasks,
@@ -57,6 +58,7 @@ from .scan import (
     ship_code,
 )
 from .store_input import DEFAULT_CHUNK_BYTES, find_inputs, source_name
+from .txn_rows import pending, per_segment, resolve, settle
 
 
 def parse_args(argv):
@@ -84,11 +86,13 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def _clean_task(row, staging_id, now_ms, retention_ms, interval):
-    """Task: compact one closed segment into the staging directory."""
+def _clean_task(row, staging_id, now_ms, retention_ms, interval, decided):
+    """Task: compact one closed segment into the staging directory; `decided`: how the transactions the segment
+    leaves open end (spark_jobs/txn_rows.per_segment)."""
     from storage.cleaner import clean_segment, write_segment_files
     from storage.compaction import fingerprint
     from storage.errors import RecordError
+    from storage.txn_clean import SegmentTxns
 
     path = row.path
     before = os.stat(path)
@@ -100,7 +104,7 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval):
     keep = set(row.keep or ())
     try:
         cleaned = clean_segment(data, keep.__contains__, now_ms=now_ms, delete_retention_ms=retention_ms,
-                                upper_bound=row.upper_bound)
+                                upper_bound=row.upper_bound, aborted=SegmentTxns(data).aborted_fn(decided))
     except RecordError as exc:
         raise JobError(f"{path}: {exc}") from None
     staging = os.path.join(os.path.dirname(path), staging_id)
@@ -123,8 +127,11 @@ def _expire_task(row, now_ms, retention_ms):
     from storage.records import GroupMetadataKey, OffsetCommitValue, decode_value, read_offset_value
 
     group, value, value_offset, offsets, consumer = row.group, None, None, [], []
+    pending = set()
     for it in row.items:
-        if it.kind == KIND_GROUP:
+        if it.kind == KIND_TXN:  # a pending transactional offset (Kafka's hasPendingTransactionalOffsets)
+            pending.add((it.topic, it.partition))
+        elif it.kind == KIND_GROUP:
             value, value_offset = decode_value(GroupMetadataKey(group), it.value)[1], it.offset
         elif it.kind == KIND_CONSUMER:
             consumer.append((it.key, it.value))
@@ -136,6 +143,8 @@ def _expire_task(row, now_ms, retention_ms):
         decision = expire_consumer_group(consumer_group_subscribed(consumer), live, now_ms, retention_ms)
     else:
         decision = expire_group(value, live, now_ms, retention_ms)
+    if pending:  # Kafka's cleanupExpiredOffsets: no offset with a pending one expires, no group with them goes
+        decision = type(decision)(tuple(e for e in decision.expired if (e[0], e[1]) not in pending), False)
     at = {(t, p): o for t, p, _, o in offsets}
     out = [{"offsets_partition": row.src_partition, "type": "offset_commit", "group": group, "topic": t,
             "partition": p, "decided_on_offset": at[(t, p)], "reason": why} for t, p, why in decision.expired]
@@ -173,6 +182,8 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
     from pyspark import StorageLevel
     from pyspark.sql import Window, functions as F
 
+    from storage.txn_clean import cleanable_below
+
     retention_ms = args.offsets_retention_minutes * 60_000
     ship_code(spark)
     segs = {p.partition: segs_by_path[p.path] for p in parts}
@@ -187,6 +198,8 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
             lambda t: scan_many(t, n, True, skip))
         scanned = spark.createDataFrame(rdd, ROW_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         seg_rows = scanned.filter(F.col("kind") == KIND_SUMMARY).collect() if specs else []
+        txns = resolve(scanned.filter(F.col("kind") == KIND_TXN).select(
+            "src_partition", "segment_base", "offset", "producer_id", "commit").collect() if specs else [])
     with progress.stage(2, 5, "check the scan"):
         info = {(r.src_partition, r.segment_base): r for r in seg_rows}
         bad = sorted({r.src_partition for r in seg_rows if r.note and "skipped" in r.note})
@@ -197,32 +210,45 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
             progress.log(f"  partitions left out because of corrupt batches: {bad}")
         good = [p.partition for p in parts if p.partition not in bad]
         summary.update(records_read=sum(r.n_records for r in seg_rows), partitions_skipped=bad)
-        closed = [(p, base, source_name(source), segs[p][-1][0], info[(p, base)].offset - 1, info[(p, base)].n_bytes)
-                  for p in good for base, source, _ in segs[p][:-1]]
+        # Kafka's first uncleanable offset: the active segment, or the segment of the first offset of the
+        # earliest transaction still open (the last stable offset), whichever is lower
+        bounds = {p: cleanable_below([b for b, _, _ in segs[p]], segs[p][-1][0], txns.first_open.get(p)) for p in good}
+        for p in good:
+            if bounds[p] < segs[p][-1][0]:
+                progress.log(f"  partition {p}: a transaction is open from offset {txns.first_open[p]}: "
+                             f"segments from {bounds[p]} on are not compacted")
+        closed = [(p, base, source_name(source), bounds[p], info[(p, base)].offset - 1, info[(p, base)].n_bytes)
+                  for p in good for base, source, _ in segs[p][:-1] if base < bounds[p]]
         summary["bytes_before"] = sum(c[5] for c in closed)
-    records = scanned.filter(F.col("kind") != KIND_SUMMARY).filter(F.col("src_partition").isin(good))
+    records = scanned.filter(~F.col("kind").isin(KIND_SUMMARY, KIND_TXN)).filter(F.col("src_partition").isin(good))
+    committed = settle(spark, records, txns)  # aborted and pending transactional records never count
     cleaned = []
     with progress.stage(3, 5, f"compact {len(closed)} closed segment(s)"):
         if closed and not args.no_compaction:
-            in_closed = records.filter(~F.col("active") & F.col("key").isNotNull())
+            jobs = spark.createDataFrame(closed, "src_partition int, segment_base long, path string, "
+                                                 "upper_bound long, last_offset long, scanned_bytes long")
+            in_closed = committed.filter(F.col("key").isNotNull()).join(
+                jobs.select("src_partition", "segment_base"), ["src_partition", "segment_base"], "left_semi")
             w = Window.partitionBy("src_partition", "key")
             keep = (in_closed.withColumn("latest", F.max("offset").over(w))
                     .filter(F.col("offset") == F.col("latest"))
                     .groupBy("src_partition", "segment_base").agg(F.collect_list("offset").alias("keep")))
-            jobs = spark.createDataFrame(closed, "src_partition int, segment_base long, path string, "
-                                                 "upper_bound long, last_offset long, scanned_bytes long")
             jobs = jobs.join(keep, ["src_partition", "segment_base"], "left")
             sid, dr, iv = staging_id, args.delete_retention_ms, args.index_interval_bytes
+            after = per_segment(txns)  # how the transactions each segment leaves open end
             if args.storage_url:
                 sources = {(p, base): source for p in good for base, source, _ in segs[p][:-1]}
-                cleaned = jobs.rdd.map(lambda r: clean_chunk(r, sources[(r.src_partition, r.segment_base)],
-                                                             now_ms, dr)).collect()
+                cleaned = jobs.rdd.map(lambda r: clean_chunk(
+                    r, sources[(r.src_partition, r.segment_base)], now_ms, dr,
+                    after.get((r.src_partition, r.segment_base), {}))).collect()
             else:
-                cleaned = jobs.rdd.map(lambda r: _clean_task(r, sid, now_ms, dr, iv)).collect()
+                cleaned = jobs.rdd.map(lambda r: _clean_task(r, sid, now_ms, dr, iv, after.get(
+                    (r.src_partition, r.segment_base), {}))).collect()
     tombstones = []
     with progress.stage(4, 5, "expire offsets (KIP-211)"):
         if not args.no_expiry:
-            tombstones = _live_per_group(records).rdd.flatMap(lambda r: _expire_task(r, now_ms, retention_ms)).collect()
+            live = _live_per_group(committed, pending(spark, records, txns))
+            tombstones = live.rdd.flatMap(lambda r: _expire_task(r, now_ms, retention_ms)).collect()
     scanned.unpersist()
     with progress.stage(5, 5, "write staging manifests"):
         settings = {"offsets.retention.minutes": args.offsets_retention_minutes,
@@ -247,7 +273,8 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
                 shutil.rmtree(staging, ignore_errors=True)
                 continue
             last_base, _, _ = segs[p][-1]
-            _write_staging(staging, staging_id, p, now_ms, settings, mine, tombs, last_base, info[(p, last_base)])
+            _write_staging(staging, staging_id, p, now_ms, settings, mine, tombs, last_base, info[(p, last_base)],
+                           bounds[p])
             staged.append(staging)
             progress.log(f"  partition {p}: {len(mine)} segment(s) cleaned, {len(tombs)} tombstone(s) -> {staging}")
     totals = _sum_stats(cleaned)
@@ -263,10 +290,12 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
     return summary
 
 
-def _live_per_group(records):
+def _live_per_group(records, pending=None):
     """One row per (src_partition, group): the live (latest, not tombstoned) records of the group as
     ``items`` (kind, topic, partition, offset, value, key), what _expire_task decides on. A
-    consumer-group record is latest per raw key (``key``), an offset or group record per decoded key."""
+    consumer-group record is latest per raw key (``key``), an offset or group record per decoded key.
+    `records`: the committed ones (spark_jobs/txn_rows.settle); `pending`: transactional offsets still
+    pending, added as items of kind KIND_TXN (Kafka keeps their keys and their group)."""
     from pyspark.sql import functions as F
 
     key = ["src_partition", "kind", "group", "topic", "partition"]
@@ -279,12 +308,16 @@ def _live_per_group(records):
                 .select("src_partition", "kind", "group", F.lit(None).cast("string").alias("topic"),
                         F.lit(None).cast("int").alias("partition"), "key", "w.offset", "w.value"))
     live = latest.unionByName(consumer).filter(F.col("value").isNotNull())
+    if pending is not None:
+        live = live.unionByName(pending.select(
+            "src_partition", F.lit(KIND_TXN).cast("byte").alias("kind"), "group", "topic", "partition",
+            F.lit(None).cast("binary").alias("key"), "offset", "value"))
     return live.groupBy("src_partition", "group").agg(
         F.collect_list(F.struct("kind", "topic", "partition", "offset", "value", "key")).alias("items"))
 
 
 def _write_staging(staging: str, staging_id: str, partition: int, now_ms: int, settings: dict, cleaned: list,
-                   tombs: list, last_base: int, active) -> None:
+                   tombs: list, last_base: int, active, upper_bound: int) -> None:
     """One partition's staging directory: its tombstones file, then its manifest (last, atomically)."""
     from storage.compaction import (
         FORMAT,
@@ -306,7 +339,7 @@ def _write_staging(staging: str, staging_id: str, partition: int, now_ms: int, s
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "id": staging_id, "partition": partition,
         "created_at_ms": int(time.time() * 1000), "settings": settings,
-        "upper_bound": last_base, "covered_log_end_offset": active.offset,
+        "upper_bound": upper_bound, "covered_log_end_offset": active.offset,
         "active_segment": {"base_offset": last_base, "size": active.n_bytes},
         "segments": [{k: c[k] for k in ("base_offset", "file", "original", "cleaned")} for c in cleaned],
         "tombstones": {"file": TOMBSTONES_FILE, "count": len(tombs), "size": meta["size"],

@@ -15,13 +15,15 @@ from .common import JobError
 from .store_input import label, read_source, source_name
 
 
-def clean_chunk(row, source, now_ms: int, retention_ms: int) -> dict:
-    """Task: compact one closed chunk of rows (the bytes fetched again, checked against the scan)."""
+def clean_chunk(row, source, now_ms: int, retention_ms: int, after: dict | None = None) -> dict:
+    """Task: compact one closed chunk of rows (the bytes fetched again, checked against the scan); `after`:
+    how the transactions the chunk leaves open end (spark_jobs/txn_rows.per_segment)."""
     from storage.batch import iter_batches
     from storage.cleaner import clean_segment
     from storage.errors import RecordError
     from storage.pg.log_reads import crcs_of
     from storage.pg.staged_compaction import replaced_rows
+    from storage.txn_clean import SegmentTxns
 
     data = read_source(source)
     if len(data) != row.scanned_bytes:
@@ -29,7 +31,8 @@ def clean_chunk(row, source, now_ms: int, retention_ms: int) -> dict:
                        "deleted rows): run the job again")
     try:
         cleaned = clean_segment(data, set(row.keep or ()).__contains__, now_ms=now_ms,
-                                delete_retention_ms=retention_ms, upper_bound=row.upper_bound)
+                                delete_retention_ms=retention_ms, upper_bound=row.upper_bound,
+                                aborted=SegmentTxns(data).aborted_fn(after or {}))
         rows = [(b.base_offset, b.last_offset, b.raw()) for b in iter_batches(data)]
     except RecordError as exc:
         raise JobError(f"{source_name(source)}: {exc}") from None

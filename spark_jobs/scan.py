@@ -16,11 +16,22 @@ bytes when ``with_keys`` (compaction, like Kafka, works on raw keys), else the
 decoded key. Values stay encoded: the jobs keep only the latest record per key and
 decode just those (storage.records.read_offset_value / decode_value), which saves decoding every
 superseded commit. This is storage.dump.iter_log_records' walk, with batch
-timestamps and transactional flags kept and an optional skip-corrupt mode.
+timestamps kept and an optional skip-corrupt mode.
+
+Transactions (storage/txn_clean.SegmentTxns, a first walk over the segment's batch headers and markers):
+a transactional record whose marker is in the segment is decided there -- aborted: left out; committed:
+an ordinary row (committed offsets compete by their record offset, Kafka's rule); a tombstone applies at
+once whatever its transaction (storage/txn_fold.py). A transactional value whose marker lies beyond the
+segment is a row with ``transactional`` set and its ``producer_id``: the driver decides it from the later
+segments' ``KIND_TXN`` rows (``spark_jobs/txn_rows.py``). Each segment yields one ``KIND_TXN`` row per
+producer for its first marker (``commit`` set: it ends what an earlier segment left open) and one per
+transaction it leaves open (``commit`` null, ``offset`` = the transaction's first offset here). The
+combine keeps the records before and after each such first offset apart, so a snapshot may stop there.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import os
 
@@ -30,16 +41,18 @@ from storage.consumer_group_records import ConsumerGroupKey
 from storage.errors import RecordError
 from storage.placement import partition_for
 from storage.records import GroupMetadataKey, Key, OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
+from storage.txn_clean import SegmentTxns
 
 from .store_input import read_source, source_name, source_size
 
-KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_CONSUMER, KIND_SUMMARY = 0, 1, 2, 3, 9
+KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_CONSUMER, KIND_TXN, KIND_SUMMARY = 0, 1, 2, 3, 4, 9
+ABORTED = -2  # (internal) the records of a batch whose transaction aborts in the segment
 
 ROW_SCHEMA = (
     "src_partition int, segment_base long, active boolean, kind byte, offset long, timestamp long, "
     "key binary, group string, topic string, partition int, value binary, target int, "
     "transactional boolean, n_records long, n_batches long, n_bytes long, misplaced long, "
-    "note string"
+    "note string, producer_id long, commit boolean"
 )
 
 
@@ -59,6 +72,8 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
     src, base, source, is_last = spec
     data = read_source(source)
     path = source_name(source)
+    txns = SegmentTxns(data)  # markers and open transactions first: a record's fate is known when it is read
+    splits = sorted(txns.open_runs.values())  # a snapshot's cover may stop at one of these (bulk_load)
     placed: dict[str, int] = {}
     latest: dict = {}  # map-side combine: only a segment's last record per key leaves the task
     notes: list[str] = []
@@ -94,49 +109,39 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
         next_offset = batch.next_offset
         if batch.is_control:
             continue
-        txn = batch.is_transactional
+        pid = None  # set: a transactional value whose marker is not in this segment ("transactional" rows)
+        if batch.is_transactional:
+            commit = txns.outcome(batch.producer_id, batch.base_offset)
+            if commit is None:
+                pid = batch.producer_id
+            elif not commit:
+                pid = ABORTED
         for r in records:
             n_records += 1
             if r.key is None:
                 continue
-            try:
-                fields = read_offset_key(r.key)  # the key Kafka writes, without the schema walk
-                key: Key | ConsumerGroupKey
-                if fields is not None:
-                    key = OffsetCommitKey(*fields)
-                elif consumer_group_records.is_consumer_group_key(r.key):
-                    key = consumer_group_records.decode_key(r.key)
-                else:
-                    key = decode_key(r.key)[1]
-            except UnknownRecordType:
-                latest[r.key] = (src, base, is_last, KIND_OTHER, r.offset, r.timestamp,
-                                 r.key if with_keys else None, None, None, None, r.value, None, txn,
-                                 None, None, None, None, None)
+            held = pid if r.value is not None else None  # a tombstone applies at once (storage/txn_fold.py)
+            if held == ABORTED:
                 continue
-            except RecordError as exc:
-                msg = f"{path}: bad record key at offset {r.offset} (batch at position {batch.position}): {exc}"
+            row = _row(src, base, is_last, r, with_keys, target_partitions, placed, held)
+            if row is None:
+                continue
+            if isinstance(row, str):
                 if not skip_corrupt:
-                    raise CorruptSegment(msg) from None
-                notes.append(f"skipped record: {msg}")
+                    raise CorruptSegment(f"{path}: {row} (batch at position {batch.position})")
+                notes.append(f"skipped record: {path}: {row} (batch at position {batch.position})")
                 continue
-            group = key.group
-            target = placed.get(group)
-            if target is None:
-                target = placed[group] = partition_for(group, target_partitions)
-            if target != src:
+            if row[11] is not None and row[11] != src:
                 misplaced += 1
-            row: tuple
-            if type(key) is OffsetCommitKey:
-                row = (src, base, is_last, KIND_OFFSET, r.offset, r.timestamp, r.key if with_keys else None,
-                       group, key.topic, key.partition, r.value, target, txn, None, None, None, None, None)
-            elif type(key) is GroupMetadataKey:
-                row = (src, base, is_last, KIND_GROUP, r.offset, r.timestamp, r.key if with_keys else None,
-                       group, None, None, r.value, target, txn, None, None, None, None, None)
-            else:  # a KIP-848 consumer-group record: its raw key always (it tells the records of a group apart)
-                row = (src, base, is_last, KIND_CONSUMER, r.offset, r.timestamp, r.key,
-                       group, None, None, r.value, target, txn, None, None, None, None, None)
-            latest[r.key if with_keys else key] = row
+            region = bisect.bisect_right(splits, r.offset) if splits else 0
+            raw = with_keys or row[3] not in (KIND_OFFSET, KIND_GROUP)  # else by the decoded key (any key version)
+            combine = (r.key if raw else row[-1], region, held)
+            latest[combine] = row[:-1]
     yield from latest.values()
+    for producer_id, (offset, commit) in txns.first_markers().items():  # each ends what an earlier segment left open
+        yield _txn_row(src, base, is_last, offset, producer_id, commit)
+    for producer_id, first in txns.open_runs.items():  # transactions this segment leaves open
+        yield _txn_row(src, base, is_last, first, producer_id, None)
     if position != len(data):
         msg = f"{path}: {len(data) - position} bytes of a partial batch at position {position}"
         if is_last:
@@ -146,7 +151,46 @@ def scan_segment(spec: tuple, target_partitions: int, with_keys: bool, skip_corr
         else:
             notes.append(f"skipped: {msg}")
     yield (src, base, is_last, KIND_SUMMARY, next_offset, None, None, None, None, None, None, None, None,
-           n_records, n_batches, len(data), misplaced, "\n".join(notes) or None)
+           n_records, n_batches, len(data), misplaced, "\n".join(notes) or None, None, None)
+
+
+def _txn_row(src: int, base: int, is_last: bool, offset: int, producer_id: int, commit: bool | None) -> tuple:
+    return (src, base, is_last, KIND_TXN, offset, None, None, None, None, None, None, None, None,
+            None, None, None, None, None, producer_id, commit)
+
+
+def _row(src: int, base: int, is_last: bool, r, with_keys: bool, target_partitions: int, placed: dict,
+         held: int | None):
+    """One record's row (ROW_SCHEMA) with its decoded key appended (the combine key without raw keys);
+    None for nothing to yield, a message for a key that does not parse."""
+    txn = held is not None
+    try:
+        fields = read_offset_key(r.key)  # the key Kafka writes, without the schema walk
+        key: Key | ConsumerGroupKey
+        if fields is not None:
+            key = OffsetCommitKey(*fields)
+        elif consumer_group_records.is_consumer_group_key(r.key):
+            key = consumer_group_records.decode_key(r.key)
+        else:
+            key = decode_key(r.key)[1]
+    except UnknownRecordType:
+        return (src, base, is_last, KIND_OTHER, r.offset, r.timestamp, r.key if with_keys else None, None, None,
+                None, r.value, None, txn, None, None, None, None, None, held, None, r.key)
+    except RecordError as exc:
+        return f"bad record key at offset {r.offset}: {exc}"
+    group = key.group
+    target = placed.get(group)
+    if target is None:
+        target = placed[group] = partition_for(group, target_partitions)
+    if type(key) is OffsetCommitKey:
+        return (src, base, is_last, KIND_OFFSET, r.offset, r.timestamp, r.key if with_keys else None,
+                group, key.topic, key.partition, r.value, target, txn, None, None, None, None, None, held, None, key)
+    if type(key) is GroupMetadataKey:
+        return (src, base, is_last, KIND_GROUP, r.offset, r.timestamp, r.key if with_keys else None,
+                group, None, None, r.value, target, txn, None, None, None, None, None, held, None, key)
+    # a KIP-848 consumer-group record: its raw key always (it tells the records of a group apart)
+    return (src, base, is_last, KIND_CONSUMER, r.offset, r.timestamp, r.key,
+            group, None, None, r.value, target, txn, None, None, None, None, None, held, None, key)
 
 
 def segment_specs(partitions, segment_lister) -> list[tuple]:

@@ -27,8 +27,14 @@ batch (Kafka's RETAIN_EMPTY) so the segment's last offset survives. Control batc
 offset map skips them): a marker removed would leave its transaction open forever
 when the producer state is rebuilt from the log, holding the last stable offset back.
 (Kafka drops a marker once its transaction's records are gone and its delete horizon
-passed, and the records of aborted transactions; neither is modelled: transactional
-batches are compacted like any other.)
+passed; that is not modelled.)
+
+Transactions (storage/txn_clean.py): ``aborted(batch)`` says whether a transactional batch
+belongs to an aborted transaction; its records are all dropped (a tombstone too) and the
+emptied batch goes like any other (Kafka's CleanedTransactionMetadata.onBatchRead ->
+discardBatchRecords). The offset map must not count such records either, and the caller
+keeps the cleaning bound at or below the last stable offset, so an open transaction is never
+cleaned. Committed transactional records compete by their offset, as any record.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from .batch import (
 from .errors import CorruptRecordError
 from .index import rewrite
 from .segment import Segment
+from .txn_clean import Aborted, never_aborted
 from .varint import encode_varint
 
 _U32 = struct.Struct(">I")
@@ -73,6 +80,7 @@ class CleanStats:
     tombstones_kept: int = 0
     tombstones_dropped: int = 0
     keyless_dropped: int = 0
+    aborted_dropped: int = 0
     batches_read: int = 0
     batches_written: int = 0
     batches_copied: int = 0
@@ -138,12 +146,13 @@ def encode_batch(batch: RecordBatch, records: list[Record], horizon_ms: int | No
 
 
 def clean_segment(data: bytes, is_latest, *, now_ms: int, delete_retention_ms: int,
-                  upper_bound: int) -> CleanedSegment:
+                  upper_bound: int, aborted: Aborted = never_aborted) -> CleanedSegment:
     """Compact one closed segment's bytes.
 
     ``is_latest(offset)`` says whether the record at ``offset`` is the latest of its
-    key below ``upper_bound`` (the offset map's verdict). Raises CorruptRecordError
-    for a bad batch or a partial one (a closed segment has no torn tail).
+    key below ``upper_bound`` (the offset map's verdict, built without aborted records).
+    ``aborted(batch)``: the batch belongs to an aborted transaction (storage/txn_clean.py).
+    Raises CorruptRecordError for a bad batch or a partial one (a closed segment has no torn tail).
     """
     out = bytearray()
     stats = CleanStats(bytes_read=len(data))
@@ -161,6 +170,14 @@ def clean_segment(data: bytes, is_latest, *, now_ms: int, delete_retention_ms: i
             continue
         records = decode_records(batch)
         stats.records_read += len(records)
+        if aborted(batch):
+            stats.aborted_dropped += len(records)
+            if batch.next_offset != upper_bound:
+                continue
+            out += encode_batch(batch, [], None)  # Kafka's RETAIN_EMPTY at the cleaning bound
+            stats.batches_written += 1
+            last_offset = batch.last_offset
+            continue
         horizon = delete_horizon(batch)
         retain_deletes = horizon is None or now_ms < horizon
         kept = []

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import structlog
@@ -37,6 +38,7 @@ from .handles import HANDLES
 from .log_fields import LogFields
 from .recovery import fsync_dir, open_segment
 from .segment import Segment
+from .txn_clean import Aborted, AbortedRanges, never_aborted
 
 log = structlog.get_logger(__name__)
 
@@ -69,16 +71,18 @@ def _batches(path: str, limit: int):
             position += size
 
 
-def _build_map(segments: list[tuple[int, str, int]], upper: int) -> tuple[dict[bytes, int], int]:
-    """key -> latest offset over ``segments`` (base, path, size); returns the map and the bound
-    actually covered (lower than ``upper`` when the map filled up: whole segments only)."""
+def _build_map(segments: list[tuple[int, str, int]], upper: int,
+               aborted: Aborted = never_aborted) -> tuple[dict[bytes, int], int]:
+    """key -> latest offset over ``segments`` (base, path, size), records of aborted transactions left out;
+    returns the map and the bound actually covered (lower than ``upper`` when the map filled up: whole
+    segments only)."""
     latest: dict[bytes, int] = {}
     for i, (_base, path, size) in enumerate(segments):
         seen: dict[bytes, int] = {}
         for data in _batches(path, size):
             batch = RecordBatch(data, 0)
             ensure_valid(batch)
-            if batch.is_control:  # a marker's key is no record key (cleaner.py keeps markers)
+            if batch.is_control or aborted(batch):  # a marker's key is no record key (cleaner.py keeps markers)
                 continue
             for rec in decode_records(batch):
                 if rec.key is not None and rec.offset < upper:
@@ -90,7 +94,7 @@ def _build_map(segments: list[tuple[int, str, int]], upper: int) -> tuple[dict[b
 
 
 def _clean_into(path: str, size: int, latest: dict[bytes, int], upper: int, now_ms: int,
-                delete_retention_ms: int, fsync) -> tuple[str, CleanStats]:
+                delete_retention_ms: int, fsync, aborted: Aborted = never_aborted) -> tuple[str, CleanStats]:
     """Write the cleaned copy of one segment beside it; returns its path and what was dropped."""
     target = path + CLEANED_SUFFIX
     stats = CleanStats()
@@ -104,7 +108,7 @@ def _clean_into(path: str, size: int, latest: dict[bytes, int], upper: int, now_
                 return latest.get(keys[offset], -1) <= offset
 
             cleaned = clean_segment(data, is_latest, now_ms=now_ms, delete_retention_ms=delete_retention_ms,
-                                    upper_bound=upper)
+                                    upper_bound=upper, aborted=aborted)
             stats.add(cleaned.stats)
             if cleaned.data:
                 os.write(fd, cleaned.data)
@@ -138,17 +142,22 @@ class CompactionMixin(LogFields):
         """Offsets below were cleaned by the last compaction (0: none yet)."""
         return self._cleaned_upto
 
-    def _cleanable(self) -> list[Segment]:
+    def _cleanable(self, last_stable_offset: int | None = None) -> list[Segment]:
+        stable = self._hw if last_stable_offset is None else min(self._hw, last_stable_offset)
         out = []
         for seg, nxt in zip(self._segments, self._segments[1:]):
-            if self._awaits_flush(seg) or nxt.base_offset > self._hw:
+            if self._awaits_flush(seg) or nxt.base_offset > stable:
                 break
             out.append(seg)
         return out
 
-    async def compact(self, policy: CompactionPolicy, now_ms: int, executor) -> CleanStats | None:
-        """Clean the closed segments if enough of them is dirty; None if nothing was due."""
-        segments = self._cleanable()
+    async def compact(self, policy: CompactionPolicy, now_ms: int, executor, *, last_stable_offset: int | None = None,
+                      aborted_txns: Iterable[tuple[int, int, int]] = ()) -> CleanStats | None:
+        """Clean the closed segments if enough of them is dirty; None if nothing was due.
+
+        ``last_stable_offset``: the partition's LSO (None: no transactions); ``aborted_txns``: its aborted
+        transactions as (producer id, first offset, marker offset), Kafka's transaction index."""
+        segments = self._cleanable(last_stable_offset)
         if not segments or self._closed:
             return None
         upper = self._segments[len(segments)].base_offset
@@ -159,7 +168,8 @@ class CompactionMixin(LogFields):
         loop = asyncio.get_running_loop()
         directory = self.path  # a topic deletion renames it: then stop, never write by the old path
         files = [(s.base_offset, s.log_path, s.durable_size) for s in segments]
-        latest, upper = await loop.run_in_executor(executor, _build_map, files, upper)
+        aborted = AbortedRanges(aborted_txns).aborted
+        latest, upper = await loop.run_in_executor(executor, _build_map, files, upper, aborted)
         stats = CleanStats()
         for seg, (base, path, size) in zip(segments, files):
             if base >= upper:
@@ -167,7 +177,8 @@ class CompactionMixin(LogFields):
             if self.path != directory:
                 return stats
             cleaned, seg_stats = await loop.run_in_executor(
-                executor, _clean_into, path, size, latest, upper, now_ms, policy.delete_retention_ms, self._fsync)
+                executor, _clean_into, path, size, latest, upper, now_ms, policy.delete_retention_ms, self._fsync,
+                aborted)
             stats.add(seg_stats)
             if seg_stats.batches_copied == seg_stats.batches_read:  # nothing changed: keep the old file
                 await loop.run_in_executor(executor, os.unlink, cleaned)

@@ -114,7 +114,10 @@ class RetentionManager:
                 log.info("data_plane.retention.deleted", topic=part.topic, partition=part.index,
                          segments=deleted, reasons=list(decision.reasons), log_start_offset=lg.log_start_offset)
             if part.config.compaction is not None:
-                await lg.compact(part.config.compaction, now, self._worker())
+                # Kafka's cleaner: never past the LSO, records of aborted transactions dropped
+                aborted = [(t.producer_id, t.first_offset, t.last_offset) for t in part.producers.txns.aborted]
+                await lg.compact(part.config.compaction, now, self._worker(),
+                                 last_stable_offset=part.last_stable_offset, aborted_txns=aborted)
         except Exception as exc:  # noqa: BLE001 - a disk error must not stop retention of other logs
             log.warning("data_plane.retention.failed", topic=part.topic, partition=part.index, error=repr(exc))
         return deleted

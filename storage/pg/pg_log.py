@@ -308,7 +308,8 @@ class PgPartitionLog:
             await self.checkpoint_log_start()
         return deleted
 
-    async def compact(self, policy: CompactionPolicy, now_ms: int, executor) -> CleanStats | None:
+    async def compact(self, policy: CompactionPolicy, now_ms: int, executor, *, last_stable_offset: int | None = None,
+                      aborted_txns=()) -> CleanStats | None:
         """Compact the replica's closed segments, then replace their rows in PostgreSQL (fenced), one
         transaction per chunk of whole batches (a chunk replaced is a valid log, as a segment swapped
         in locally is)."""
@@ -316,7 +317,8 @@ class PgPartitionLog:
             return None
         await self.flush()  # nothing uncommitted in the replica when compact picks its segments
         first = self._replica.log_start_offset
-        stats = await self._replica.compact(policy, now_ms, executor)
+        stats = await self._replica.compact(policy, now_ms, executor, last_stable_offset=last_stable_offset,
+                                            aborted_txns=aborted_txns)
         if stats is None:  # a rewritten batch may differ in bytes alone (a delete horizon): always replace
             return stats
         upper = self._replica.cleaned_upto
