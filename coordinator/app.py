@@ -106,9 +106,11 @@ class App:
         # Request metrics are counted only when something serves them (http.listener).
         metrics = RequestMetrics() if config.http_listener is not None else None
         self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
-                                 metrics=metrics, dynamic=dynamic, scram=scram, acl_store=acl_store)
+                                 metrics=metrics, dynamic=dynamic, scram=scram, acl_store=acl_store,
+                                 txn_topic=None if cluster is None else cluster.txn_topic.ready)
         if cluster is not None:
             cluster.acls = self.services.acls
+            cluster.attach_txn(self.services.txn)  # it takes __transaction_state partitions as the others
         self.dispatcher = build_dispatcher(self.services)
         self.dispatcher.metrics = metrics
         self.server: Server | None = None
@@ -126,6 +128,8 @@ class App:
         await self.offsets.start()  # offsets logs open; partitions load in the background
         if self.cluster is None:
             await self.services.txn.start()  # __transaction_state logs open; partitions load in the background
+        else:
+            self.services.txn.start_timers()  # its partitions come one by one as this node takes them
         if self.cluster is not None and self.services.acls is not None:
             await self.services.acls.refresh()  # the ACLs in force before the first request
         self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from coordinator.cluster.view import ClusterView, LocalView
 from coordinator.config import Config
 from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
@@ -30,7 +32,7 @@ class Services:
                  data: DataPlane | None = None, view: ClusterView | None = None,
                  metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None,
                  scram: ScramCredentials | None = None, acl_store: AclStore | None = None,
-                 txn: TransactionCoordinator | None = None) -> None:
+                 txn: TransactionCoordinator | None = None, txn_topic: Callable[[], bool] | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -56,3 +58,5 @@ class Services:
         # the transaction coordinator (its __transaction_state partitions: all here in local mode)
         self.txn: TransactionCoordinator = build_transaction_coordinator(config, self.data, self.groups) \
             if txn is None else txn
+        # cluster mode: whether __transaction_state exists, creating it if not (FindCoordinator key type 1)
+        self.txn_topic = txn_topic

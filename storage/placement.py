@@ -35,6 +35,13 @@ def offsets_topic_id(cluster_id: str) -> uuid.UUID:
     return uuid.uuid5(namespace, OFFSETS_TOPIC)
 
 
+def transaction_state_topic_id(cluster_id: str) -> uuid.UUID:
+    """`__transaction_state`'s id, derived from the cluster id as the offsets topic's is (cluster mode creates
+    its rows lazily; every node derives the same id, so concurrent creations make one topic)."""
+    namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
+    return uuid.uuid5(namespace, TRANSACTION_STATE_TOPIC)
+
+
 def partition_for(group_id: str, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:
     return kafka_abs(java_string_hash(group_id)) % num_partitions
 

@@ -4,9 +4,11 @@ build(): PostgreSQL pool (unreachable or too-new schema: StartupError), the clus
 (cluster id, offsets partition count), a wiped scratch log.dirs, the catalog from kc_topics, the
 dynamic broker configs from kc_broker_configs (refreshed with the catalog), the
 offsets runtime and data plane with no partition taken yet, and the hooks that take, give up and
-lose partitions through PostgreSQL logs. start(advertised): once listening, register the lease
-(node.id held by another live node for a whole session: StartupError) and let the Reconciler take
-this node's share. stop(): the SIGTERM
+lose partitions through PostgreSQL logs. attach_txn(txn): the transaction coordinator hosts the
+__transaction_state partitions this node takes, and its markers for partitions held elsewhere go
+through kc_txn_markers (marker_queue.py; this node's own queue: marker_consumer.py). start(advertised):
+once listening, register the lease (node.id held by another live node for a whole session: StartupError)
+and let the Reconciler take this node's share. stop(): the SIGTERM
 hand-off -- every partition given up and released at once, the lease deregistered -- so the next
 owners need not wait for the session to expire.
 """
@@ -24,12 +26,15 @@ import structlog
 
 from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.log_supervisor import LogSupervisor
+from coordinator.cluster.marker_consumer import MarkerConsumer
+from coordinator.cluster.marker_queue import MarkerQueue
 from coordinator.cluster.membership import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.startup import StartupError, claim_scratch, open_store
 from coordinator.cluster.state import ClusterState, advertised_listeners
+from coordinator.cluster.txn_topic import TxnTopic
 from coordinator.config import Config, Listener
 from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
 from coordinator.data_plane.broker_configs import DynamicBrokerConfigs
@@ -40,7 +45,8 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
-from storage.pg import cluster_meta
+from coordinator.txn.markers import MarkerWriter
+from storage.pg import cluster_meta, txn_markers
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
 
@@ -73,12 +79,19 @@ class ClusterNode:
         self.reconciler = Reconciler(self.hooks, OwnershipStore.over(pool, config.node_id), config.node_id)
         self.supervisor = LogSupervisor(self.hooks, self._forget)
         self.membership: ClusterMembership | None = None
+        # transactions: __transaction_state created at the first lookup; markers queued for other holders
+        self.txn_topic = TxnTopic(pool, topics, node.cluster_id, config.transaction_state_log_num_partitions)
+        self.consumer = MarkerConsumer(pool, self.hooks.holding)
+        self.hooks.taken = self.consumer.taken
+        self.markers = MarkerQueue(pool, self._topic_id, queued=self.consumer.queued)
+        self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
     async def build(cls, config: Config) -> ClusterNode:
         pool = await open_store(config)
         try:
-            cluster_id = await join_cluster(pool, config.offsets_topic_num_partitions)
+            cluster_id = await join_cluster(pool, config.offsets_topic_num_partitions,
+                                            config.transaction_state_log_num_partitions)
             scratch = claim_scratch(config.log_dirs)
             topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, PgCatalogStore(pool))
             await topics.refresh()
@@ -98,6 +111,20 @@ class ClusterNode:
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
         return None if topic is None else topic.topic_id
+
+    def attach_txn(self, txn: Any) -> None:
+        """The node's TransactionCoordinator (built with the App's services): it hosts the __transaction_state
+        partitions this node takes; its markers go to this node's own writer for a partition held here, else
+        to the queue (the holder writes them); the markers queued for partitions held here are written by
+        that same local writer."""
+        local: MarkerWriter = txn.markers  # build_transaction_coordinator's: this node's data plane and groups
+        self.consumer.writer = local.write
+        txn.markers = MarkerWriter(local.data_marker, local.offsets_marker, remote=self.markers.remote,
+                                   is_local=self.hooks.holds)
+        self.hooks.txn = txn
+
+    def _txn_notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        self.markers.notified(payload)
 
     def _forget(self, key: tuple[Any, int]) -> None:
         """A broken log was unloaded: the Reconciler takes the partition again at its next round (now)."""
@@ -119,8 +146,10 @@ class ClusterNode:
             listeners=advertised_listeners((a.name, a.host, a.port) for a in advertised), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
             connect=partial(asyncpg.connect, config.storage_url), refresh_catalog=self._refresh_catalog)
+        self.membership.session.listen(txn_markers.CHANNEL, self._txn_notified)
         await self._join(self.membership)
         self.supervisor.start()
+        self._sweeper = asyncio.ensure_future(self.consumer.run(config.broker_heartbeat_interval_ms / 1000))
         log.info("cluster.member", node_id=config.node_id, cluster_id=self.node.cluster_id,
                  storage=redact(config.storage_url))
 
@@ -143,11 +172,17 @@ class ClusterNode:
     async def stop(self) -> None:
         """SIGTERM: hand every partition off (give up, release), deregister."""
         await self.supervisor.stop()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+        await self.txn_topic.stop()
         if self.membership is not None:
             try:
                 await self.membership.stop()
             except Exception as exc:  # PostgreSQL away: the others take over when our lease expires
                 log.warning("cluster.handoff_failed", error=repr(exc))
+        await self.consumer.stop()
+        await self.markers.stop()
 
     async def close(self) -> None:
         await self.pool.close()

@@ -1,17 +1,21 @@
 """What taking, giving up and losing a partition does on this node (the Reconciler's OwnershipHooks).
 
 take: open the partition's PostgreSQL log at the acquired epoch (a fresh local replica of its rows)
-and hand it to the offsets runtime (an __consumer_offsets partition: LOADING, replay, ACTIVE) or to
-the data plane (a topic partition, led at the wire's constant leader epoch: state.WIRE_LEADER_EPOCH)
--- Kafka's immigration. A take that fails raises: the Reconciler
-tries again at its next round. give_up: the hand-off (queued writes finish, unload, close) before
-the Reconciler releases the row. lost: fenced or the lease lapsed -- unload at once; nothing can be
-flushed, and nothing unflushed was ever answered as a success.
+and hand it to its runtime, chosen by topic: an __consumer_offsets partition to the offsets runtime
+(LOADING, replay, ACTIVE), a __transaction_state partition to the transaction coordinator (loaded
+by replay; the ownership epoch is its coordinator epoch), any other to the data plane (led at the
+wire's constant leader epoch: state.WIRE_LEADER_EPOCH) -- Kafka's immigration. A take that fails
+raises: the Reconciler tries again at its next round. give_up: the hand-off (queued writes finish,
+unload, close) before the Reconciler releases the row. lost: fenced or the lease lapsed -- unload
+at once; nothing can be flushed, and nothing unflushed was ever answered as a success.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Callable
+from enum import Enum
 from typing import Any, NamedTuple
 
 import structlog
@@ -19,10 +23,28 @@ import structlog
 from coordinator.cluster.log_factory import LogFactory
 from coordinator.cluster.state import WIRE_LEADER_EPOCH
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
+from storage.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = structlog.get_logger(__name__)
 
 PartitionKey = tuple[uuid.UUID, int]
+
+
+class Runtime(Enum):
+    """Who hosts a partition on this node."""
+
+    OFFSETS = "offsets"  # the group coordinator's __consumer_offsets
+    TXN = "txn"  # the transaction coordinator's __transaction_state
+    DATA = "data"  # the data plane's topics
+
+
+def runtime_of(topic: TopicInfo) -> Runtime:
+    """Internal topics by name (a user topic can never be internal); every other topic is data."""
+    if topic.internal and topic.name == OFFSETS_TOPIC:
+        return Runtime.OFFSETS
+    if topic.internal and topic.name == TRANSACTION_STATE_TOPIC:
+        return Runtime.TXN
+    return Runtime.DATA
 
 
 class Owned(NamedTuple):
@@ -32,12 +54,18 @@ class Owned(NamedTuple):
 
 
 class PartitionHooks:
-    def __init__(self, topics: TopicCatalog, offsets: Any, data: Any, logs: LogFactory) -> None:
+    """`txn`: the TransactionCoordinator (take(partition, coordinator_epoch, log) / give_up / lost), attached
+    once built; `taken`: told of each partition taken that markers may be queued for (not __transaction_state)."""
+
+    def __init__(self, topics: TopicCatalog, offsets: Any, data: Any, logs: LogFactory, txn: Any = None) -> None:
         self.topics = topics
         self.offsets = offsets
         self.data = data
         self.logs = logs
+        self.txn = txn
         self.owned: dict[PartitionKey, Owned] = {}
+        self.taken: Callable[[PartitionKey], None] = lambda key: None
+        self._closing: set[asyncio.Task] = set()
 
     async def take(self, topic_id: uuid.UUID, partition: int, epoch: int) -> None:
         topic = self.topics.by_id(topic_id)
@@ -46,15 +74,20 @@ class PartitionHooks:
             topic = self.topics.by_id(topic_id)
             if topic is None:
                 raise LookupError(f"no topic with id {topic_id}")
-        if topic.internal:
+        runtime = runtime_of(topic)
+        if runtime is Runtime.TXN and self.txn is None:
+            raise LookupError(f"{topic.name}: no transaction coordinator on this node yet")
+        if runtime is Runtime.OFFSETS:
             plog = await self.logs.open_offsets_partition(partition, epoch)
         else:
             plog = await self.logs.open_topic_partition(topic, partition, epoch)
         key = (topic_id, partition)
         self.owned[key] = Owned(topic, epoch, plog)
         try:
-            if topic.internal:
+            if runtime is Runtime.OFFSETS:
                 await self.offsets.take(partition, plog)
+            elif runtime is Runtime.TXN:
+                await self._take_txn(partition, epoch, plog)
             else:
                 await self.data.take_partition(topic.name, partition, plog, WIRE_LEADER_EPOCH)
         except BaseException:
@@ -62,13 +95,25 @@ class PartitionHooks:
             await plog.close()
             raise
         log.info("cluster.partition.taken", topic=topic.name, partition=partition, epoch=epoch)
+        if runtime is not Runtime.TXN:
+            self.taken(key)
+
+    async def _take_txn(self, partition: int, epoch: int, plog: Any) -> None:
+        try:
+            await self.txn.take(partition, epoch, plog)  # the ownership epoch is the coordinator epoch
+        except BaseException:
+            self.txn.lost(partition)  # not left half-loaded
+            raise
 
     async def give_up(self, topic_id: uuid.UUID, partition: int) -> None:
         owned = self.owned.pop((topic_id, partition), None)
         if owned is None:
             return
-        if owned.topic.internal:
+        runtime = runtime_of(owned.topic)
+        if runtime is Runtime.OFFSETS:
             await self.offsets.give_up(partition)
+        elif runtime is Runtime.TXN:
+            await self.txn.give_up(partition)
         else:
             await self.data.give_up_partition(owned.topic.name, partition)
         log.info("cluster.partition.given_up", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
@@ -77,11 +122,32 @@ class PartitionHooks:
         owned = self.owned.pop((topic_id, partition), None)
         if owned is None:
             return
-        if owned.topic.internal:
+        runtime = runtime_of(owned.topic)
+        if runtime is Runtime.OFFSETS:
             self.offsets.lost(partition)
+        elif runtime is Runtime.TXN:
+            self.txn.lost(partition)  # forgets the log without closing it: closed here, in the background
+            closing = asyncio.ensure_future(owned.log.close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closed)
         else:
             self.data.lose_partition(owned.topic.name, partition)
         log.warning("cluster.partition.lost", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
+
+    def _closed(self, task: asyncio.Task) -> None:
+        self._closing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("cluster.partition.close_failed", error=repr(task.exception()))
+
+    def holding(self, topic_id: uuid.UUID, partition: int) -> str | None:
+        """The topic's name if this node holds the partition now (taken, not given up or lost), else None."""
+        owned = self.owned.get((topic_id, partition))
+        return None if owned is None else owned.topic.name
+
+    def holds(self, topic: str, partition: int) -> bool:
+        """Whether this node holds partition `partition` of topic `topic` now."""
+        info = self.topics.get(topic)
+        return info is not None and (info.topic_id, partition) in self.owned
 
     def broken(self) -> list[tuple[PartitionKey, Owned]]:
         """Owned partitions whose log failed (a failed or fenced commit): they must be reloaded or dropped."""

@@ -1,4 +1,5 @@
-"""NodeSession: the node's own PostgreSQL connection, which LISTENs on kc_cluster and holds its session lock.
+"""NodeSession: the node's own PostgreSQL connection, which LISTENs on kc_cluster (and the channels added with
+`listen`) and holds its session lock.
 
 The lock (storage/pg/leases.py) lives exactly as long as this connection: when the process dies, its kernel
 closes the connection, PostgreSQL frees the lock and the other nodes end the node's lease at once. So the
@@ -21,6 +22,7 @@ class NodeSession:
     def __init__(self, connect: Callable[[], Awaitable[Any]], notified: Callable[..., None]) -> None:
         self.connect = connect
         self.notified = notified
+        self.channels: dict[str, Callable[..., None]] = {CHANNEL: notified}  # LISTENed at every open
         self.key: int | None = None  # of the session lock, while the connection is open
         self._connection: Any = None
         self._dropped = asyncio.Event()
@@ -35,12 +37,17 @@ class NodeSession:
             self._dropped.clear()
             connection.add_termination_listener(lambda _: self._dropped.set())
             key = await leases.hold_session_lock(connection)
-            await connection.add_listener(CHANNEL, self.notified)
+            for channel, callback in self.channels.items():
+                await connection.add_listener(channel, callback)
         except BaseException:
             connection.terminate()
             raise
         self._connection, self.key = connection, key
         return key
+
+    def listen(self, channel: str, callback: Callable[..., None]) -> None:
+        """LISTEN on `channel` too (asyncpg's listener signature), from the next `open` on."""
+        self.channels[channel] = callback
 
     async def until_closed(self) -> None:
         """Until the connection drops (PostgreSQL restarted or unreachable, the backend terminated)."""

@@ -14,6 +14,7 @@ import asyncpg
 
 from coordinator.data_plane.topic_catalog import TopicInfo
 from storage.pg import broker_configs, catalog as sql
+from storage.placement import OFFSETS_TOPIC
 
 
 def topic_row(topic: TopicInfo) -> sql.TopicRow:
@@ -32,7 +33,8 @@ class PgCatalogStore:
         return []
 
     async def read(self) -> list[TopicInfo]:
-        return [topic_info(row) for row in await sql.read_topics(self.pool) if not row.internal]
+        """The user topics and `__transaction_state` once created (the catalog holds `__consumer_offsets` itself)."""
+        return [topic_info(row) for row in await sql.read_topics(self.pool) if row.name != OFFSETS_TOPIC]
 
     async def write(self, visible: Sequence[TopicInfo], added: Sequence[TopicInfo],
                     removed: Sequence[TopicInfo]) -> list[TopicInfo]:

@@ -3,13 +3,16 @@
 The cluster view names the leader of the __consumer_offsets partition partition_for
 places the group on (in local mode this node leads them all); a partition with no
 leader answers COORDINATOR_NOT_AVAILABLE, which clients retry. A transactional id (key type 1)
-is coordinated by the leader of its __transaction_state partition (transaction_partition_for);
+is coordinated by the leader of its __transaction_state partition (transaction_partition_for; in cluster
+mode the first such lookup creates the topic, COORDINATOR_NOT_AVAILABLE until it exists and is owned);
 share keys get INVALID_REQUEST (as Kafka without a share coordinator), unknown key types INVALID_REQUEST. An empty group
 id gets INVALID_GROUP_ID. v4+ batches keys, each with its own error; before v4 an error
 answers with Kafka's "no node" (-1, "", -1) and the error's default message.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -47,10 +50,11 @@ def error_for(key_type: int, key: str) -> ErrorCode:
 
 class FindCoordinatorHandler:
     def __init__(self, view: ClusterView, offsets_partitions: int, access: Access | None = None,
-                 txn_partitions: int = DEFAULT_TXN_PARTITIONS) -> None:
+                 txn_partitions: int = DEFAULT_TXN_PARTITIONS, txn_topic: Callable[[], bool] | None = None) -> None:
         self.view = view
         self.offsets_partitions = offsets_partitions
         self.txn_partitions = txn_partitions
+        self.txn_topic = txn_topic  # cluster mode: whether __transaction_state exists (its creation starts if not)
         self.access = access or Access()
 
     def refused(self, ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
@@ -73,6 +77,8 @@ class FindCoordinatorHandler:
             return code, NO_NODE
         view = self.view
         if key_type == TRANSACTION:
+            if self.txn_topic is not None and not self.txn_topic():
+                return ErrorCode.coordinator_not_available, NO_NODE  # Kafka: the topic is being created
             leader = view.leader(TRANSACTION_STATE_TOPIC, transaction_partition_for(key, self.txn_partitions))
         else:
             leader = view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions))
@@ -99,5 +105,5 @@ class FindCoordinatorHandler:
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
     handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions, services.access,
-                                     services.txn.settings.num_partitions)
+                                     services.txn.settings.num_partitions, services.txn_topic)
     dispatcher.register(ApiKey.FIND_COORDINATOR, handler.handle)

@@ -91,11 +91,18 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, owned: Iterable[int] | None = None) -> None:
-        """Local mode: host every partition (`owned` None); cluster mode takes them one by one (`take`)."""
+        """Local mode: host every partition (`owned` None), then run the timers; cluster mode calls
+        `start_timers` alone and takes its partitions one by one (`take`)."""
         partitions = range(self.settings.num_partitions) if owned is None else owned
         for partition in partitions:
             self.state_log.open(partition)
             self._load_in_background(partition, 0)
+        self.start_timers()
+
+    def start_timers(self) -> None:
+        """The periodic aborts of timed-out transactions and expiries of idle ids, over the hosted partitions."""
+        if self._periodic:
+            return
         self._periodic = [
             asyncio.ensure_future(self._every(self.settings.abort_interval_ms, self.abort_timed_out)),
             asyncio.ensure_future(self._every(self.settings.expire_interval_ms, self.expire_ids)),

@@ -34,8 +34,10 @@ ON CONFLICT DO NOTHING
 RETURNING name"""
 
 # Partition rows first: an append in flight holds its row FOR SHARE, so the delete waits for it,
-# and an append after it finds no row (fenced).
+# and an append after it finds no row (fenced). A queued transaction marker (txn_markers.py) is queued
+# the same way, so none outlives its topic: Kafka drops the markers of a deleted partition.
 _DELETE = ("DELETE FROM kc_partitions WHERE topic_id = ANY($1::uuid[])",
+           "DELETE FROM kc_txn_markers WHERE topic_id = ANY($1::uuid[])",
            "DELETE FROM kc_batches WHERE topic_id = ANY($1::uuid[])",
            "DELETE FROM kc_blobs WHERE topic_id = ANY($1::uuid[])",
            "DELETE FROM kc_topics WHERE topic_id = ANY($1::uuid[]) AND NOT internal")

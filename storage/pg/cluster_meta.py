@@ -1,4 +1,5 @@
-"""Cluster-wide settings in kc_cluster ('cluster.id', 'offsets.topic.num.partitions') and
+"""Cluster-wide settings in kc_cluster ('cluster.id', 'offsets.topic.num.partitions',
+'transaction.state.log.num.partitions') and
 the producer-id block counter in kc_producer_ids."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from storage.pg.connect import unavailable_as_store_error
 
 CLUSTER_ID = "cluster.id"
 OFFSETS_PARTITIONS = "offsets.topic.num.partitions"
+TXN_PARTITIONS = "transaction.state.log.num.partitions"
 
 
 async def put_once(pool: asyncpg.Pool, name: str, value: str) -> str:

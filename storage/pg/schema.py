@@ -13,7 +13,7 @@ import asyncpg
 
 from storage.pg.errors import SchemaTooNewError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # pg_advisory_xact_lock key of migrations: any fixed bigint; this one spells "kcschema" in ASCII.
 MIGRATION_LOCK = 0x6B63736368656D61
@@ -74,6 +74,18 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                                      operation smallint NOT NULL, permission smallint NOT NULL,
                                      PRIMARY KEY (resource_type, name, pattern_type, principal, host, operation,
                                                   permission))""",
+        ],
+    ),
+    (
+        5,
+        [
+            # Transaction markers queued by a transaction coordinator for a partition another node holds
+            # (storage/pg/txn_markers.py): the holder writes each, in id order, and deletes its row once durable.
+            """CREATE TABLE kc_txn_markers (id bigserial PRIMARY KEY, topic_id uuid NOT NULL, partition int NOT NULL,
+                                            producer_id bigint NOT NULL, producer_epoch smallint NOT NULL,
+                                            commit boolean NOT NULL, coordinator_epoch int NOT NULL,
+                                            queued_at timestamptz NOT NULL DEFAULT now())""",
+            "CREATE INDEX kc_txn_markers_partition ON kc_txn_markers (topic_id, partition, id)",
         ],
     ),
 ]

@@ -1,4 +1,5 @@
-"""The Reconciler's hooks route each partition to the offsets runtime or the data plane, and the supervisor
+"""The Reconciler's hooks route each partition to the offsets runtime, the transaction coordinator or the data
+plane, and the supervisor
 unloads a partition whose PostgreSQL log broke and has the Reconciler take it again."""
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ import uuid
 import pytest
 
 from coordinator.cluster.log_supervisor import LogSupervisor
-from coordinator.cluster.partition_hooks import PartitionHooks
+from coordinator.cluster.partition_hooks import PartitionHooks, Runtime, runtime_of
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
-from storage.placement import OFFSETS_TOPIC
+from storage.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 
 class FakeLog:
@@ -149,3 +150,82 @@ def test_the_supervisor_unloads_broken_logs_and_has_them_retaken(parts):
     assert forgotten == [(orders.topic_id, 1)]
     assert list(hooks.owned) == [(offsets_id, 2)]
     assert supervisor.check() == 0
+
+
+class TxnRecorder:
+    """Stands in for the TransactionCoordinator: records take/give_up/lost."""
+
+    def __init__(self, fail_take: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.fail_take = fail_take
+
+    async def take(self, partition, coordinator_epoch, log):
+        self.calls.append(("txn.take", partition, coordinator_epoch, log.key))
+        if self.fail_take:
+            raise RuntimeError("replay failed")
+
+    async def give_up(self, partition):
+        self.calls.append(("txn.give_up", partition))
+
+    def lost(self, partition):
+        self.calls.append(("txn.lost", partition))
+
+
+def txn_topic() -> TopicInfo:
+    return TopicInfo(TRANSACTION_STATE_TOPIC, uuid.uuid4(), 3, internal=True)
+
+
+def test_transaction_state_partitions_go_to_the_transaction_coordinator_at_the_ownership_epoch(parts):
+    hooks, catalog, recorder, orders, opened = parts
+    txn_state = txn_topic()
+    catalog.later.append(txn_state)
+    txn = hooks.txn = TxnRecorder()
+    taken = []
+    hooks.taken = taken.append
+    offsets_id = catalog.get(OFFSETS_TOPIC).topic_id
+
+    async def scenario():
+        await hooks.take(txn_state.topic_id, 2, 11)
+        await hooks.take(txn_state.topic_id, 0, 4)
+        await hooks.take(orders.topic_id, 1, 3)
+        await hooks.take(offsets_id, 0, 2)
+        assert hooks.holds(TRANSACTION_STATE_TOPIC, 2) and hooks.holds("orders", 1)
+        assert not hooks.holds("orders", 0) and not hooks.holds("nope", 1)
+        assert hooks.holding(orders.topic_id, 1) == "orders" and hooks.holding(orders.topic_id, 0) is None
+        plog = hooks.owned[(txn_state.topic_id, 0)].log
+        await hooks.give_up(txn_state.topic_id, 2)
+        hooks.lost(txn_state.topic_id, 0)
+        await asyncio.sleep(0)  # the lost log closes in the background
+        return plog
+
+    lost_log = asyncio.run(scenario())
+    assert (TRANSACTION_STATE_TOPIC, 2, 11) in opened  # opened as a topic partition, not an offsets one
+    assert txn.calls == [("txn.take", 2, 11, (TRANSACTION_STATE_TOPIC, 2, 11)),
+                         ("txn.take", 0, 4, (TRANSACTION_STATE_TOPIC, 0, 4)),
+                         ("txn.give_up", 2), ("txn.lost", 0)]
+    assert lost_log.closed
+    assert recorder.calls == [("data.take", "orders", 1, ("orders", 1, 3), 0),
+                              ("offsets.take", 0, (OFFSETS_TOPIC, 0, 2))]
+    # markers may be queued for data and offsets partitions, never for __transaction_state
+    assert taken == [(orders.topic_id, 1), (offsets_id, 0)]
+
+
+def test_a_failed_transaction_state_take_unloads_closes_and_raises(parts):
+    hooks, catalog, _recorder, _orders, _opened = parts
+    txn_state = txn_topic()
+    catalog.later.append(txn_state)
+    with pytest.raises(LookupError, match="no transaction coordinator"):  # not attached yet: retried later
+        asyncio.run(hooks.take(txn_state.topic_id, 1, 1))
+    hooks.txn = TxnRecorder(fail_take=True)
+    taken = []
+    hooks.taken = taken.append
+    with pytest.raises(RuntimeError, match="replay failed"):
+        asyncio.run(hooks.take(txn_state.topic_id, 1, 2))
+    assert hooks.txn.calls == [("txn.take", 1, 2, (TRANSACTION_STATE_TOPIC, 1, 2)), ("txn.lost", 1)]
+    assert hooks.owned == {} and taken == []
+
+
+def test_a_user_topic_is_data_whatever_its_name():
+    assert runtime_of(TopicInfo(TRANSACTION_STATE_TOPIC, uuid.uuid4(), 1)) is Runtime.DATA
+    assert runtime_of(TopicInfo(TRANSACTION_STATE_TOPIC, uuid.uuid4(), 1, internal=True)) is Runtime.TXN
+    assert runtime_of(TopicInfo(OFFSETS_TOPIC, uuid.uuid4(), 1, internal=True)) is Runtime.OFFSETS
