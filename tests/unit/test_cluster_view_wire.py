@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.view import NO_LEADER, Broker, LocalView
 from coordinator.node import Node
-from storage.placement import OFFSETS_TOPIC, partition_for
+from storage.placement import OFFSETS_TOPIC, partition_for, transaction_partition_for
 from tests.support.dispatch import InProcess, make_services, named_request as req
 
 E = ErrorCode
@@ -87,6 +87,33 @@ def test_find_coordinator_batched_answers_each_key_with_its_owner(cluster):
     assert [(c.key, c.error_code, c.node_id, c.host) for c in response.coordinators] == [
         (keys[0], E.none, 1, "n1.test"), (keys[1], E.coordinator_not_available, -1, ""),
         (keys[2], E.none, 2, "n2.test")]
+
+
+def txn_id_on(partition: int) -> str:
+    return next(f"t{i}" for i in range(10_000) if transaction_partition_for(f"t{i}", 50) == partition)
+
+
+def test_find_coordinator_of_a_transactional_id_waits_for_the_transaction_state_topic():
+    """Cluster mode: the first lookup of a transactional id creates __transaction_state (Kafka's
+    auto-creation): COORDINATOR_NOT_AVAILABLE until it exists, then its partition's owner."""
+    services = make_services()
+    services.view = ThreeNodes()
+    asked = []
+    exists = [False]
+    services.txn_topic = lambda: asked.append(1) or exists[0]
+    cluster = InProcess(services)
+    keys = [txn_id_on(7), txn_id_on(UNOWNED)]
+    response = cluster.call(req("find_coordinator", 6, key_type=1, coordinator_keys=keys))
+    assert [(c.error_code, c.node_id) for c in response.coordinators] == [(E.coordinator_not_available, -1)] * 2
+    assert len(asked) == 2
+    response = cluster.call(req("find_coordinator", 6, key_type=0, coordinator_keys=[group_on(7)]))
+    assert response.coordinators[0].node_id == 2 and len(asked) == 2  # groups never ask
+    exists[0] = True
+    response = cluster.call(req("find_coordinator", 6, key_type=1, coordinator_keys=keys))
+    assert [(c.error_code, c.node_id, c.host) for c in response.coordinators] == [
+        (E.none, 2, "n2.test"), (E.coordinator_not_available, -1, "")]  # created, not owned yet
+    response = cluster.call(req("find_coordinator", 3, key_type=1, key=txn_id_on(9)))
+    assert (response.error_code, response.node_id) == (E.none, 1)
 
 
 def test_local_view_is_this_node_everywhere_and_follows_its_advertised_endpoint():
