@@ -108,6 +108,22 @@ def validate_commit(shard: Shard, group_id: str, member_id: str, instance_id: st
         if generation < 0:
             return None
         return E.group_id_not_found if api_version >= GROUP_ID_NOT_FOUND_FROM else E.illegal_generation
+    code = classic_commit_error(group, member_id, instance_id, generation)
+    if code is not None or (generation < 0 and group.state is S.EMPTY):
+        return code
+    state = group.state
+    if state is S.STABLE or state is S.PREPARING_REBALANCE:
+        # the old protocol: a commit keeps the member's session alive
+        member = group.members.get(member_id)
+        if member is not None:
+            shard.membership.touch_session(group, member)
+    return None
+
+
+def classic_commit_error(group: Any, member_id: str, instance_id: str | None, generation: int,
+                         transactional: bool = False) -> ErrorCode | None:
+    """ClassicGroup.validateOffsetCommit: a transactional commit (TxnOffsetCommit) without member id and
+    generation is accepted in any state, and no state refuses it with REBALANCE_IN_PROGRESS."""
     state = group.state
     if state is S.DEAD:
         return E.coordinator_not_available
@@ -124,15 +140,10 @@ def validate_commit(shard: Shard, group_id: str, member_id: str, instance_id: st
             return E.unknown_member_id
         if generation != group.generation_id:
             return E.illegal_generation
-    elif state is not S.EMPTY:
+    elif not transactional and state is not S.EMPTY:
         return E.unknown_member_id
-    if state is S.COMPLETING_REBALANCE:
+    if not transactional and state is S.COMPLETING_REBALANCE:
         return E.rebalance_in_progress
-    if state is S.STABLE or state is S.PREPARING_REBALANCE:
-        # the old protocol: a commit keeps the member's session alive
-        member = group.members.get(member_id)
-        if member is not None:
-            shard.membership.touch_session(group, member)
     return None
 
 

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import GroupState
 from coordinator.groups.consumer import offset_rules as consumer_rules
+from coordinator.offsets.manager import classic_commit_error
 
 E = ErrorCode
 S = GroupState
@@ -32,22 +33,7 @@ def txn_commit_error(shard: Any, group_id: str, member_id: str, instance_id: str
     group = shard.groups.get(group_id)
     if group is None:
         return None if generation < 0 else E.illegal_generation
-    if group.state is S.DEAD:
-        return E.coordinator_not_available
-    if generation < 0 and group.state is S.EMPTY:
-        return None
-    if generation >= 0 or member_id or instance_id is not None:
-        if instance_id is not None:  # ClassicGroup.validateMember
-            existing = group.static_members.get(instance_id)
-            if existing is None:
-                return E.unknown_member_id
-            if existing != member_id:
-                return E.fenced_instance_id
-        elif member_id not in group.members:
-            return E.unknown_member_id
-        if generation != group.generation_id:
-            return E.illegal_generation
-    return None
+    return classic_commit_error(group, member_id, instance_id, generation, transactional=True)
 
 
 def producer_epoch_error(shard: Any, producer_id: int, producer_epoch: int) -> ErrorCode | None:
