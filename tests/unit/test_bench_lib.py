@@ -127,3 +127,21 @@ def test_the_rigs_consumer_groups_see_its_topics() -> None:
         assert member.epoch == 1 and sorted(p for _, p in member.owned) == [0, 1, 2]
 
     asyncio.run(go())
+
+
+def test_commit_cpu_measures_commits_that_are_written_not_refused() -> None:
+    """bench.profile.commit_cpu's topic is known to the App it starts (an unknown one is refused with
+    UNKNOWN_TOPIC_OR_PARTITION, a far shorter path), and its answer check reads the partitions' codes."""
+    import uvloop
+
+    from bench.profile.commit_cpu import check_answers, measure
+
+    samples = uvloop.run(measure(rounds=1, connections=2, in_flight=2))  # raises if any partition is refused
+    assert len(samples) == 1 and all(cpu > 0 for cpu in samples[0])
+
+    name = b"bench-offsets"
+    refused = struct.pack(">iii", 7, 0, 1) + struct.pack(">h", len(name)) + name + struct.pack(">iih", 1, 0, 3)
+    ok = refused[:-2] + b"\x00\x00"
+    assert check_answers(struct.pack(">i", len(ok)) + ok) == 1
+    with pytest.raises(ValueError, match="error code 3"):  # UNKNOWN_TOPIC_OR_PARTITION
+        check_answers(struct.pack(">i", len(ok)) + ok + struct.pack(">i", len(refused)) + refused)
