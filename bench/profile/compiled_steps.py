@@ -1,7 +1,7 @@
 """The OffsetCommit hot path compiled against pure Python, per step, in one session (issue 19's measurement):
 
     .venv/bin/python -m bench.profile.compiled_steps [--compiler cython|mypyc] [--reps 2] [--repeat 200]
-        [--rounds 60] [--keep DIR]
+        [--rounds 60] [--keep DIR] [--modules a.py,b.py]
 
 Copies this tree's packages into DIR (a temporary directory unless `--keep`), compiles HOT_MODULES
 there in place (Cython 3 on the unchanged `.py` files, or mypyc), then runs bench.profile.offsets_steps
@@ -55,11 +55,11 @@ def copy_tree(target: Path) -> None:
                         ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
 
 
-def compile_copy(target: Path, compiler: str) -> None:
+def compile_copy(target: Path, compiler: str, modules: list[str]) -> None:
     if compiler == "cython":
-        command = [sys.executable, "-c", _CYTHON_BUILD, *HOT_MODULES]
+        command = [sys.executable, "-c", _CYTHON_BUILD, *modules]
     else:
-        command = [str(Path(sys.executable).with_name("mypyc")), *HOT_MODULES]
+        command = [str(Path(sys.executable).with_name("mypyc")), *modules]
     done = subprocess.run(command, cwd=target, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{compiler} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -107,12 +107,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200, help="offsets_steps --repeat")
     parser.add_argument("--rounds", type=int, default=60, help="commit_cpu --rounds")
     parser.add_argument("--keep", type=Path, help="build the compiled copy here and keep it")
+    parser.add_argument("--modules", help="comma-separated paths to compile instead of HOT_MODULES")
     args = parser.parse_args()
     target = args.keep or Path(tempfile.mkdtemp(prefix="compiled-steps-"))
     target.mkdir(parents=True, exist_ok=True)
     try:
         copy_tree(target)
-        compile_copy(target, args.compiler)
+        compile_copy(target, args.compiler, args.modules.split(",") if args.modules else list(HOT_MODULES))
         pure: list[dict] = []
         compiled: list[dict] = []
         for rep in range(args.reps):

@@ -72,3 +72,16 @@ def test_consumer_groups_targets_compare_with_classic_and_count_intervals() -> N
     assert row(table, "Consumer groups (KIP-848): all stable")[2:] == ["1.6 intervals", "-", "met"]
     assert row(summary_table({"consumer_convergence_intervals": {"ours": 2.4}}),
                "Consumer groups (KIP-848): all stable")[-1] == "**not met**"
+
+
+def test_like_for_like_commits_compare_ours_without_fsync_with_noida_db_only() -> None:
+    figures = {"commits_pipelined": {"ours": 150_000.0, "ours+nosync": 180_000.0, "noida-db": 170_000.0,
+                                     "rdkafka-mock": 900_000.0}}
+    table = summary_table(figures)
+    assert row(table, "OffsetCommit partition-offsets/s like for like")[2:] == [
+        "180,000/s", "170,000/s (noida-db)", "met"]
+    # the durable row: ours (with fsync) against the best peer, never against ours+nosync
+    assert row(table, "Durable OffsetCommit partition-offsets/s, pipelined")[2:] == [
+        "150,000/s", "900,000/s (rdkafka-mock)", "**not met**"]
+    figures["commits_pipelined"]["ours+nosync"] = 160_000.0
+    assert row(summary_table(figures), "OffsetCommit partition-offsets/s like for like")[-1] == "**not met**"
