@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
@@ -145,3 +146,20 @@ def test_commit_cpu_measures_commits_that_are_written_not_refused() -> None:
     assert check_answers(struct.pack(">i", len(ok)) + ok) == 1
     with pytest.raises(ValueError, match="error code 3"):  # UNKNOWN_TOPIC_OR_PARTITION
         check_answers(struct.pack(">i", len(ok)) + ok + struct.pack(">i", len(refused)) + refused)
+
+
+def test_compiled_steps_tables_medians_and_failed_runs(tmp_path: Path) -> None:
+    """bench.profile.compiled_steps: the copy it compiles has every package and no built files; its table
+    shows medians and their ratio, and a step the compiled copy could not run as failed (mypyc's crashes)."""
+    from bench.profile.compiled_steps import PACKAGES, copy_tree, table
+
+    target = tmp_path
+    copy_tree(target)
+    assert all((target / package / "__init__.py").exists() for package in PACKAGES)
+    assert not list(target.rglob("*.so")) and not list(target.rglob("__pycache__"))
+    pure = [{"header": 1.0, "decode": 4.0}, {"header": 3.0, "decode": 4.0}]
+    compiled = [{"header": 1.0}, {"header": 1.0, "bench.profile.commit_cpu (exit -4)": None}]
+    rows = table(pure, compiled).splitlines()
+    assert rows[2] == "| header | 2.00 | 1.00 | 2.00 |"
+    assert rows[3] == "| decode | 4.00 | failed | - |"
+    assert rows[4] == "| bench.profile.commit_cpu (exit -4) | failed | failed | - |"
