@@ -150,17 +150,23 @@ class App:
                      cluster_id=self.node.cluster_id)
 
     async def stop(self) -> None:
+        """Each phase is logged as it starts, so that a stop that does not end says where it waits."""
         self.listening = False
         if self.server is not None:
+            log.info("stopping.phase", phase="connections")
             await self.server.stop()
         if self.cluster is not None:
+            log.info("stopping.phase", phase="cluster hand-off")
             await self.cluster.stop()  # hand the partitions off (unload, release), leave the cluster
+        log.info("stopping.phase", phase="logs")
         await self.services.txn.stop()  # flush and close the transaction state logs
         await self.offsets.stop()  # flush and close the offsets logs
         await self.services.data.stop()  # flush and close the topic logs
         if self.cluster is not None:
+            log.info("stopping.phase", phase="storage connections")
             await self.cluster.close()
         if self.http is not None:
+            log.info("stopping.phase", phase="http listener")
             await self.http.stop()
 
     async def run_until_signalled(self) -> None:

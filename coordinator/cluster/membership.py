@@ -110,6 +110,7 @@ class ClusterMembership:
         """Hand everything off at once (SIGTERM): give up + release each partition, then deregister (the
         deregistration's NOTIFY makes the others look at once)."""
         await self._halt()
+        log.info("stopping.phase", phase="releasing partitions")
         await self.reconciler.stop()
         try:
             if self.incarnation is not None:

@@ -177,6 +177,7 @@ class ClusterNode:
             await asyncio.gather(self._sweeper, return_exceptions=True)
         await self.txn_topic.stop()
         if self.membership is not None:
+            log.info("stopping.phase", phase="membership: tasks, then the hand-off")
             try:
                 await self.membership.stop()
             except Exception as exc:  # PostgreSQL away: the others take over when our lease expires
