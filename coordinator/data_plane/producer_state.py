@@ -101,9 +101,7 @@ class ProducerStateTable:
         entry = self.entries.get(producer_id)
         if entry is None:
             return
-        if epoch < entry.epoch:
-            raise InvalidProducerEpoch(
-                f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch {entry.epoch}")
+        _check_epoch(entry, producer_id, epoch)
         if epoch > entry.epoch:
             if first_seq != 0:
                 raise OutOfOrderSequence(
@@ -146,9 +144,7 @@ class ProducerStateTable:
         entry = self.entries.get(producer_id)
         if entry is None:
             return
-        if epoch < entry.epoch:
-            raise InvalidProducerEpoch(
-                f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch {entry.epoch}")
+        _check_epoch(entry, producer_id, epoch)
         if coordinator_epoch < entry.coordinator_epoch:
             raise KafkaError(f"Invalid coordinator epoch for producerId {producer_id}: {coordinator_epoch} "
                              f"(zombie), {entry.coordinator_epoch} (current)",
@@ -198,3 +194,10 @@ class ProducerStateTable:
         txns.trim(log.log_start_offset)
         txns.unreplicated.clear()  # every marker read is below the high watermark
         return seen
+
+
+def _check_epoch(entry: ProducerEntry, producer_id: int, epoch: int) -> None:
+    """Kafka's ProducerAppendInfo.checkProducerEpoch, shared by data batches and markers: an older epoch is fenced."""
+    if epoch < entry.epoch:
+        raise InvalidProducerEpoch(
+            f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch {entry.epoch}")
