@@ -4,8 +4,8 @@ for the log line and the metrics.
 Every PartitionLog reports its failed writes (``failed``) and, cheaply, its successful flushes
 (``DirHealth.watch`` is checked on each; only a change does anything). The log lines are
 edge-triggered, not one per request: ``storage.dir.write_failing`` when writes to a directory start
-failing, ``storage.dir.write_recovered`` once they have succeeded for ``QUIET_SECONDS`` without a
-failure (with the failures in between). A disk that flaps (a small write still fits in a partly
+failing, ``storage.dir.write_recovered`` with the first successful write ``QUIET_SECONDS`` or more
+after the last failure (with the failures in between). A disk that flaps (a small write still fits in a partly
 used page of a full tmpfs, the next does not) stays in one episode; a new episode logs a new
 ``write_failing`` at most once per ``REPEAT_SECONDS`` (the others are counted, not logged). The
 counters are read by the metrics endpoint (kcoord_storage_*).
@@ -91,6 +91,12 @@ class DirHealth:
                 log.warning("storage.dir.write_recovered", dir=self.path, failed_writes=self._in_episode,
                             seconds=round(self._recovered_at - self._since, 3))
             self._recovered_at = None
+
+    def failing_now(self) -> bool:
+        """For the gauge: failing, or recovered less than ``QUIET_SECONDS`` ago (a flapping disk reads 1)."""
+        if self.failing:
+            return True
+        return self._recovered_at is not None and self._clock() - self._recovered_at < QUIET_SECONDS
 
     def repaired(self) -> None:
         self.repairs += 1

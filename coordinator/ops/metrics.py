@@ -143,7 +143,8 @@ class NodeCollector:
 def disk_metrics() -> Iterator[Metric]:
     """Per log directory (storage/disk_health.py): whether its writes fail now, and since the start."""
     failing = GaugeMetricFamily("kcoord_storage_dir_failing", "1 while writes to the log directory fail "
-                                "(a full disk, I/O errors), else 0.", labels=["dir"])
+                                "(a full disk, I/O errors) and for 2 s after they succeed again, else 0.",
+                                labels=["dir"])
     errors = CounterMetricFamily("kcoord_storage_write_errors", "Failed log writes or fsyncs (and failed repairs) "
                                  "in the log directory.", labels=["dir"])
     episodes = CounterMetricFamily("kcoord_storage_write_failing_episodes", "Times writes to the log directory "
@@ -151,7 +152,7 @@ def disk_metrics() -> Iterator[Metric]:
     repairs = CounterMetricFamily("kcoord_storage_log_repairs", "Partition logs cut back to their last good position "
                                   "after a failed write, without a restart.", labels=["dir"])
     for path, health in sorted(HEALTH.dirs.items()):
-        failing.add_metric([path], int(health.failing))
+        failing.add_metric([path], int(health.failing_now()))
         errors.add_metric([path], health.write_errors)
         episodes.add_metric([path], health.episodes)
         repairs.add_metric([path], health.repairs)

@@ -157,14 +157,16 @@ def test_disk_health_logs_once_per_episode_and_confirms_recovery(capsys):
             health.failed("/data/t-0", OSError(errno.ENOSPC, "full"))
         assert health.failing and lines == ["storage.dir.write_failing"]
         health.succeeded()  # a small write fitted; then failures again: the same episode
-        assert not health.failing and health.watch
+        assert not health.failing and health.watch and health.failing_now()
         health.failed("/data/t-0", OSError(errno.ENOSPC, "full"))
         assert health.episodes == 1 and lines == ["storage.dir.write_failing"]
         health.succeeded()
         now[0] += 1
         health.succeeded()  # not yet confirmed
         assert lines == ["storage.dir.write_failing"]
+        assert health.failing_now()
         now[0] += 2
+        assert not health.failing_now()
         health.succeeded()
         assert lines == ["storage.dir.write_failing", "storage.dir.write_recovered"] and not health.watch
         now[0] += 10
