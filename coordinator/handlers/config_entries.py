@@ -35,6 +35,9 @@ _BROKER_TYPES = {
     "log.dirs": ConfigType.STRING, "listeners": ConfigType.STRING, "advertised.listeners": ConfigType.STRING,
 }
 _BROKER_SYNONYMS = (("log.retention.ms", "log.retention.minutes", "log.retention.hours"),)
+# Broker configs of Kafka 3.9 this server has no setting for, whose topic configs it accepts and ignores: their
+# default is listed as the synonym of the topic config's default (DEFAULT_CONFIG), as Kafka lists it
+IGNORED_BROKER_DEFAULTS = {"log.message.format.version": "3.0-IV1", "log.message.downconversion.enable": "true"}
 
 
 def broker_type(name: str, config: Config) -> ConfigType:
@@ -77,6 +80,8 @@ def synonym_list(names: tuple[str, ...], config: Config, dynamic: DynamicBrokerC
             for n in known if n in config.explicit]
     out += [{"name": n, "value": broker_value(n, config), "source": DEFAULT_CONFIG}
             for n in known if n not in config.explicit and getattr(config, SETTINGS[n][0]) is not None]
+    out += [{"name": n, "value": IGNORED_BROKER_DEFAULTS[n], "source": DEFAULT_CONFIG}
+            for n in names if n in IGNORED_BROKER_DEFAULTS]
     return out
 
 
