@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coordinator.config import SETTINGS, Config
-from coordinator.data_plane.broker_configs import DYNAMIC_LOG_CONFIGS, DynamicBrokerConfigs, broker_config_def
+from coordinator.data_plane.broker_configs import DynamicBrokerConfigs, broker_config_def, is_dynamic
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigType
 
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
@@ -74,7 +74,8 @@ def synonym_list(names: tuple[str, ...], config: Config, dynamic: DynamicBrokerC
     if dynamic is not None:
         levels = ((dynamic.broker, DYNAMIC_BROKER_CONFIG),) if per_broker else ()
         for values, source in (*levels, (dynamic.cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)):
-            out += [{"name": n, "value": values[n], "source": source} for n in names if n in values]
+            out += [{"name": n, "value": None if _sensitive(n) else values[n], "source": source}
+                    for n in names if n in values]
     known = [n for n in names if n in SETTINGS]
     out += [{"name": n, "value": broker_value(n, config), "source": STATIC_BROKER_CONFIG}
             for n in known if n in config.explicit]
@@ -112,6 +113,11 @@ def topic_entries(overrides: Mapping[str, str], base: Mapping[str, str], config:
     return out
 
 
+def _sensitive(name: str) -> bool:
+    """storage.url, and the PASSWORD configs set dynamically (keystore and key passwords, JAAS texts): never shown."""
+    return name in SENSITIVE or is_dynamic(name) and broker_config_def(name).type is ConfigType.PASSWORD
+
+
 def _kind_and_doc(name: str, config: Config) -> tuple[ConfigType, str]:
     if name in SETTINGS:
         return broker_type(name, config), SETTINGS[name][3]
@@ -130,8 +136,8 @@ def broker_entries(config: Config, keys: tuple[str, ...] | None, include_synonym
         own = None if dynamic is None else dynamic.value(name)
         value = own if own is not None else broker_value(name, config)
         kind, doc = _kind_and_doc(name, config)
-        out.append(entry(name, value, source, kind, read_only=name not in DYNAMIC_LOG_CONFIGS,
-                         sensitive=name in SENSITIVE, synonyms=synonyms if include_synonyms else [],
+        out.append(entry(name, value, source, kind, read_only=not is_dynamic(name),
+                         sensitive=_sensitive(name), synonyms=synonyms if include_synonyms else [],
                          doc=doc if include_documentation else None))
     return out
 
@@ -144,7 +150,7 @@ def cluster_default_entries(dynamic: DynamicBrokerConfigs, config: Config, keys:
         synonyms = broker_synonyms(name, config, dynamic, per_broker=False)
         kind, doc = _kind_and_doc(name, config)
         out.append(entry(name, dynamic.cluster[name], DYNAMIC_DEFAULT_BROKER_CONFIG, kind,
-                         read_only=name not in DYNAMIC_LOG_CONFIGS, sensitive=name in SENSITIVE,
+                         read_only=not is_dynamic(name), sensitive=_sensitive(name),
                          synonyms=synonyms if include_synonyms else [],
                          doc=doc if include_documentation else None))
     return out
