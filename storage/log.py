@@ -237,8 +237,8 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Lo
     # ---------------------------------------------------------------- flushing
     def _start_flush(self) -> None:
         self._flush_handle = None
-        if self._inflight is not None or self._closed and not self._pending_futures:
-            return
+        if self._inflight is not None or self._closed and not self._pending_futures or self._failed is not None:
+            return  # a failed log writes nothing until its repair (log_repair.py) is done
         if not self._pending_futures and not self._sync_due():
             return
         job = self._make_job()

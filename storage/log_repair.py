@@ -37,7 +37,8 @@ import structlog
 from .disk_health import DirHealth
 from .errors import StorageError
 from .log_fields import LogFields
-from .recovery import fsync_dir, resume_segment, unlink_segment
+from .log_retention import unlink_segment
+from .recovery import resume_segment
 from .segment import Segment
 
 log = structlog.get_logger("storage.log")
@@ -118,8 +119,9 @@ class RepairMixin(LogFields):
             seg.close()
         last.close()  # reads borrow an fd from handles.HANDLES meanwhile
         end = last.durable_size
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         fd = await asyncio.get_running_loop().run_in_executor(
-            self._executor, _cut_files, self.path, last, end, dropped, self._fsync)
+            self._executor, _cut_files, dir_fd, last, end, dropped, self._fsync)
         if self._closed or last not in self._segments:  # closed, or replaced meanwhile: nothing to resume
             os.close(fd)
             if not self._closed:
@@ -147,24 +149,30 @@ class RepairMixin(LogFields):
                 log.exception("storage.log.on_repaired_failed", dir=self.path)
 
 
-def _cut_files(path: str, last: Segment, end: int, dropped: list[Segment], fsync) -> int:
+def _cut_files(dir_fd: int, last: Segment, end: int, dropped: list[Segment], fsync) -> int:
     """On the flush executor: remove ``dropped``, cut ``last`` to ``end`` and empty its index files,
-    fsync; returns a write fd of ``last``'s .log."""
-    for seg in dropped:
-        unlink_segment(seg)
-    fd = os.open(last.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fsync; returns a write fd of ``last``'s .log. Every name is taken relative to ``dir_fd`` (opened on
+    the loop), so a rename of the partition directory meanwhile (a topic's deletion) is followed and a
+    directory created under the old name is never touched. Closes ``dir_fd``."""
+    fd = -1
     try:
-        if os.fstat(fd).st_size > end:  # shorter: recovery's scan finds (and logs) what is missing
+        for seg in dropped:
+            unlink_segment(seg, dir_fd)
+        fd = os.open(os.path.basename(last.log_path), os.O_RDWR, dir_fd=dir_fd)
+        if os.fstat(fd).st_size > end:  # shorter: the scan after finds (and logs) what is missing
             os.ftruncate(fd, end)
         fsync(fd)
         for index_path in (last.offset_index.path, last.time_index.path):
             try:
-                os.truncate(index_path, 0)
+                os.close(os.open(os.path.basename(index_path), os.O_WRONLY | os.O_TRUNC, dir_fd=dir_fd))
             except FileNotFoundError:
                 pass
         if dropped:
-            fsync_dir(path, fsync)
+            fsync(dir_fd)
     except BaseException:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         raise
+    finally:
+        os.close(dir_fd)
     return fd
