@@ -97,8 +97,9 @@ class RepairMixin(LogFields):
         if self._repairing is not None:
             await asyncio.wait([self._repairing])
         if self._failed is not None and self._self_repair and not self._closed:
-            await self._repair()
-            self._cancel_repair()
+            self._repairing = repairing = asyncio.ensure_future(self._repair())
+            await asyncio.wait([repairing])
+            self._cancel_repair()  # a failed attempt scheduled another: closing, there is none
 
     async def _repair(self) -> None:
         try:
