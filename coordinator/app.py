@@ -133,6 +133,7 @@ class App:
         if self.cluster is not None and self.services.acls is not None:
             await self.services.acls.refresh()  # the ACLs in force before the first request
         self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)
+        self.server.quotas.watch(self.config, self.services.dynamic)  # max.connections* changed by AlterConfigs
         self.server.scram_credentials = self.services.scram.lookup
         bound = await self.server.start()
         advertised = self.config.advertised(bound)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from storage.errors import StorageError
 from storage.pg.errors import FencedError, StoreUnavailableError
 
 
@@ -194,6 +195,13 @@ _WRITE_ERROR_REMAP = {
     ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
     ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
 }
+
+
+def logged_by_storage(exc: BaseException | None) -> bool:
+    """A failure of a log the storage layer reports itself, once and not per request (a failing log
+    directory: storage/disk_health.py; a failed PostgreSQL log: storage.pg.log_failed): the handlers'
+    and groups' per-request lines for it are debug, so a full disk does not log one line per request."""
+    return isinstance(exc, StorageError)
 
 
 def write_error_code(exc: BaseException) -> ErrorCode:

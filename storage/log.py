@@ -15,11 +15,10 @@ Flush policies:
 * ``none``: the flush writes to the OS (surviving a process crash) and resolves; an
   fsync runs at most every ``flush_interval_ms`` (and on roll and close).
 
-After a write/fsync failure the log fails every waiting future with StorageError
-and refuses further appends until reopened (recovery then cuts what was not
-durable): the state of bytes whose write or fsync failed is unknown, which is why
-Kafka takes the log directory offline then. Segments are fsync'ed with their indexes
-when rolled.
+After a write/fsync failure the log fails every waiting future with StorageError and
+refuses appends until it has cut itself back to the end of its last successful flush
+(log_repair.py: bytes whose write or fsync failed are of unknown state, never trusted).
+Segments are fsync'ed with their indexes when rolled.
 
 Running out of file descriptors (or memory for a new file) is not such a failure: a
 roll opens every file it needs (new .log, the old segment's index files, the
@@ -46,11 +45,13 @@ import structlog
 
 from . import log_start as log_start_checkpoint
 from .batch import assign_offsets, build_batch, scan_for_append
+from .disk_health import HEALTH
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
 from .flush import FlushJob, default_executor, run_job
 from .log_compaction import CompactionMixin
 from .log_dirs import partition_dir_name
 from .log_files import LogFiles
+from .log_repair import RepairMixin
 from .log_replica import ReplicaMixin
 from .log_retention import LogStartMixin
 from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
@@ -92,12 +93,12 @@ def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, partition_dir_name(topic, partition))
 
 
-class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
+class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
                  flush_policy: FlushPolicy | str, flush_interval_ms: int, index_interval_bytes: int,
-                 fsync, executor, data_sync=None) -> None:
+                 fsync, executor, data_sync=None, self_repair: bool = True) -> None:
         self.path = path
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -123,6 +124,11 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
         self._last_sync = time.monotonic()
         self._unsynced = False
         self._sync_timer: asyncio.TimerHandle | None = None
+        self._health = HEALTH.dir_of(path)
+        self._self_repair = self_repair
+        self._repairing: asyncio.Future | None = None
+        self._repair_timer: asyncio.TimerHandle | None = None
+        self.on_repaired: list = []  # called once a repair made the log writable again (log_repair.py)
         self._list_if_idle()
 
     # ------------------------------------------------------------------- opening
@@ -130,21 +136,22 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
     def open(cls, path: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
              flush_policy: FlushPolicy | str = FlushPolicy.FSYNC, flush_interval_ms: int = 1000,
              index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, fsync=os.fsync,
-             executor=None) -> PartitionLog:
+             executor=None, self_repair: bool = True) -> PartitionLog:
         """Open (creating if needed) and recover the partition directory ``path``.
 
         ``fsync`` and ``executor`` are injectable for tests and benchmarks. A flush makes
         its appended bytes durable with ``os.fdatasync`` (the data and the file size that
         reaches it, without the timestamps fsync also writes: 298 vs 346 µs p50 for a
-        200-byte append + sync on the benchmark VM; a few % of a 1x1 OffsetCommit's
-        answer time) unless ``fsync`` is injected, which then does
-        every sync (tests inject one to fail or count them). Rolled index files,
-        directories and recovery use ``fsync``.
+        200-byte append + sync on the benchmark VM) unless ``fsync`` is injected, which then
+        does every sync (tests inject one to fail or count them). Rolled index files,
+        directories and recovery use ``fsync``. ``self_repair=False``: a failed write leaves the
+        log failed until its owner reopens it (cluster mode's replica), instead of log_repair.py.
         """
         segments = open_segments(path, index_interval_bytes, fsync)
         log_ = cls(path, segments, segment_bytes=segment_bytes, flush_policy=flush_policy,
                    flush_interval_ms=flush_interval_ms, index_interval_bytes=index_interval_bytes,
-                   fsync=fsync, executor=executor, data_sync=os.fdatasync if fsync is os.fsync else fsync)
+                   fsync=fsync, executor=executor, data_sync=os.fdatasync if fsync is os.fsync else fsync,
+                   self_repair=self_repair)
         log_._restore_log_start(log_start_checkpoint.read(path))
         return log_
 
@@ -225,13 +232,13 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
         if self._closed:
             raise LogClosedError(f"log {self.path} is closed")
         if self._failed is not None:
-            raise StorageError(f"log {self.path} failed earlier and must be reopened: {self._failed}")
+            raise StorageError(f"log {self.path} failed earlier and is not yet repaired: {self._failed}")
 
     # ---------------------------------------------------------------- flushing
     def _start_flush(self) -> None:
         self._flush_handle = None
-        if self._inflight is not None or self._closed and not self._pending_futures:
-            return
+        if self._inflight is not None or self._closed and not self._pending_futures or self._failed is not None:
+            return  # a failed log writes nothing until its repair (log_repair.py) is done
         if not self._pending_futures and not self._sync_due():
             return
         job = self._make_job()
@@ -275,17 +282,13 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
         self._inflight = None
         exc = done.exception() if not done.cancelled() else asyncio.CancelledError()
         if exc is not None:
-            err = StorageError(f"flush of {self.path} failed: {exc!r}")
-            err.__cause__ = exc
-            log.error("storage.flush.failed", dir=self.path, error=repr(exc))
-            self._failed = err
-            for fut in job.futures + self._pending_futures:
-                if not fut.done():
-                    fut.set_exception(err)
-            self._pending, self._pending_futures = [], []
+            self._write_failed(job.futures, exc)
             return
         for seg, end in job.ends:
             seg.written_size = seg.durable_size = max(seg.durable_size, end)
+            seg.settled = True
+        if self._health.watch and job.writes:
+            self._health.succeeded()
         self._hw = max(self._hw, job.end_offset)
         if job.synced:
             self._last_sync, self._unsynced = time.monotonic(), False
@@ -395,10 +398,14 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
 
     async def close(self) -> None:
         """Flush, then write the final time-index entry, fsync everything and close the files
-        in the flush executor (a topic's deletion closes many logs: no fsync on the loop)."""
+        in the flush executor (a topic's deletion closes many logs: no fsync on the loop). A log
+        whose write failed is cut back first (log_repair.py), so no failed append outlives it."""
         if self._closed:
             return
         await self.flush()
+        if self._closed:
+            return
+        await self._repair_before_close()
         if self._closed:
             return
         self._mark_closed()
@@ -418,6 +425,7 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
 
     def _mark_closed(self) -> None:
         self._closed = True
+        self._cancel_repair()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
             self._sync_timer = None
@@ -442,6 +450,8 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, LogFiles):
         """Close and remove the whole partition directory."""
         if not self._closed:
             await self.flush()
-            self._closed = True
+            self._mark_closed()
+            if self._repairing is not None:
+                await asyncio.wait([self._repairing])
             self._release_fds()
         shutil.rmtree(self.path, ignore_errors=True)

@@ -18,6 +18,7 @@ past a bad batch is ever exposed.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from dataclasses import dataclass
@@ -87,6 +88,36 @@ def open_segment(directory: str, base_offset: int, index_interval_bytes: int, *,
     except BaseException:
         seg.close()
         raise
+
+
+def resume_segment(seg: Segment, end: int) -> Cut | None:
+    """Take a segment's bookkeeping back to its first ``end`` bytes (a batch boundary), after a failed
+    write left more in memory than on disk (log_repair.py): the in-memory index entries of batches
+    below ``end`` are kept, the bytes after the last of them scanned again (as for a trusted older
+    segment), and the index files are to be written whole (``pending``) at the segment's roll or close.
+    Its .log must already be cut to ``end``; a bad batch below it is cut too (returned)."""
+    index = seg.offset_index
+    kept = bisect.bisect_left(index.positions, end)
+    index.truncate_entries(kept)
+    last_offset, start = index.last()
+    seg.time_index.truncate_after(last_offset + 1 if kept else seg.base_offset)
+    seg.max_timestamp = seg.time_index.last_timestamp()
+    seg.offset_of_max_timestamp = seg.time_index.offsets[-1] if seg.time_index.offsets else -1
+    seg.next_offset = seg.base_offset
+    seg.size, seg.bytes_since_index = start, 0
+    valid_end, reason = _scan(seg, start, end)
+    cut = None
+    if reason is not None:
+        cut = Cut(seg.log_path, valid_end, end - valid_end, reason)
+        log.warning("storage.recovery.truncated", file=cut.file, position=cut.position, bytes=cut.bytes,
+                    reason=cut.reason)
+        os.ftruncate(seg.fd, valid_end)
+    seg.size = seg.written_size = seg.durable_size = valid_end
+    seg.time_index.truncate_after(seg.next_offset)
+    for idx in (index, seg.time_index):
+        idx.pending[:] = idx.encoded()
+        idx.file_size = 0
+    return cut
 
 
 def open_segments(path: str, index_interval_bytes: int, fsync=os.fsync) -> list[Segment]:

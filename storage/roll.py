@@ -60,6 +60,7 @@ def open_rolls(path: str, active: Segment, plan: dict[int, int], index_interval_
         for i, base in plan.items():
             index_fds = previous.open_index_files()
             seg = Segment(path, base, index_interval_bytes)
+            seg.settled = False
             opened[i] = Roll(seg, index_fds)
             seg.open_log()
             previous = seg

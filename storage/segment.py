@@ -60,6 +60,9 @@ class Segment:
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.bytes_since_index = 0  # bytes appended since the last index entry (recovery resets it)
+        # False for a segment a roll created until a flush job made its directory entry durable: a
+        # failed job's repair removes it (log_repair.py)
+        self.settled = True
 
     # ---------------------------------------------------------------- bookkeeping
     def track(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:

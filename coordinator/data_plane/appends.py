@@ -27,6 +27,7 @@ from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log_append_time
 from coordinator.errors import KafkaError
 from storage.control_records import build_marker_batch
+from storage.errors import StorageError
 
 # (transactional_id, producer_id, producer_epoch, topic, partition) -> the error refusing the batch, or None
 TxnVerifier = Callable[[str, int, int, str, int], "ErrorCode | None"]
@@ -68,6 +69,14 @@ def _tell_purgatory(purgatory: FetchPurgatory, part: Partition, size: int, durab
     durable.add_done_callback(readable)
 
 
+async def _durable_through(log_: Any, last_offset: int) -> None:
+    """Until the duplicated batch is durable; StorageError if its write failed (the log's high watermark
+    never passed it): a retry of a batch whose write failed is never acknowledged for it."""
+    await log_.flush()
+    if log_.high_watermark <= last_offset:
+        raise StorageError(f"the write of the batch ending at offset {last_offset} failed; retry it")
+
+
 def append_batch(plane: DataPlane, part: Partition, data: bytes | None, produce_version: int,
                  budget: WalkBudget | None = None, transactional_id: str | None = None) -> Appended:
     """See DataPlane.append."""
@@ -85,7 +94,8 @@ def append_batch(plane: DataPlane, part: Partition, data: bytes | None, produce_
         last_seq = info.last_sequence
         duplicate = producers.duplicate(pid, info.producer_epoch, info.base_sequence, last_seq)
         if duplicate is not None:
-            durable = None if log_.high_watermark > duplicate.last_offset else asyncio.ensure_future(log_.flush())
+            durable = (None if log_.high_watermark > duplicate.last_offset
+                       else asyncio.ensure_future(_durable_through(log_, duplicate.last_offset)))
             return Appended(duplicate.first_offset, -1, log_.log_start_offset, durable)
         verifier = plane.txn_verifier
         if transactional and verifier is not None and not producers.has_ongoing(pid):

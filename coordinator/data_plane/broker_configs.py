@@ -10,6 +10,10 @@ node's dynamic value, the cluster-wide dynamic value, the static setting (file, 
 override), Kafka's default. A change is stored (the store: a JSON file under log.dirs, or
 PostgreSQL's kc_broker_configs) and then applied at once to every hosted partition (`rebase`), and
 to every topic created later.
+
+Kafka's other dynamic broker configs (broker_config_defs.py: SSL, listener, SASL, connection limits, thread
+pools, ...) are stored and described the same way; `watchers` apply those this server can apply live (the
+connection limits: net/connection_quotas.py); the others are only kept (docs/DATA_PLANE.md).
 """
 
 from __future__ import annotations
@@ -20,9 +24,14 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import structlog
+
 from coordinator.data_plane import topic_reconfig
+from coordinator.data_plane.broker_config_defs import other_dynamic_def
 from coordinator.data_plane.file_catalog_store import write_atomically
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, TopicConfigDef
+
+log = structlog.get_logger(__name__)
 
 CLUSTER_DEFAULT = ""  # the level of the cluster-wide defaults; a node's level is its id as text
 
@@ -35,9 +44,20 @@ Levels = dict[str, dict[str, str]]  # level ("" or a node id) -> config name -> 
 
 
 def broker_config_def(name: str) -> TopicConfigDef:
-    """The type, validator and documentation of a dynamic broker config (its topic config's, renamed)."""
+    """The type, validator and documentation of a dynamic broker config: a log default's (its topic config's,
+    renamed), else one of Kafka's other dynamic configs (broker_config_defs.py). KeyError if it is neither."""
+    if name not in DYNAMIC_LOG_CONFIGS:
+        row = other_dynamic_def(name)
+        if row is None:
+            raise KeyError(name)
+        return row
     row = TOPIC_CONFIG_DEFS[DYNAMIC_LOG_CONFIGS[name]]
-    return TopicConfigDef(name, row.type, row.default, row.validator, row.doc)
+    return TopicConfigDef(name, row.type, row.default, row.validator, row.doc, applied=row.applied)
+
+
+def is_dynamic(name: str) -> bool:
+    """Whether Kafka lets AlterConfigs change the broker config `name` at runtime (DynamicBrokerConfig)."""
+    return name in DYNAMIC_LOG_CONFIGS or other_dynamic_def(name) is not None
 
 
 class DynamicConfigStore(Protocol):
@@ -85,6 +105,8 @@ class DynamicBrokerConfigs:
         self.static_base = dict(static_base)
         self.levels: Levels = store.preload()
         self.on_change: Callable[[dict[str, str]], None] | None = None
+        # called after every change of the levels (e.g. the connection limits: net/connection_quotas.py)
+        self.watchers: list[Callable[[DynamicBrokerConfigs], None]] = []
 
     @property
     def cluster(self) -> dict[str, str]:
@@ -100,6 +122,12 @@ class DynamicBrokerConfigs:
     def value(self, name: str) -> str | None:
         """The dynamic value of a broker config in force on this node (its own, else the cluster's)."""
         return self.broker.get(name, self.cluster.get(name))
+
+    def planned_value(self, level: str, configs: Mapping[str, str], name: str) -> str | None:
+        """`value(name)` this node would have with `level` set to `configs`."""
+        levels = {**self.levels, level: dict(configs)}
+        own = levels.get(self.level, {})
+        return own[name] if name in own else levels.get(CLUSTER_DEFAULT, {}).get(name)
 
     def topic_base(self) -> dict[str, str]:
         """Each topic config's default on this node."""
@@ -126,10 +154,17 @@ class DynamicBrokerConfigs:
     def _replace(self, levels: Levels) -> None:
         levels = {level: values for level, values in levels.items() if values}
         before = self.topic_base()
+        changed = levels != self.levels
         self.levels = levels
         after = self.topic_base()
         if after != before and self.on_change is not None:
             self.on_change(after)
+        if changed:
+            for watcher in list(self.watchers):
+                try:
+                    watcher(self)
+                except Exception:
+                    log.exception("dynamic_config.apply_failed", watcher=getattr(watcher, "__qualname__", "?"))
 
 
 def rebase(plane: Any, base: Mapping[str, str]) -> None:

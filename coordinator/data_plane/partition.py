@@ -20,12 +20,22 @@ class Partition:
         self.config = config
         self.leader_epoch = leader_epoch
         self.stable_notified = 0  # the byte mark of the LSO read_committed delayed fetches were told of
+        on_repaired = getattr(log_, "on_repaired", None)  # a local PartitionLog's (storage/log_repair.py)
+        if on_repaired is not None:
+            on_repaired.append(self.log_repaired)
 
     def rebuild_producers(self) -> int:
         """Rebuild the producer state from the log (before any append); returns the producer batches seen."""
         seen = self.producers.rebuild(self.log)
         self.stable_notified = self.producers.txns.stable_mark(self.log.high_watermark)
         return seen
+
+    def log_repaired(self) -> None:
+        """The log went back to its last good position after a failed write: the producer state, which
+        recorded the failed batches (their sequences, offsets, transactions begun or ended), is rebuilt
+        from what the log holds, so that a producer's retry is appended again, never taken for a duplicate."""
+        self.producers = ProducerStateTable()
+        self.rebuild_producers()
 
     @property
     def last_stable_offset(self) -> int:

@@ -141,11 +141,25 @@ def throttled_replicas(name: str) -> Validator:
     return check
 
 
-_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(-IV\d+)?$")
+# Kafka 3.9's MetadataVersion: each release and how many inter-broker protocol versions (IV0, IV1, ...) it has
+# (0: none, the release alone, as 0.8.0 - 0.9.0)
+_RELEASES = {"0.8.0": 0, "0.8.1": 0, "0.8.2": 0, "0.9.0": 0, "0.10.0": 2, "0.10.1": 3, "0.10.2": 1, "0.11.0": 3,
+             "1.0": 1, "1.1": 1, "2.0": 2, "2.1": 3, "2.2": 2, "2.3": 2, "2.4": 2, "2.5": 1, "2.6": 1, "2.7": 3,
+             "2.8": 2, "3.0": 2, "3.1": 1, "3.2": 1, "3.3": 4, "3.4": 1, "3.5": 3, "3.6": 3, "3.7": 5, "3.8": 1,
+             "3.9": 1}
+METADATA_VERSIONS = frozenset(
+    [*_RELEASES, *(f"{release}-IV{i}" for release, count in _RELEASES.items() for i in range(count))])
 
 
 def metadata_version(v: object) -> str | None:
-    return None if _VERSION.match(str(v)) else f"Unknown metadata.version '{v}'"
+    """Kafka's MetadataVersionValidator (MetadataVersion.fromVersionString): a release ("2.8"), an
+    inter-broker protocol version ("2.8-IV1"), or a longer version whose release is known ("0.10.0.1",
+    "2.8.2": the first three parts of a 0.x version are its release, else the first two)."""
+    text = str(v)
+    parts = text.split(".")
+    keep = 3 if text.startswith("0.") else 2
+    key = text if keep >= len(parts) else ".".join(parts[:keep])
+    return None if key in METADATA_VERSIONS else f"Version {text} is not a valid version"
 
 
 def no_check(_v: object) -> str | None:
@@ -226,9 +240,12 @@ _ROWS: tuple[TopicConfigDef, ...] = (
                    ("message.max.bytes",), applied=True),
     TopicConfigDef("message.downconversion.enable", C.BOOLEAN, "true", no_check,
                    "This configuration controls whether down-conversion of message formats is enabled to satisfy "
-                   "consume requests.", ("log.message.downconversion.enable",)),
+                   "consume requests. (Stored; this server never down-converts: it serves no Fetch version that "
+                   "would need it.)", ("log.message.downconversion.enable",)),
     TopicConfigDef("message.format.version", C.STRING, "3.0-IV1", metadata_version,
-                   "[DEPRECATED] Kafka 3.x only; ignored.", ("log.message.format.version",)),
+                   "[DEPRECATED] Specify the message format version the broker will use to append messages to the "
+                   "logs. The value of this config is always assumed to be `3.0` if `inter.broker.protocol.version` "
+                   "is 3.0 or higher (the actual config value is ignored).", ("log.message.format.version",)),
     TopicConfigDef("message.timestamp.after.max.ms", C.LONG, _MAX, at_least(0),  # Kafka 3.9 (4.0: 3600000)
                    "The maximum allowed timestamp difference between the message timestamp and the broker's "
                    "timestamp, for timestamps later than the broker's.", ("log.message.timestamp.after.max.ms",)),

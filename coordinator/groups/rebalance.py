@@ -27,7 +27,7 @@ from typing import NamedTuple
 import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.errors import write_error_code
+from coordinator.errors import logged_by_storage, write_error_code
 from coordinator.groups.classic_group import (
     EMPTY_ASSIGNMENT,
     UNKNOWN_MEMBER_ID,
@@ -76,8 +76,8 @@ class Rebalancer:
     def _warn_on_failure(group_id: str, what: str) -> OnWritten:
         def check(error: BaseException | None) -> None:
             if error is not None:
-                log.warning("failed to store group metadata", group=group_id, what=what,
-                            error=write_error_code(error).name)
+                (log.debug if logged_by_storage(error) else log.warning)(
+                    "failed to store group metadata", group=group_id, what=what, error=write_error_code(error).name)
 
         return check
 

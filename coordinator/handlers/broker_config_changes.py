@@ -5,8 +5,10 @@ The resource names the level: "" the cluster-wide defaults, this node's id its o
 id -> INVALID_REQUEST). The level's new config set (AlterConfigs: the request's set replaces it;
 IncrementalAlterConfigs: SET / DELETE / APPEND / SUBTRACT on the stored one) is then checked: a
 config that cannot change at runtime -> INVALID_REQUEST "Cannot update these configs dynamically:
-Set(..)"; a bad value -> INVALID_REQUEST with ConfigDef's message (Kafka wraps the
-ConfigException, KAFKA-13609). The dynamic configs are data_plane/broker_configs.py's.
+Set(..)"; a keystore or truststore config without a listener prefix, a per-broker config for "",
+a bad value (ConfigDef's message: Kafka wraps the ConfigException, KAFKA-13609) or a thread pool
+more than halved or doubled -> INVALID_REQUEST. The dynamic configs are data_plane/broker_configs.py's
+(the log defaults) and data_plane/broker_config_defs.py's (the others).
 """
 
 from __future__ import annotations
@@ -14,16 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coordinator.config import SETTINGS, Config
-from coordinator.data_plane.broker_configs import (
-    CLUSTER_DEFAULT,
-    DYNAMIC_LOG_CONFIGS,
-    DynamicBrokerConfigs,
-    broker_config_def,
-)
+from coordinator.data_plane.broker_config_defs import PER_LISTENER_ONLY, THREAD_POOLS, per_broker
+from coordinator.data_plane.broker_configs import CLUSTER_DEFAULT, DynamicBrokerConfigs, broker_config_def, is_dynamic
 from coordinator.data_plane.topic_config_defs import ConfigType, ConfigValueError
 from coordinator.data_plane.topic_configs import check_together
 from coordinator.errors import InvalidConfig, InvalidRequest
 from coordinator.handlers.config_entries import broker_type
+from coordinator.net.connection_quotas import connection_limits
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -43,7 +42,7 @@ def broker_level(name: str, node_id: int) -> str:
 
 
 def _kind(name: str, config: Config) -> ConfigType | None:
-    if name in DYNAMIC_LOG_CONFIGS:
+    if is_dynamic(name):
         return broker_config_def(name).type
     return broker_type(name, config) if name in SETTINGS else None
 
@@ -75,7 +74,7 @@ def incremented(current: Mapping[str, str], configs: tuple, config: Config) -> d
                 raise InvalidConfig(f"Unknown config name: {name}")
             if kind is not ConfigType.LIST:
                 raise InvalidConfig(f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {name}")
-            default = broker_config_def(name).default if name in DYNAMIC_LOG_CONFIGS else ""
+            default = broker_config_def(name).default if is_dynamic(name) else ""
             parts = [p for p in out.get(name, default).split(",") if p]
             items = (value or "").split(",")
             kept = [p for p in parts if p not in items]
@@ -84,14 +83,47 @@ def incremented(current: Mapping[str, str], configs: tuple, config: Config) -> d
     return out
 
 
-def validated(level: str, configs: Mapping[str, str], dynamic: DynamicBrokerConfigs) -> dict[str, str]:
-    """DynamicBrokerConfig.validate: only dynamic configs, each value valid; the canonical set."""
-    static = [name for name in configs if name not in DYNAMIC_LOG_CONFIGS]
-    if static:
-        raise InvalidRequest(f"Cannot update these configs dynamically: Set({', '.join(static)})")
+def _refuse(names: list[str], message: str) -> None:
+    if names:
+        raise InvalidRequest(f"{message}: Set({', '.join(names)})")
+
+
+def validated(level: str, configs: Mapping[str, str], dynamic: DynamicBrokerConfigs,
+              config: Config) -> dict[str, str]:
+    """DynamicBrokerConfig.validateConfigs, then the checks of its reconfigurables: only dynamic configs; the
+    keystores and truststores only under a listener prefix; each value valid for its type; the per-broker ones
+    only for a node id; then the checks across configs. The canonical set."""
+    _refuse([name for name in configs if not is_dynamic(name)], "Cannot update these configs dynamically")
+    _refuse([name for name in configs if name in PER_LISTENER_ONLY],
+            "These security configs can be dynamically updated only per-listener using the listener prefix")
     try:
         out = {name: broker_config_def(name).parse(value) for name, value in configs.items()}
+    except ConfigValueError as exc:
+        raise InvalidRequest(str(exc)) from None
+    if level == CLUSTER_DEFAULT:
+        _refuse([name for name in configs if per_broker(name)],
+                "Cannot update these configs at default cluster level, broker id must be specified")
+    try:
         check_together({}, dynamic.planned_base(level, out))
-    except (ConfigValueError, InvalidConfig) as exc:
+        _check_reconfiguration(level, out, dynamic, config)
+    except (ValueError, InvalidConfig) as exc:
         raise InvalidRequest(str(exc)) from None
     return out
+
+
+def _check_reconfiguration(level: str, configs: Mapping[str, str], dynamic: DynamicBrokerConfigs,
+                           config: Config) -> None:
+    """What Kafka's reconfigurables check of the node's new values: a thread pool may at most halve or double
+    (DynamicThreadPool), max.connections.per.ip 0 needs overrides and the overrides must parse (KafkaConfig)."""
+    for name in THREAD_POOLS:
+        new, old = dynamic.planned_value(level, configs, name), dynamic.value(name)
+        if new is None or new == old:
+            continue
+        value, current = int(new), int(old if old is not None else broker_config_def(name).default)
+        problem = ("value should be at least half the current value" if value < current // 2 else
+                   "value should not be greater than double the current value" if value > current * 2 else None)
+        if problem is not None:
+            raise ValueError(f"Dynamic thread count update validation failed for {name}={value}, {problem} {current}")
+    limits = connection_limits(config, lambda name: dynamic.planned_value(level, configs, name))
+    if limits.per_ip == 0 and not limits.overrides:
+        raise ValueError("max.connections.per.ip: 0 needs max.connections.per.ip.overrides (Kafka refuses it too)")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coordinator.config import SETTINGS, Config
-from coordinator.data_plane.broker_configs import DYNAMIC_LOG_CONFIGS, DynamicBrokerConfigs, broker_config_def
+from coordinator.data_plane.broker_configs import DynamicBrokerConfigs, broker_config_def, is_dynamic
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigType
 
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
@@ -35,6 +35,9 @@ _BROKER_TYPES = {
     "log.dirs": ConfigType.STRING, "listeners": ConfigType.STRING, "advertised.listeners": ConfigType.STRING,
 }
 _BROKER_SYNONYMS = (("log.retention.ms", "log.retention.minutes", "log.retention.hours"),)
+# Broker configs of Kafka 3.9 this server has no setting for, whose topic configs it accepts and ignores: their
+# default is listed as the synonym of the topic config's default (DEFAULT_CONFIG), as Kafka lists it
+IGNORED_BROKER_DEFAULTS = {"log.message.format.version": "3.0-IV1", "log.message.downconversion.enable": "true"}
 
 
 def broker_type(name: str, config: Config) -> ConfigType:
@@ -71,12 +74,15 @@ def synonym_list(names: tuple[str, ...], config: Config, dynamic: DynamicBrokerC
     if dynamic is not None:
         levels = ((dynamic.broker, DYNAMIC_BROKER_CONFIG),) if per_broker else ()
         for values, source in (*levels, (dynamic.cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)):
-            out += [{"name": n, "value": values[n], "source": source} for n in names if n in values]
+            out += [{"name": n, "value": None if _sensitive(n) else values[n], "source": source}
+                    for n in names if n in values]
     known = [n for n in names if n in SETTINGS]
     out += [{"name": n, "value": broker_value(n, config), "source": STATIC_BROKER_CONFIG}
             for n in known if n in config.explicit]
     out += [{"name": n, "value": broker_value(n, config), "source": DEFAULT_CONFIG}
             for n in known if n not in config.explicit and getattr(config, SETTINGS[n][0]) is not None]
+    out += [{"name": n, "value": IGNORED_BROKER_DEFAULTS[n], "source": DEFAULT_CONFIG}
+            for n in names if n in IGNORED_BROKER_DEFAULTS]
     return out
 
 
@@ -107,6 +113,11 @@ def topic_entries(overrides: Mapping[str, str], base: Mapping[str, str], config:
     return out
 
 
+def _sensitive(name: str) -> bool:
+    """storage.url, and the PASSWORD configs set dynamically (keystore and key passwords, JAAS texts): never shown."""
+    return name in SENSITIVE or is_dynamic(name) and broker_config_def(name).type is ConfigType.PASSWORD
+
+
 def _kind_and_doc(name: str, config: Config) -> tuple[ConfigType, str]:
     if name in SETTINGS:
         return broker_type(name, config), SETTINGS[name][3]
@@ -125,8 +136,8 @@ def broker_entries(config: Config, keys: tuple[str, ...] | None, include_synonym
         own = None if dynamic is None else dynamic.value(name)
         value = own if own is not None else broker_value(name, config)
         kind, doc = _kind_and_doc(name, config)
-        out.append(entry(name, value, source, kind, read_only=name not in DYNAMIC_LOG_CONFIGS,
-                         sensitive=name in SENSITIVE, synonyms=synonyms if include_synonyms else [],
+        out.append(entry(name, value, source, kind, read_only=not is_dynamic(name),
+                         sensitive=_sensitive(name), synonyms=synonyms if include_synonyms else [],
                          doc=doc if include_documentation else None))
     return out
 
@@ -139,7 +150,7 @@ def cluster_default_entries(dynamic: DynamicBrokerConfigs, config: Config, keys:
         synonyms = broker_synonyms(name, config, dynamic, per_broker=False)
         kind, doc = _kind_and_doc(name, config)
         out.append(entry(name, dynamic.cluster[name], DYNAMIC_DEFAULT_BROKER_CONFIG, kind,
-                         read_only=name not in DYNAMIC_LOG_CONFIGS, sensitive=name in SENSITIVE,
+                         read_only=not is_dynamic(name), sensitive=_sensitive(name),
                          synonyms=synonyms if include_synonyms else [],
                          doc=doc if include_documentation else None))
     return out

@@ -214,7 +214,7 @@ class ConfigsHandler:
             configs = broker_config_changes.replaced(resource.configs)
         else:
             configs = broker_config_changes.incremented(self.dynamic.get(level), resource.configs, self.config)
-        return level, broker_config_changes.validated(level, configs, self.dynamic)
+        return level, broker_config_changes.validated(level, configs, self.dynamic, self.config)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

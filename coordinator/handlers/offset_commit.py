@@ -25,7 +25,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion
-from coordinator.errors import commit_error_code
+from coordinator.errors import commit_error_code, logged_by_storage
 from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
@@ -159,7 +159,8 @@ class OffsetCommitHandler:
 
     def failed(self, version: int, answer: list, error: BaseException) -> Any:
         code = commit_error_code(error)
-        log.warning("offset commit failed", error=repr(error), code=code.name)
+        (log.debug if logged_by_storage(error) else log.warning)("offset commit failed", error=repr(error),
+                                                                 code=code.name)
         ok = E.none
         return self.response(version, [(name, indexes, [code] * len(indexes) if codes is None
                                          else [code if c is ok else c for c in codes])

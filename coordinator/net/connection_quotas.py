@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import resource
 import socket
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import structlog
 
 from coordinator.config import Config, ConfigError
+from coordinator.config_values import HostLimit, _host_limits
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +64,22 @@ def normalize(address: str) -> str:
     return address
 
 
+class Limits(NamedTuple):
+    max_connections: int
+    per_ip: int
+    overrides: tuple[HostLimit, ...]
+
+
+def connection_limits(config: Config, dynamic_value: Callable[[str], str | None]) -> Limits:
+    """The limits in force: each one's dynamic value (AlterConfigs on the broker: data_plane/broker_configs.py)
+    over its static setting. ValueError if the overrides do not parse (host:count,...)."""
+    total, per_ip = dynamic_value("max.connections"), dynamic_value("max.connections.per.ip")
+    overrides = dynamic_value("max.connections.per.ip.overrides")
+    return Limits(config.max_connections if total is None else int(total),
+                  config.max_connections_per_ip if per_ip is None else int(per_ip),
+                  config.max_connections_per_ip_overrides if overrides is None else _host_limits(overrides))
+
+
 class ConnectionQuotas:
     def __init__(self, max_connections: int, per_ip: int, overrides: dict[str, int]) -> None:
         self.max_connections = max_connections
@@ -76,6 +95,25 @@ class ConnectionQuotas:
             log.info("max.connections capped by the fd limit", configured=config.max_connections,
                      effective=cap, nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         return cls(cap, config.max_connections_per_ip, resolve_overrides(config.max_connections_per_ip_overrides))
+
+    def watch(self, config: Config, dynamic: Any) -> None:
+        """Apply `dynamic`'s (DynamicBrokerConfigs) connection limits now and at each of its changes, as Kafka's
+        SocketServer reconfigures: new connections count against the new limits, none already open is closed."""
+        def apply(configs: Any) -> None:
+            try:
+                self.reconfigure(connection_limits(config, configs.value))
+            except (ConfigError, ValueError) as exc:  # e.g. an override's host no longer resolves: keep the limits
+                log.warning("dynamic connection limits not applied", error=str(exc))
+
+        dynamic.watchers.append(apply)
+        apply(dynamic)
+
+    def reconfigure(self, limits: Limits) -> None:
+        cap, overrides = connection_cap(limits.max_connections), resolve_overrides(limits.overrides)
+        if (cap, limits.per_ip, overrides) != (self.max_connections, self.per_ip, self.overrides):
+            self.max_connections, self.per_ip, self.overrides = cap, limits.per_ip, overrides
+            log.info("connection limits changed", max_connections=cap, max_connections_per_ip=limits.per_ip,
+                     overrides=len(overrides))
 
     def limit_for(self, address: str) -> int:
         return self.overrides.get(address, self.per_ip)

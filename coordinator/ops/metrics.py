@@ -18,6 +18,7 @@ from prometheus_client.exposition import generate_latest
 from coordinator.ops.views import GroupViews, ServedNode, active_shards, group_ids, partition_states
 from primitives.histogram import Histogram, bounds
 from protocol.error_codes import error_name
+from storage.disk_health import HEALTH
 
 _BOUNDS = [f"{b:.6g}" for b in bounds()] + ["+Inf"]
 
@@ -45,6 +46,7 @@ class NodeCollector:
         yield from self.lag_metrics()
         yield from self.request_metrics()
         yield from self.partition_metrics()
+        yield from disk_metrics()
 
     def group_metrics(self) -> Iterator[Metric]:
         coordinator = self.app.services.groups
@@ -136,6 +138,25 @@ class NodeCollector:
                                   "per loop turn with writes).", value=offsets.durable.appends)
         yield histogram("kcoord_offsets_log_flush_seconds", "From an offsets-log append to it being durable.", [],
                         [([], offsets.durable.flush_seconds)])
+
+
+def disk_metrics() -> Iterator[Metric]:
+    """Per log directory (storage/disk_health.py): whether its writes fail now, and since the start."""
+    failing = GaugeMetricFamily("kcoord_storage_dir_failing", "1 while writes to the log directory fail "
+                                "(a full disk, I/O errors) and for 2 s after they succeed again, else 0.",
+                                labels=["dir"])
+    errors = CounterMetricFamily("kcoord_storage_write_errors", "Failed log writes or fsyncs (and failed repairs) "
+                                 "in the log directory.", labels=["dir"])
+    episodes = CounterMetricFamily("kcoord_storage_write_failing_episodes", "Times writes to the log directory "
+                                   "started failing.", labels=["dir"])
+    repairs = CounterMetricFamily("kcoord_storage_log_repairs", "Partition logs cut back to their last good position "
+                                  "after a failed write, without a restart.", labels=["dir"])
+    for path, health in sorted(HEALTH.dirs.items()):
+        failing.add_metric([path], int(health.failing_now()))
+        errors.add_metric([path], health.write_errors)
+        episodes.add_metric([path], health.episodes)
+        repairs.add_metric([path], health.repairs)
+    yield from (failing, errors, episodes, repairs)
 
 
 def registry_for(app: ServedNode) -> CollectorRegistry:

@@ -27,7 +27,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
-from coordinator.errors import error_code_for
+from coordinator.errors import error_code_for, logged_by_storage
 from coordinator.transactions.operations import TxnOps, TxnSettings
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from coordinator.transactions.views import TxnDescription, TxnListing, list_transactions
@@ -279,8 +279,9 @@ class TransactionCoordinator:
         try:
             await self.state_log.append(part.partition, step.txn_id, None if step.tombstone else step.record)
         except Exception as exc:  # the transition is dropped; step.written maps the append's error as Kafka
-            log.warning("transaction state write failed", partition=part.partition, transactional_id=step.txn_id,
-                        error=repr(exc))
+            (log.debug if logged_by_storage(exc) else log.warning)(
+                "transaction state write failed", partition=part.partition, transactional_id=step.txn_id,
+                error=repr(exc))
             return error_code_for(exc)
         if self.partitions.get(part.partition) is not part:
             return ErrorCode.not_leader_or_follower  # the partition moved meanwhile: NOT_COORDINATOR

@@ -110,7 +110,8 @@ class PgPartitionLog:
                 base = min(ends.log_start, first[0].base_offset) if first else ends.log_start
                 await asyncio.get_running_loop().run_in_executor(executor, _wipe, scratch_dir, base)
                 replica = PartitionLog.open(scratch_dir, segment_bytes=segment_bytes,
-                                            flush_policy=FlushPolicy.NONE, fsync=_no_fsync)
+                                            flush_policy=FlushPolicy.NONE, fsync=_no_fsync,
+                                            self_repair=False)  # this log fails and its owner reopens it
                 try:
                     await _copy(conn, replica, topic_id, partition, first, ends.end, chunk_bytes)
                     if ends.log_start > replica.log_start_offset:

@@ -138,3 +138,46 @@ def test_kafka_python_admin_configs(tmp_path):
             admin.close()
     finally:
         assert server.stop() == 0
+
+
+def test_confluent_admin_kafkas_other_dynamic_broker_configs_are_kept_and_connection_limits_apply(tmp_path):
+    """What Kafka updates dynamically besides the log defaults (DynamicBrokerConfig): a listener's SASL setting and
+    a keystore password are stored and described (the password never shown); a connection limit applies at once
+    and after a restart."""
+    from tests.integration.test_connection_quotas import answers, connect_from
+
+    log_dir = str(tmp_path / "data")
+    server = start_server(log_dir)
+    try:
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        node = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry("sasl.kerberos.min.time.before.relogin", "30000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("listener.name.plaintext.ssl.keystore.password", "s3cret",
+                        incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("max.connections.per.ip.overrides", "127.0.0.5:1", incremental_operation=AlterConfigOpType.SET),
+        ])
+        admin.incremental_alter_configs([node])[node].result(timeout=15)
+        first = connect_from(server, "127.0.0.5")
+        assert answers(first)
+        assert connect_from(server, "127.0.0.5").is_closed_by_server()  # the new limit, without a restart
+        first.close()
+        broker = described(admin, ConfigResource(ResourceType.BROKER, "1"))
+        relogin = broker["sasl.kerberos.min.time.before.relogin"]
+        assert (relogin.value, relogin.source, relogin.is_read_only) == (
+            "30000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+        password = broker["listener.name.plaintext.ssl.keystore.password"]
+        assert password.value is None and password.is_sensitive
+    finally:
+        assert server.stop() == 0
+
+    again = start_server(log_dir)
+    try:
+        first = connect_from(again, "127.0.0.5")
+        assert answers(first)
+        assert connect_from(again, "127.0.0.5").is_closed_by_server()
+        first.close()
+        admin = AdminClient({"bootstrap.servers": again.bootstrap})
+        broker = described(admin, ConfigResource(ResourceType.BROKER, "1"))
+        assert broker["sasl.kerberos.min.time.before.relogin"].value == "30000"
+    finally:
+        assert again.stop() == 0

@@ -7,6 +7,7 @@ import asyncio
 import errno
 import os
 
+import storage.flush
 from storage.batch import decode_records, ensure_valid, iter_batches
 from storage.log import PartitionLog
 
@@ -76,3 +77,36 @@ def log_bytes(log_dir: str, topic: str) -> int:
             except FileNotFoundError:  # deleted by retention while we looked
                 pass
     return total
+
+
+class Disk:
+    """Injected failures: `full` makes every write stop half-way with ENOSPC (a torn write), `fsync_fails`
+    makes every fsync fail with EIO (after the write reached the page cache)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.full = False
+        self.fsync_fails = False
+        self.writes = 0
+        real = storage.flush.pwrite_all
+
+        def pwrite_all(fd, buffers, position):
+            if not self.full:
+                return real(fd, buffers, position)
+            data = b"".join(buffers)
+            os.pwrite(fd, data[:max(1, len(data) // 2)], position)  # part of it lands
+            raise OSError(errno.ENOSPC, "No space left on device (injected)")
+
+        monkeypatch.setattr(storage.flush, "pwrite_all", pwrite_all)
+
+    def fsync(self, fd: int) -> None:
+        if self.fsync_fails:
+            raise OSError(errno.EIO, "Input/output error (injected)")
+        os.fsync(fd)
+
+
+async def writable(lg: PartitionLog, timeout: float = 5.0) -> None:
+    """Until the log takes appends again (its repair ran)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while lg._failed is not None:
+        assert asyncio.get_running_loop().time() < deadline, "the log was not repaired"
+        await asyncio.sleep(0.01)

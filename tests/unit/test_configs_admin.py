@@ -150,3 +150,46 @@ async def test_incremental_operations(tmp_path):
         assert await incremental(plane, [(TOPIC, "t", [("segment.ms", 0, "1")])], validate_only=True) == [
             (ErrorCode.none, None)]
         assert plane.data.catalog.get("t").config_map()["segment.ms"] == "5000"
+
+
+# Kafka 3.9's deprecated topic configs that it accepts and ignores: message.format.version (KIP-724: any version
+# MetadataVersion.fromVersionString knows, longer ones cut to their release) and message.downconversion.enable
+MESSAGE_FORMAT_VERSIONS = ["0.8.2", "0.10.0", "0.10.0.1", "0.10.2-IV0", "0.11.0.2", "1.0", "2.8.2", "2.8-IV1",
+                           "3.0-IV1", " 3.9 "]
+
+
+async def test_deprecated_topic_configs_are_accepted_stored_described_and_ignored(tmp_path):
+    async with Plane(str(tmp_path)) as plane:
+        for i, version in enumerate(MESSAGE_FORMAT_VERSIONS):
+            created = await plane.create(f"v{i}", configs={"message.format.version": version,
+                                                           "message.downconversion.enable": "false"})
+            assert created.error_code == ErrorCode.none, (version, created.error_message)
+        await plane.create("t")
+        assert await alter(plane, [(TOPIC, "t", {"message.format.version": "0.10.0.0"})]) == [(ErrorCode.none, None)]
+        assert await incremental(plane, [(TOPIC, "t", [("message.format.version", 0, "0.11.0.2"),
+                                                       ("message.downconversion.enable", 0, "false")])]) == [
+            (ErrorCode.none, None)]
+        [result] = await describe(plane, (TOPIC, "t", ("message.format.version", "message.downconversion.enable")),
+                                  synonyms=True)
+        got = entries(result)
+        assert [(s.name, s.value, s.source) for s in got["message.format.version"].synonyms] == [
+            ("message.format.version", "0.11.0.2", 1), ("log.message.format.version", "3.0-IV1", 5)]
+        assert (got["message.downconversion.enable"].value, got["message.downconversion.enable"].config_source) == (
+            "false", 1)
+        [v0] = await describe(plane, (TOPIC, "v0", ("message.format.version",)), synonyms=True)
+        assert [(c.value, c.config_source) for c in v0.configs] == [("0.8.2", 1)]
+        await plane.create("plain")
+        [plain] = await describe(plane, (TOPIC, "plain", ("message.format.version",)), synonyms=True)
+        assert [(c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms])
+                for c in plain.configs] == [("3.0-IV1", 5, [("log.message.format.version", "3.0-IV1", 5)])]
+        assert (await plane.produce("t", 0, batch(b"x"))).error_code == ErrorCode.none  # ignored: v2 batches go on
+
+
+async def test_message_format_version_refuses_what_kafka_refuses(tmp_path):
+    async with Plane(str(tmp_path)) as plane:
+        await plane.create("t")
+        for version in ("5.0", "0.10.0-IV9", "3.10", "garbage", "9"):
+            assert await alter(plane, [(TOPIC, "t", {"message.format.version": version})]) == [(
+                ErrorCode.invalid_config,
+                f"Invalid value {version} for configuration message.format.version: "
+                f"Version {version} is not a valid version")]

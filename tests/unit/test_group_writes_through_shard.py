@@ -12,9 +12,10 @@ from structlog.testing import capture_logs
 
 from coordinator.groups.context import GroupContext
 from coordinator.groups.params import JoinParams, LeavingMember, SyncParams
+from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.result import GroupResult, combined
 from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue
-from storage.errors import StorageError
+from storage.errors import RecordTooLargeError, StorageError
 from tests.support.groups import RANGE, Harness
 from tests.support.import_graph import import_graph
 
@@ -78,7 +79,7 @@ def test_leave_returns_its_record_and_the_shard_hands_the_write_to_the_handler()
     assert write is not None and not write.done() and len(h.log.all_records()) == before + 1
 
 
-def test_a_timer_fired_join_completion_is_written_through_the_shard_and_its_failure_is_warned():
+def test_a_timer_fired_join_completion_is_written_through_the_shard_and_its_failure_is_logged():
     h = Harness()
     [leader] = h.stable_group(1)
     generation = h.group().generation_id
@@ -96,7 +97,12 @@ def test_a_timer_fired_join_completion_is_written_through_the_shard_and_its_fail
         h.log.fail(StorageError("disk"))
     [warning] = [e for e in logs if e["event"] == "failed to store group metadata"]
     assert warning["what"] == "empty group" and warning["error"] == "not_coordinator"
-    assert warning["log_level"] == "warning"
+    # a storage failure: debug, the storage layer logs the failing disk once (storage/disk_health.py)
+    assert warning["log_level"] == "debug"
+    with capture_logs() as logs:  # any other failure of the write is a warning
+        Rebalancer._warn_on_failure("g", "empty group")(RecordTooLargeError("too large"))
+    [warning] = [e for e in logs if e["event"] == "failed to store group metadata"]
+    assert (warning["log_level"], warning["error"]) == ("warning", "unknown_server_error")
     assert leader not in group.members
 
 
