@@ -21,7 +21,6 @@ import time
 from functools import partial
 from typing import Any
 
-import asyncpg
 import structlog
 
 from coordinator.cluster.identity import join_cluster
@@ -47,6 +46,7 @@ from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
 from coordinator.txn.markers import MarkerWriter
 from storage.pg import cluster_meta, txn_markers
+from storage.pg.connect import connect
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
 
@@ -145,7 +145,7 @@ class ClusterNode:
             self.pool, self.reconciler, self.view, node_id=config.node_id,
             listeners=advertised_listeners((a.name, a.host, a.port) for a in advertised), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
-            connect=partial(asyncpg.connect, config.storage_url), refresh_catalog=self._refresh_catalog)
+            connect=partial(connect, config.storage_url), refresh_catalog=self._refresh_catalog)
         self.membership.session.listen(txn_markers.CHANNEL, self._txn_notified)
         await self._join(self.membership)
         self.supervisor.start()
