@@ -75,12 +75,14 @@ class ClusterNode:
         self.offsets = offsets
         self.data = data
         self.view = ClusterState(config.node_id, self._topic_id)
+        data.live_brokers = self._live_brokers  # what CreateTopics' replication factor may reach
         self.hooks = PartitionHooks(topics, offsets, data, PgLogFactory(pool, topics, config.log_dirs))
         self.reconciler = Reconciler(self.hooks, OwnershipStore.over(pool, config.node_id), config.node_id)
         self.supervisor = LogSupervisor(self.hooks, self._forget)
         self.membership: ClusterMembership | None = None
         # transactions: __transaction_state created at the first lookup; markers queued for other holders
-        self.txn_topic = TxnTopic(pool, topics, node.cluster_id, config.transaction_state_log_num_partitions)
+        self.txn_topic = TxnTopic(pool, topics, node.cluster_id, config.transaction_state_log_num_partitions,
+                                  replication_factor=config.transaction_state_log_replication_factor)
         self.consumer = MarkerConsumer(pool, self.hooks.holding)
         self.hooks.taken = self.consumer.taken
         self.markers = MarkerQueue(pool, self._topic_id, queued=self.consumer.queued)
@@ -93,7 +95,8 @@ class ClusterNode:
             cluster_id = await join_cluster(pool, config.offsets_topic_num_partitions,
                                             config.transaction_state_log_num_partitions)
             scratch = claim_scratch(config.log_dirs)
-            topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, PgCatalogStore(pool))
+            topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, PgCatalogStore(pool),
+                                  offsets_replication_factor=config.offsets_topic_replication_factor)
             await topics.refresh()
             offsets = OffsetsRuntime(config, take_all=False)
             producer_ids = ProducerIdAllocator(None, partial(cluster_meta.reserve_producer_ids, pool))
@@ -107,6 +110,10 @@ class ClusterNode:
             await pool.close()
             raise
         return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic, scram)
+
+    def _live_brokers(self) -> list[int]:
+        """The live nodes as of the last refresh, this one included (it is answering, whatever it has seen yet)."""
+        return sorted({*self.view.live_node_ids(), self.config.node_id})
 
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
