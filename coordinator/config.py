@@ -130,7 +130,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "log.dirs": ("log_dirs", _str, "./data", "Directory for the offsets log, topics and meta.properties."),
     "storage.url": ("storage_url", parse_storage_url, "",
                     "Empty: local mode (logs under log.dirs). postgresql://user:password@host:port/db: cluster "
-                    "mode, every log, lease and owner in that PostgreSQL; log.dirs is then a scratch cache."),
+                    "mode, every log, lease and owner in that PostgreSQL; log.dirs is then a scratch cache. With a "
+                    "standby: postgresql://user:password@host1:port,host2:port/db?target_session_attrs=read-write."),
     "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", _int(1, INT32_MAX), "2000",
                                      "Cluster mode: how often this node renews its lease."),
     "broker.session.timeout.ms": ("broker_session_timeout_ms", _int(1, INT32_MAX), "9000",

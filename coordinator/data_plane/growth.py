@@ -34,6 +34,7 @@ from storage.log import partition_dir
 
 log = structlog.get_logger(__name__)
 
+
 def check_growth(plane: DataPlane, name: str, count: int, assignments: Sequence[Sequence[int]] | None,
                  brokers: set[int]) -> tuple[TopicInfo, TopicInfo]:
     """(the topic now, the topic grown to `count` partitions), or the KafkaError Kafka answers.

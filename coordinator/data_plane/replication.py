@@ -85,5 +85,7 @@ def check_assignment(replicas: Sequence[int], brokers: set[int], factor: int | N
 def replica_nodes(leader: int, live: Sequence[int], factor: int) -> list[int]:
     """The replicas (and ISR) of a partition led by `leader`: it, then the live node ids after it (`live` sorted),
     wrapping around, `factor` nodes at most."""
+    if factor <= 1:  # local mode, and most topics: no list to walk
+        return [leader]
     after = [node for node in live if node > leader] + [node for node in live if node < leader]
-    return [leader, *after[:max(factor - 1, 0)]]
+    return [leader, *after[:factor - 1]]
