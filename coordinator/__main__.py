@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from coordinator.config import SETTINGS, Config, ConfigError, env_name
+from storage.pg import url as storage_url
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     dump.add_argument("--transaction-log-decoder", action="store_true",
                       help="decode the records as __transaction_state's (automatic in a __transaction_state-N "
                       "directory)")
-    dump.add_argument("--storage-url", default="", help="read the PostgreSQL store (storage.url) instead of PATHs")
+    dump.add_argument("--storage-url", default="", type=storage_url.argument,
+                      help="read the PostgreSQL store (storage.url) instead of PATHs")
     dump.add_argument("--partition", type=int, action="append", help="with --storage-url: only this offsets "
                       "partition (repeatable; default all)")
     from coordinator.cli.args import add_groups_parser  # argparse only: kio and rich load with the command

@@ -107,6 +107,7 @@ def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1  # replication factors are int16 on the wire
 
 # Kafka's authorizers; any of them turns on this server's (coordinator/security/authorizer.py, the same decisions)
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer",
@@ -129,7 +130,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "log.dirs": ("log_dirs", _str, "./data", "Directory for the offsets log, topics and meta.properties."),
     "storage.url": ("storage_url", parse_storage_url, "",
                     "Empty: local mode (logs under log.dirs). postgresql://user:password@host:port/db: cluster "
-                    "mode, every log, lease and owner in that PostgreSQL; log.dirs is then a scratch cache."),
+                    "mode, every log, lease and owner in that PostgreSQL; log.dirs is then a scratch cache. With a "
+                    "standby: postgresql://user:password@host1:port,host2:port/db?target_session_attrs=read-write."),
     "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", _int(1, INT32_MAX), "2000",
                                      "Cluster mode: how often this node renews its lease."),
     "broker.session.timeout.ms": ("broker_session_timeout_ms", _int(1, INT32_MAX), "9000",
@@ -137,6 +139,10 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                   "its partitions move."),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1, 100000), "50",
                                      "Partitions of __consumer_offsets (fixes group placement)."),
+    "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1, INT16_MAX), "3",
+                                         "Cluster mode: how many live nodes Metadata names as each "
+                                         "__consumer_offsets partition's replicas, at most (its data's copies "
+                                         "are PostgreSQL's); local mode names its one node."),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int(1, INT32_MAX), "104857600",
                                  "Largest request frame accepted; larger ones close the connection."),
     "connections.max.idle.ms": ("connections_max_idle_ms", _int(1), "600000",
@@ -191,8 +197,9 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "auto.create.topics.enable": ("auto_create_topics_enable", _bool, "true",
                                   "Create unknown topics on Metadata (when the client allows) and on Produce."),
     "num.partitions": ("num_partitions", _int(1, 1000), "1", "Partitions of a topic created with -1 or automatically."),
-    "default.replication.factor": ("default_replication_factor", _int(1, 1), "1",
-                                   "Replication factor of new topics; one node, so only 1."),
+    "default.replication.factor": ("default_replication_factor", _int(1, INT16_MAX), "1",
+                                   "Replication factor of topics created with -1 or automatically: local mode "
+                                   "only 1 (one broker), cluster mode up to the number of live nodes."),
     "log.segment.bytes": ("log_segment_bytes", _int(14, INT32_MAX), "1073741824",
                           "Topic segment size before a roll (topic config segment.bytes overrides)."),
     "message.max.bytes": ("message_max_bytes", _int(0, INT32_MAX), "1048588",
@@ -261,6 +268,7 @@ class Config:
     broker_heartbeat_interval_ms: int
     broker_session_timeout_ms: int
     offsets_topic_num_partitions: int
+    offsets_topic_replication_factor: int
     socket_request_max_bytes: int
     connections_max_idle_ms: int
     queued_max_requests: int
@@ -311,6 +319,7 @@ class Config:
     group_consumer_assignors: str
     group_consumer_migration_policy: str
     transaction_state_log_num_partitions: int
+    transaction_state_log_replication_factor: int
     transaction_state_log_segment_bytes: int
     transaction_state_log_flush_policy: str
     transaction_max_timeout_ms: int

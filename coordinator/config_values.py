@@ -6,30 +6,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import NamedTuple
-from urllib.parse import urlsplit
+
+from storage.pg import url as storage_url
 
 
 class ConfigError(ValueError):
     """A setting has a bad value; the message names the setting."""
 
 
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-
-
 def parse_storage_url(text: str) -> str:
-    """Empty (local mode) or a libpq URL `postgresql://user:password@host:port/db` (cluster mode).
-
-    Errors never quote the URL: it may carry a password."""
+    """Empty (local mode) or a libpq URI with one host or several (cluster mode); storage/pg/url.py says what
+    a node accepts. Errors never quote the URL: it may carry a password."""
     value = text.strip()
-    if not value:
-        return ""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise ValueError("is not a URL postgresql://user:password@host:port/database") from None
-    if parts.scheme not in POSTGRES_SCHEMES:
-        raise ValueError(f"scheme {parts.scheme or '(none)'!r} is not one of {', '.join(POSTGRES_SCHEMES)}")
+    if value:
+        storage_url.parse(value)
     return value
 
 

@@ -38,6 +38,8 @@ import sys
 import time
 from typing import Any
 
+from storage.pg import url as storage_url
+
 from .bulk_load_store import is_store, publish_to_store, shown, store_writer
 from .common import (
     JobError,
@@ -71,7 +73,8 @@ def parse_args(argv):
     p.add_argument("--export", nargs="*", action="extend", default=[],
                    help="offsets export(s): .csv (header), .json/.jsonl (JSON lines), .parquet")
     p.add_argument("--export-format", choices=["csv", "json", "parquet"])
-    p.add_argument("--storage-url", help="also read the __consumer_offsets rows of this PostgreSQL store")
+    p.add_argument("--storage-url", type=storage_url.argument,
+                   help="also read the __consumer_offsets rows of this PostgreSQL store")
     p.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES,
                    help="with --storage-url: bytes of rows per scan chunk")
     p.add_argument("--output", required=True, help="snapshot root (the server's snapshot dir), or a "
@@ -86,6 +89,11 @@ def parse_args(argv):
         p.error("give at least one --input, --storage-url or --export")
     if args.offsets_partitions < 1:
         p.error("--offsets-partitions must be >= 1")
+    if is_store(args.output):
+        try:
+            storage_url.parse(args.output)
+        except ValueError as exc:
+            p.error(f"--output: {exc}")
     return args
 
 

@@ -35,6 +35,8 @@ import sys
 import time
 import uuid
 
+from storage.pg import url as storage_url
+
 from .common import (
     JobError,
     PartitionInput,
@@ -67,7 +69,8 @@ def parse_args(argv):
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--log-dirs", nargs="+",
                         help="log.dirs (comma-separated allowed) or __consumer_offsets-N directories")
-    source.add_argument("--storage-url", help="cluster mode: read the PostgreSQL store (storage.url) and stage "
+    source.add_argument("--storage-url", type=storage_url.argument,
+                        help="cluster mode: read the PostgreSQL store (storage.url) and stage "
                         "each partition's result there (kc_blobs) for its owner to apply")
     p.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES,
                    help="with --storage-url: bytes of rows per chunk (the unit of scan and compaction, as a "

@@ -7,7 +7,9 @@ Five tasks and a timer:
   partition is lost at once (`Reconciler.lose_all`), whatever the other tasks are waiting for.
 - session: our own connection (session.py), which LISTENs on kc_cluster and holds the session lock our
   registration names. When it drops, the others may end our lease at once, so we lose everything, reopen it and
-  register again with a new incarnation. A notification (or a take/release of our own finishing) wakes
+  register again with a new incarnation; it retries every SESSION_RETRY_MAX_S at most, and its reopening wakes the
+  renew and refresh tasks from their back-off, so a PostgreSQL restarted or failed over is used again at once.
+  A notification (or a take/release of our own finishing) wakes
 - refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
   expiry of another node's lease (so a frozen node's partitions move within the session timeout + a little), and
   every heartbeat interval in case a notification was missed.
@@ -39,6 +41,9 @@ from storage.pg import leases, ownership
 log = structlog.get_logger(__name__)
 
 FIRST_BACKOFF_S = 0.05
+# The session task is what notices that PostgreSQL is back (restarted, or a standby promoted): its back-off stops
+# growing here, however long the heartbeat interval, and its success wakes the other tasks from theirs.
+SESSION_RETRY_MAX_S = 0.5
 EXPIRY_MARGIN_S = 0.05  # after another node's lease expires, by PostgreSQL's clock, before we look
 ORPHAN_CHECK_S = 0.5  # how often a node looks for the free session lock of a dead one (one small query)
 
@@ -84,6 +89,8 @@ class ClusterMembership:
         self._wake = asyncio.Event()
         self._session_open = asyncio.Event()
         self._register_now = asyncio.Event()  # the renew loop's wake-up when our session ended
+        # pulsed (set, then replaced) when our session reopens: the tasks backing off after a failure retry at once
+        self._reconnected = asyncio.Event()
         self._next_expiry: float | None = None  # clock() at which another node's lease expires
         self._watchdog: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -202,7 +209,7 @@ class ClusterMembership:
                     renewed = await self._renew_once()
             except Exception as exc:  # PostgreSQL unreachable, a timeout, a node id in use: try again
                 log.warning("cluster.renew_failed", node_id=self.node_id, error=repr(exc), retry_s=round(backoff, 2))
-                await asyncio.sleep(backoff)
+                await wait_up_to(self._reconnected, backoff)
                 backoff = min(backoff * 2, self.heartbeat_s)
                 continue
             backoff = FIRST_BACKOFF_S
@@ -227,7 +234,7 @@ class ClusterMembership:
                 await self.refresh()
             except Exception as exc:
                 log.warning("cluster.refresh_failed", node_id=self.node_id, error=repr(exc), retry_s=round(backoff, 2))
-                await asyncio.sleep(backoff)
+                await wait_up_to(self._reconnected, backoff)
                 backoff = min(backoff * 2, self.heartbeat_s)
                 self._wake.set()
                 continue
@@ -244,6 +251,8 @@ class ClusterMembership:
                     await self.session.open()
                     self._session_open.set()
                     self._wake.set()  # whatever changed while we were not listening
+                    self._reconnected.set()
+                    self._reconnected = asyncio.Event()
                 backoff = FIRST_BACKOFF_S
                 await self.session.until_closed()
                 self._session_ended()
@@ -251,7 +260,7 @@ class ClusterMembership:
                 log.warning("cluster.session_failed", node_id=self.node_id, error=repr(exc),
                             retry_s=round(backoff, 2))
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.heartbeat_s)
+                backoff = min(backoff * 2, self.heartbeat_s, SESSION_RETRY_MAX_S)
 
     def _session_ended(self) -> None:
         """Our session lock is gone, so the others may end our lease any moment: let go of everything now, and

@@ -21,7 +21,6 @@ import time
 from functools import partial
 from typing import Any
 
-import asyncpg
 import structlog
 
 from coordinator.cluster.identity import join_cluster
@@ -47,6 +46,7 @@ from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
 from coordinator.txn.markers import MarkerWriter
 from storage.pg import cluster_meta, txn_markers
+from storage.pg.connect import connect
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
 
@@ -75,12 +75,14 @@ class ClusterNode:
         self.offsets = offsets
         self.data = data
         self.view = ClusterState(config.node_id, self._topic_id)
+        data.live_brokers = self._live_brokers  # what CreateTopics' replication factor may reach
         self.hooks = PartitionHooks(topics, offsets, data, PgLogFactory(pool, topics, config.log_dirs))
         self.reconciler = Reconciler(self.hooks, OwnershipStore.over(pool, config.node_id), config.node_id)
         self.supervisor = LogSupervisor(self.hooks, self._forget)
         self.membership: ClusterMembership | None = None
         # transactions: __transaction_state created at the first lookup; markers queued for other holders
-        self.txn_topic = TxnTopic(pool, topics, node.cluster_id, config.transaction_state_log_num_partitions)
+        self.txn_topic = TxnTopic(pool, topics, node.cluster_id, config.transaction_state_log_num_partitions,
+                                  replication_factor=config.transaction_state_log_replication_factor)
         self.consumer = MarkerConsumer(pool, self.hooks.holding)
         self.hooks.taken = self.consumer.taken
         self.markers = MarkerQueue(pool, self._topic_id, queued=self.consumer.queued)
@@ -93,7 +95,8 @@ class ClusterNode:
             cluster_id = await join_cluster(pool, config.offsets_topic_num_partitions,
                                             config.transaction_state_log_num_partitions)
             scratch = claim_scratch(config.log_dirs)
-            topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, PgCatalogStore(pool))
+            topics = TopicCatalog(cluster_id, config.offsets_topic_num_partitions, PgCatalogStore(pool),
+                                  offsets_replication_factor=config.offsets_topic_replication_factor)
             await topics.refresh()
             offsets = OffsetsRuntime(config, take_all=False)
             producer_ids = ProducerIdAllocator(None, partial(cluster_meta.reserve_producer_ids, pool))
@@ -107,6 +110,10 @@ class ClusterNode:
             await pool.close()
             raise
         return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic, scram)
+
+    def _live_brokers(self) -> list[int]:
+        """The live nodes as of the last refresh, this one included (it is answering, whatever it has seen yet)."""
+        return sorted({*self.view.live_node_ids(), self.config.node_id})
 
     def _topic_id(self, name: str) -> Any:
         topic = self.topics.get(name)
@@ -145,7 +152,7 @@ class ClusterNode:
             self.pool, self.reconciler, self.view, node_id=config.node_id,
             listeners=advertised_listeners((a.name, a.host, a.port) for a in advertised), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
-            connect=partial(asyncpg.connect, config.storage_url), refresh_catalog=self._refresh_catalog)
+            connect=partial(connect, config.storage_url), refresh_catalog=self._refresh_catalog)
         self.membership.session.listen(txn_markers.CHANNEL, self._txn_notified)
         await self._join(self.membership)
         self.supervisor.start()

@@ -12,19 +12,11 @@ import os
 import shutil
 from typing import Any
 
-from storage.pg.url import redact
+from storage.pg.url import redact, without_password
 
 
 class StartupError(Exception):
     """The node cannot start; the message is the line the operator sees (exit code 2)."""
-
-
-def without_password(text: str, url: str) -> str:
-    """`text` with any copy of the storage URL's password removed (driver messages may quote it)."""
-    from urllib.parse import urlsplit
-
-    password = urlsplit(url).password
-    return text.replace(password, "***") if password else text
 
 
 async def open_store(config: Any) -> Any:

@@ -3,7 +3,8 @@
 Kafka creates its transaction state topic at the first FindCoordinator for a transactional id (KafkaApis
 getCoordinator -> autoTopicCreationManager) and answers COORDINATOR_NOT_AVAILABLE meanwhile, which clients
 retry. Here the first such lookup on any node writes the topic's catalog rows (kc_topics, internal, its id
-derived from the cluster id, transaction.state.log.num.partitions partitions as kc_cluster settled at start;
+derived from the cluster id, transaction.state.log.num.partitions partitions as kc_cluster settled at start,
+transaction.state.log.replication.factor as its replication factor;
 the kc_partitions rows NOTIFY the other nodes) and re-reads the catalog. The Reconciler then spreads the
 partitions like any other; until they have owners the lookup still answers COORDINATOR_NOT_AVAILABLE
 (ClusterState names no leader). Local mode has no row: its transaction coordinator hosts every partition.
@@ -28,11 +29,11 @@ ApplyChanges = Callable[[Any, Sequence[catalog.TopicRow]], Awaitable[Any]]
 
 class TxnTopic:
     def __init__(self, pool: Any, topics: TopicCatalog, cluster_id: str, partitions: int,
-                 apply_changes: ApplyChanges = catalog.apply_changes) -> None:
+                 apply_changes: ApplyChanges = catalog.apply_changes, replication_factor: int = 1) -> None:
         self.pool = pool
         self.topics = topics
         self.row = catalog.TopicRow(TRANSACTION_STATE_TOPIC, transaction_state_topic_id(cluster_id), partitions, {},
-                                    internal=True)
+                                    internal=True, replication_factor=replication_factor)
         self.apply_changes = apply_changes
         self._creating: asyncio.Task[None] | None = None
 

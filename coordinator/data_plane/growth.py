@@ -9,8 +9,9 @@ reconcilers of the live nodes place the new partitions as any other); the new pa
 Differences from Kafka: the internal `__consumer_offsets` topic keeps its partition count (the group
 coordinator hashes groups over it), refused with INVALID_PARTITIONS and the message of Kafka's own
 kafka-topics tool; a topic may have at most MAX_PARTITIONS_PER_TOPIC partitions (INVALID_PARTITIONS);
-a valid manual assignment is accepted but, as every replica set has one broker and cluster mode places
-partitions by hashing, not followed.
+a valid manual assignment (as many replicas as the topic's replication factor, replication.py) is accepted but,
+as cluster mode places partitions by hashing, not followed. Without one, the topic's replication factor must
+still be reachable: at most the live brokers (INVALID_REPLICATION_FACTOR, Kafka's placer).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import replace
 
 import structlog
 
+from coordinator.data_plane import replication
 from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.plane import MAX_PARTITIONS_PER_TOPIC, DataPlane
 from coordinator.data_plane.topic_catalog import TopicInfo
@@ -31,8 +33,6 @@ from coordinator.errors import InvalidPartitions, InvalidReplicaAssignment, Unkn
 from storage.log import partition_dir
 
 log = structlog.get_logger(__name__)
-
-REPLICATION_FACTOR = 1
 
 
 def check_growth(plane: DataPlane, name: str, count: int, assignments: Sequence[Sequence[int]] | None,
@@ -57,28 +57,11 @@ def check_growth(plane: DataPlane, name: str, count: int, assignments: Sequence[
     if count > MAX_PARTITIONS_PER_TOPIC:
         raise InvalidPartitions(f"Number of partitions {count} is above this server's limit of "
                                 f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
+    if assignments is None:
+        replication.check_factor(topic.replication_factor, len(brokers))
     for replicas in assignments or ():
-        check_assignment(replicas, brokers)
+        replication.check_assignment(replicas, brokers, topic.replication_factor)
     return topic, replace(topic, partitions=count)
-
-
-def check_assignment(replicas: Sequence[int], brokers: set[int]) -> None:
-    """Kafka's validateManualPartitionAssignment, at replication factor 1."""
-    if not replicas:
-        raise InvalidReplicaAssignment("The manual partition assignment includes an empty replica list.")
-    previous = None
-    for broker in sorted(replicas):
-        if broker not in brokers:
-            raise InvalidReplicaAssignment(f"The manual partition assignment includes broker {broker}, but no such "
-                                           "broker is registered.")
-        if broker == previous:
-            raise InvalidReplicaAssignment(f"The manual partition assignment includes the broker {broker} more "
-                                           "than once.")
-        previous = broker
-    if len(replicas) != REPLICATION_FACTOR:
-        raise InvalidReplicaAssignment(f"The manual partition assignment includes a partition with {len(replicas)} "
-                                       "replica(s), but this is not consistent with previous partitions, which have "
-                                       f"{REPLICATION_FACTOR} replica(s).")
 
 
 def _open_new(plane: DataPlane, topic: TopicInfo, first: int) -> list[Partition]:

@@ -18,11 +18,13 @@ from storage.placement import OFFSETS_TOPIC
 
 
 def topic_row(topic: TopicInfo) -> sql.TopicRow:
-    return sql.TopicRow(topic.name, topic.topic_id, topic.partitions, topic.config_map(), topic.internal)
+    return sql.TopicRow(topic.name, topic.topic_id, topic.partitions, topic.config_map(), topic.internal,
+                        topic.replication_factor)
 
 
 def topic_info(row: sql.TopicRow) -> TopicInfo:
-    return TopicInfo(row.name, row.topic_id, row.partitions, row.internal, tuple(sorted(row.configs.items())))
+    return TopicInfo(row.name, row.topic_id, row.partitions, row.internal, tuple(sorted(row.configs.items())),
+                     row.replication_factor)
 
 
 class PgCatalogStore:

@@ -16,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
 
-from coordinator.data_plane import appends, ownership, topic_configs, topic_reconfig
+from coordinator.data_plane import appends, ownership, replication, topic_configs, topic_reconfig
 from coordinator.data_plane.appends import Appended, TxnVerifier
 from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
@@ -36,9 +36,6 @@ from coordinator.data_plane.topic_dirs import remove_renamed_dirs, undo_renames
 from coordinator.data_plane.validation import WalkBudget
 from coordinator.errors import (
     InvalidPartitions,
-    InvalidReplicaAssignment,
-    InvalidReplicationFactor,
-    InvalidRequest,
     InvalidTopic,
     KafkaError,
     PolicyViolation,
@@ -101,6 +98,9 @@ class DataPlane:
         self.retention = RetentionManager(lambda part: self.partitions.get(part.key) is part,
                                           lambda: list(self.partitions.values()),
                                           settings.retention_check_interval_ms)
+        #: the live brokers' ids (a manual assignment may name them, a replication factor may reach their number):
+        #: local mode this node alone; cluster mode's node plugs in its view's
+        self.live_brokers: Callable[[], list[int]] = lambda: [settings.node_id]
         self._started = False
 
     # ------------------------------------------------------------ life cycle
@@ -203,8 +203,9 @@ class DataPlane:
 
     def check_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                     assignments: list[tuple[int, list[int]]] | None = None,
-                    configs: dict[str, str | None] | None = None) -> tuple[int, dict[str, str]]:
-        """Kafka's checks and codes for a new topic: (partition count, config overrides), or a KafkaError."""
+                    configs: dict[str, str | None] | None = None) -> tuple[int, dict[str, str], int]:
+        """Kafka's checks and codes for a new topic: (partition count, config overrides, replication factor), or a
+        KafkaError. The factor is checked against the live brokers (replication.py)."""
         if not self._started:
             raise KafkaError("the data plane is not started", ErrorCode.unknown_server_error)
         reason = topic_name_error(name)
@@ -215,42 +216,26 @@ class DataPlane:
         other = self.catalog.colliding(name)
         if other is not None:
             raise InvalidTopic(f"Topic '{name}' collides with existing topic: {other}")
+        brokers = self.live_brokers()
         if assignments:
-            if num_partitions != -1 or replication_factor != -1:
-                raise InvalidRequest("A manual partition assignment was specified, but numPartitions or "
-                                     "replicationFactor was not set to -1.")
-            indexes = sorted(index for index, _ in assignments)
-            if indexes != list(range(len(assignments))):
-                raise InvalidReplicaAssignment("Partitions should be a consecutive 0-based integer sequence")
-            for index, brokers in assignments:
-                if any(b != self.settings.node_id for b in brokers):
-                    raise InvalidReplicaAssignment(f"The manual partition assignment includes broker(s) "
-                                                   f"{brokers} that are not registered.")
-                if len(brokers) != 1:
-                    raise InvalidReplicationFactor(f"Unable to replicate partition {index} {len(brokers)} time(s): "
-                                                   "only 1 broker is registered.")
-            num_partitions, replication_factor = len(assignments), 1
-        if num_partitions == -1:
-            num_partitions = self.settings.num_partitions
-        if num_partitions <= 0:
-            raise InvalidPartitions("Number of partitions was set to an invalid non-positive value.")
+            factor = replication.check_assignments(assignments, num_partitions, replication_factor, set(brokers))
+            num_partitions = len(assignments)
+        else:
+            factor = replication.requested(replication_factor, self.settings.default_replication_factor)
+            if num_partitions == -1:
+                num_partitions = self.settings.num_partitions
+            if num_partitions <= 0:
+                raise InvalidPartitions("Number of partitions was set to an invalid non-positive value.")
+            replication.check_new_topic(factor, len(brokers))
         if num_partitions > MAX_PARTITIONS_PER_TOPIC:
             raise InvalidPartitions(f"Number of partitions {num_partitions} is above this server's limit of "
                                     f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
-        if replication_factor == -1:
-            replication_factor = self.settings.default_replication_factor
-        if replication_factor <= 0:
-            raise InvalidReplicationFactor("Replication factor must be larger than 0, or -1 to use the default value.")
-        if replication_factor != 1:
-            raise InvalidReplicationFactor(
-                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
-                f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
-        return num_partitions, topic_configs.validate(configs or {})
+        return num_partitions, topic_configs.validate(configs or {}), factor
 
     def reserve_topic(self, name: str, *args: Any, **kwargs: Any) -> TopicInfo:
         """check_topic, then take the name: the topic to pass to `create_topics`."""
-        partitions, overrides = self.check_topic(name, *args, **kwargs)
-        return self.catalog.reserve(name, partitions, overrides)
+        partitions, overrides, factor = self.check_topic(name, *args, **kwargs)
+        return self.catalog.reserve(name, partitions, overrides, factor)
 
     async def create_topics(self, topics: list[TopicInfo]) -> list[BaseException | None]:
         """Create reserved topics together: their logs opened in a worker thread, one catalog

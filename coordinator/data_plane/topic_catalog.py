@@ -45,6 +45,7 @@ class TopicInfo:
     partitions: int
     internal: bool = False
     configs: tuple[tuple[str, str], ...] = ()  # topic-level overrides, sorted by name
+    replication_factor: int = 1  # as created (data_plane/replication.py: the replicas Metadata names)
 
     def config_map(self) -> dict[str, str]:
         return dict(self.configs)
@@ -97,8 +98,10 @@ class TopicCatalog:
     at once); the next `commit` makes that durable. Without a store nothing is kept.
     `refresh` re-reads the store (cluster mode: topics other nodes created or deleted)."""
 
-    def __init__(self, cluster_id: str, offsets_partitions: int, store: CatalogStore | None = None) -> None:
-        offsets = TopicInfo(OFFSETS_TOPIC, offsets_topic_id(cluster_id), offsets_partitions, internal=True)
+    def __init__(self, cluster_id: str, offsets_partitions: int, store: CatalogStore | None = None,
+                 offsets_replication_factor: int = 1) -> None:
+        offsets = TopicInfo(OFFSETS_TOPIC, offsets_topic_id(cluster_id), offsets_partitions, internal=True,
+                            replication_factor=offsets_replication_factor)
         self._offsets = offsets
         self._by_name: dict[str, TopicInfo] = {offsets.name: offsets}
         self._by_id: dict[uuid.UUID, TopicInfo] = {offsets.topic_id: offsets}
@@ -134,7 +137,8 @@ class TopicCatalog:
         """A visible topic, or one being created."""
         return name in self._by_name or name in self._reserved
 
-    def reserve(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
+    def reserve(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+                replication_factor: int = 1) -> TopicInfo:
         """A new user topic with a fresh random id; its name is taken until `commit` or `release`."""
         if self.taken(name):
             raise ValueError(f"topic {name} exists")
@@ -143,7 +147,8 @@ class TopicCatalog:
             topic_id = uuid.uuid4()
         self._reserved.add(name)
         self._keys.setdefault(collision_key(name), name)
-        return TopicInfo(name, topic_id, partitions, configs=tuple(sorted((configs or {}).items())))
+        return TopicInfo(name, topic_id, partitions, configs=tuple(sorted((configs or {}).items())),
+                         replication_factor=replication_factor)
 
     def release(self, names: list[str]) -> None:
         """Free reserved names that were not committed."""

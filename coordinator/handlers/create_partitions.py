@@ -3,10 +3,11 @@
 A name given twice -> INVALID_REQUEST "Duplicate topic name." (answered first, as Kafka's); then per
 topic, in request order, the checks of data_plane/growth.py: UNKNOWN_TOPIC_OR_PARTITION (no message),
 INVALID_PARTITIONS (not an increase, above the server's limit, the internal topic),
-INVALID_REPLICA_ASSIGNMENT (as many assignments as new partitions, each naming one registered broker
-once). validate_only runs the checks and changes nothing. Requests are carried out one at a time, each
-topic checked against the catalog as the previous growths left it; `timeout` is not needed (the
-catalog write is the only wait) and no quota throttles it.
+INVALID_REPLICA_ASSIGNMENT (as many assignments as new partitions, each naming as many registered brokers as the
+topic's replication factor, none twice), INVALID_REPLICATION_FACTOR (no assignment, and fewer live brokers than
+the topic's replication factor). validate_only runs the checks and changes nothing. Requests are carried out
+one at a time, each topic checked against the catalog as the previous growths left it; `timeout` is not needed
+(the catalog write is the only wait) and no quota throttles it.
 """
 
 from __future__ import annotations
@@ -40,14 +41,12 @@ def _refused(name: str, exc: BaseException) -> dict:
 class CreatePartitionsHandler:
     def __init__(self, services: Services) -> None:
         self.data: DataPlane = services.data
-        self.view = services.view
         self.access = services.access
         self.lock = asyncio.Lock()  # one request's growths at a time: each checks what the last left
 
     def check(self, topic) -> tuple:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
-        brokers = {broker.node_id for broker in self.view.brokers()}
-        return check_growth(self.data, topic.name, topic.count, assignments, brokers)
+        return check_growth(self.data, topic.name, topic.count, assignments, set(self.data.live_brokers()))
 
     def handle(self, ctx: RequestContext, request) -> object:
         version = ctx.api_version

@@ -8,7 +8,8 @@ they do not fit, next_cursor names the first one left out. A cursor topic missin
 topics, or a negative cursor partition, fails the request: INVALID_REQUEST for each asked topic. An
 asked topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal
 name). Each partition: its leader as the cluster view tells it (-1 and no error when it has none),
-the view's leader epoch, replicas and ISR the leader alone, empty ELR lists; with no authorizer,
+the view's leader epoch, replicas and ISR as Metadata's (the leader, then live nodes up to the topic's
+replication factor: data_plane/replication.py), empty ELR lists; with no authorizer,
 every topic operation is authorized.
 """
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.cluster.view import NO_LEADER
+from coordinator.cluster.view import NO_LEADER, listener_brokers
+from coordinator.data_plane.replication import replica_nodes
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.handlers.metadata import TOPIC_OPERATIONS
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED, ZERO_UUID
@@ -37,12 +39,12 @@ class DescribeTopicPartitionsHandler:
         self.view = services.view
         self.access = services.access
 
-    def partitions(self, topic: TopicInfo, start: int, upper: int) -> list[dict]:
-        view, name = self.view, topic.name
+    def partitions(self, topic: TopicInfo, start: int, upper: int, live: list[int]) -> list[dict]:
+        view, name, factor = self.view, topic.name, topic.replication_factor
         out = []
         for index in range(start, upper):
             leader = view.leader(name, index)
-            nodes = [] if leader == NO_LEADER else [leader]
+            nodes = [] if leader == NO_LEADER else replica_nodes(leader, live, factor)
             out.append({"error_code": ErrorCode.none, "partition_index": index, "leader_id": leader,
                         "leader_epoch": view.leader_epoch(name, index), "replica_nodes": nodes, "isr_nodes": nodes,
                         "eligible_leader_replicas": [], "last_known_elr": [], "offline_replicas": []})
@@ -61,6 +63,7 @@ class DescribeTopicPartitionsHandler:
                        "is_internal": False, "partitions": []} for t in request.topics]
             return build(cls, throttle_time=NO_THROTTLE, topics=failed, next_cursor=None)
         remaining = max(min(MAX_PARTITIONS_PER_RESPONSE, request.response_partition_limit), 1)
+        live = sorted(b.node_id for b in listener_brokers(self.view.brokers(), ctx.listener))
         topics: list[dict] = []
         next_cursor = None
         for name in names:
@@ -84,7 +87,7 @@ class DescribeTopicPartitionsHandler:
                 continue
             start = cursor.partition_index if cursor is not None and name == cursor_name else 0
             upper = min(topic.partitions, start + remaining)
-            parts = self.partitions(topic, start, upper)
+            parts = self.partitions(topic, start, upper, live)
             topics.append({"error_code": ErrorCode.none, "name": name, "topic_id": topic.topic_id,
                            "is_internal": topic.internal, "partitions": parts,
                            "topic_authorized_operations": self.access.operations(ctx, ResourceType.TOPIC, name,

@@ -1,6 +1,8 @@
 """Metadata v0-v12: the brokers and each partition's leader, as the cluster view tells them.
 
-In local mode (LocalView) this node is the only broker and the leader of every partition.
+In local mode (LocalView) this node is the only broker and the leader of every partition. A partition's
+replicas and ISR are its leader and, in cluster mode, as many live nodes after it as the topic's replication
+factor allows (data_plane/replication.py).
 A partition with no leader (cluster mode, between owners) answers LEADER_NOT_AVAILABLE with
 leader -1 and no replicas, as Kafka does for a partition whose leader is offline.
 
@@ -25,6 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.view import NO_LEADER, listener_brokers
 from coordinator.completion import settled
+from coordinator.data_plane.replication import replica_nodes
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.errors import TopicAlreadyExists
 from coordinator.handlers import sliced_encoding
@@ -59,27 +62,28 @@ class MetadataHandler:
         """Auto-creation needs CREATE on the cluster or on the topic."""
         return self.access.cluster(ctx, Op.CREATE) or self.access.topic(ctx, Op.CREATE, name)
 
-    def partitions(self, topic: TopicInfo) -> list[dict]:
-        view, name = self.view, topic.name
+    def partitions(self, topic: TopicInfo, live: list[int]) -> list[dict]:
+        """Each partition's leader and replicas (= ISR: the leader and the live nodes after it, replication.py)."""
+        view, name, factor = self.view, topic.name, topic.replication_factor
         answers = []
         for index in range(topic.partitions):
             leader = view.leader(name, index)
-            nodes = [] if leader == NO_LEADER else [leader]
+            nodes = [] if leader == NO_LEADER else replica_nodes(leader, live, factor)
             code = ErrorCode.leader_not_available if leader == NO_LEADER else ErrorCode.none
             answers.append({"error_code": code, "partition_index": index, "leader_id": leader,
                             "leader_epoch": view.leader_epoch(name, index), "replica_nodes": nodes,
                             "isr_nodes": nodes, "offline_replicas": []})
         return answers
 
-    def described(self, topic: TopicInfo, topic_ops: int) -> dict:
+    def described(self, topic: TopicInfo, topic_ops: int, live: list[int]) -> dict:
         return {"error_code": ErrorCode.none, "name": topic.name, "topic_id": topic.topic_id,
-                "is_internal": topic.internal, "partitions": self.partitions(topic),
+                "is_internal": topic.internal, "partitions": self.partitions(topic, live),
                 "topic_authorized_operations": topic_ops}
 
     def classify(self, ctx: RequestContext, items, topic_ops: int, allow_auto_create: bool, seen: set[str],
-                 topics: list[dict], to_create: list[tuple[int, str]]) -> None:
+                 topics: list[dict], to_create: list[tuple[int, str]], live: list[int]) -> None:
         """Append each requested topic's answer to `topics`; names to auto-create to `to_create`
-        as (place in `topics`, name)."""
+        as (place in `topics`, name). `live`: the ids of the brokers listed (sorted)."""
         catalog = self.catalog
         for item in items:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
@@ -101,7 +105,7 @@ class MetadataHandler:
             if self.access.enabled and not self.visible(ctx, name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.topic_authorization_failed, NOT_REQUESTED))
             elif topic is not None:
-                topics.append(self.described(topic, self.topic_ops(ctx, name, topic_ops)))
+                topics.append(self.described(topic, self.topic_ops(ctx, name, topic_ops), live))
             elif topic_name_error(name):
                 topics.append(missing(name, ZERO_UUID, ErrorCode.invalid_topic_exception, topic_ops))
             elif allow_auto_create and self.access.enabled and not self.may_create(ctx, name):
@@ -153,10 +157,11 @@ class MetadataHandler:
         cluster_ops = self.access.cluster_operations(ctx, CLUSTER_OPERATIONS) \
             if getattr(request, "include_cluster_authorized_operations", False) else NOT_REQUESTED
         view = self.view
+        brokers = listener_brokers(view.brokers(), ctx.listener)
+        live = sorted(b.node_id for b in brokers)
         head = {"throttle_time": NO_THROTTLE, "cluster_id": self.node.cluster_id,
                 "controller_id": view.controller_id(),
-                "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                            for b in listener_brokers(view.brokers(), ctx.listener)],
+                "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in brokers],
                 "cluster_authorized_operations": cluster_ops}
 
         def respond(topics: list[dict]) -> object:
@@ -168,7 +173,8 @@ class MetadataHandler:
 
         if all_topics:
             visible = [t for t in self.catalog.all() if not self.access.enabled or self.visible(ctx, t.name)]
-            return respond([self.described(topic, self.topic_ops(ctx, topic.name, topic_ops)) for topic in visible])
+            return respond([self.described(topic, self.topic_ops(ctx, topic.name, topic_ops), live)
+                            for topic in visible])
         if version < 12 and any(
             getattr(t, "name", "") is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
             for t in requested
@@ -181,12 +187,12 @@ class MetadataHandler:
         to_create: list[tuple[int, str]] = []
         seen: set[str] = set()
         if len(requested) <= sliced_encoding.SLICE:
-            self.classify(ctx, requested, topic_ops, allow_auto_create, seen, topics, to_create)
+            self.classify(ctx, requested, topic_ops, allow_auto_create, seen, topics, to_create, live)
             return self.with_creation(topics, to_create, topic_ops, respond)
 
         async def in_slices() -> object:  # a huge request: other connections are served in between
             await sliced_encoding.in_slices(requested, lambda chunk: self.classify(
-                ctx, chunk, topic_ops, allow_auto_create, seen, topics, to_create))
+                ctx, chunk, topic_ops, allow_auto_create, seen, topics, to_create, live))
             return await settled(self.with_creation(topics, to_create, topic_ops, respond))
 
         return in_slices()

@@ -3,7 +3,8 @@
 CreateTopics follows ControllerApis.createTopics / ReplicationControlManager: names
 given twice -> INVALID_REQUEST "Duplicate topic name."; then per topic the checks of
 DataPlane.create_topic (illegal name, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
-INVALID_REPLICATION_FACTOR (one node: only 1), INVALID_REPLICA_ASSIGNMENT,
+INVALID_REPLICATION_FACTOR (local mode: only 1; cluster mode: up to the live nodes, replication.py),
+INVALID_REPLICA_ASSIGNMENT,
 INVALID_CONFIG). validate_only runs every check and creates nothing. v5+ results
 carry num_partitions, replication_factor and every supported config with its
 source; errors carry -1 and no configs.
@@ -65,9 +66,10 @@ class CreateTopicsHandler:
                  "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
                 for name, value in sorted(merged.items())]
 
-    def created(self, name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str]) -> dict:
+    def created(self, name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str],
+                factor: int) -> dict:
         return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
-                "num_partitions": partitions, "replication_factor": 1, "configs": self.config_list(overrides)}
+                "num_partitions": partitions, "replication_factor": factor, "configs": self.config_list(overrides)}
 
     def handle(self, ctx: RequestContext, request) -> object:
         data = self.data
@@ -95,8 +97,8 @@ class CreateTopicsHandler:
                         {c.name: c.value for c in topic.configs})
                 try:
                     if request.validate_only:
-                        partitions, overrides = data.check_topic(*args)
-                        results.append(created(topic.name, ZERO_UUID, partitions, overrides))
+                        partitions, overrides, factor = data.check_topic(*args)
+                        results.append(created(topic.name, ZERO_UUID, partitions, overrides, factor))
                     else:
                         info = data.reserve_topic(*args)
                         reserved.append((len(results), info))
@@ -126,7 +128,8 @@ class CreateTopicsHandler:
             errors = await data.create_topics([info for _, info in reserved])
             for (place, info), error in zip(reserved, errors):
                 if error is None:
-                    results[place] = created(info.name, info.topic_id, info.partitions, info.config_map())
+                    results[place] = created(info.name, info.topic_id, info.partitions, info.config_map(),
+                                             info.replication_factor)
                 elif isinstance(error, KafkaError):
                     results[place] = refused(info.name, error.code, str(error))
                 else:  # the disk refused the new partition directories or the catalog

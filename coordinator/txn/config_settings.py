@@ -8,11 +8,16 @@ from typing import Any
 from coordinator.config_values import _choice, _int
 
 INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1
 
 TXN_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
     "transaction.state.log.num.partitions": (
         "transaction_state_log_num_partitions", _int(1, 100000), "50",
         "Partitions of __transaction_state (fixes where each transactional id is coordinated)."),
+    "transaction.state.log.replication.factor": (
+        "transaction_state_log_replication_factor", _int(1, INT16_MAX), "3",
+        "Cluster mode: the replication factor __transaction_state is created with, i.e. how many live nodes "
+        "Metadata names as each partition's replicas, at most (its data's copies are PostgreSQL's)."),
     "transaction.state.log.segment.bytes": (
         "transaction_state_log_segment_bytes", _int(1, INT32_MAX), "104857600",
         "Segment size of the __transaction_state logs."),

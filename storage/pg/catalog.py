@@ -23,13 +23,13 @@ from storage.pg.notify import notify
 from storage.pg.ownership import ensure_partitions
 
 _ATTEMPTS = 3
-_SELECT = "SELECT name, topic_id, partitions, configs::text, internal FROM kc_topics"
+_SELECT = "SELECT name, topic_id, partitions, configs::text, internal, replication_factor FROM kc_topics"
 
 _INSERT_TOPICS = """
-INSERT INTO kc_topics (name, topic_id, partitions, configs, internal)
-SELECT t.name, t.topic_id, t.partitions, t.configs::jsonb, t.internal
-FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::bool[])
-     AS t(name, topic_id, partitions, configs, internal)
+INSERT INTO kc_topics (name, topic_id, partitions, configs, internal, replication_factor)
+SELECT t.name, t.topic_id, t.partitions, t.configs::jsonb, t.internal, t.replication_factor
+FROM unnest($1::text[], $2::uuid[], $3::int[], $4::text[], $5::bool[], $6::int2[])
+     AS t(name, topic_id, partitions, configs, internal, replication_factor)
 ON CONFLICT DO NOTHING
 RETURNING name"""
 
@@ -49,10 +49,11 @@ class TopicRow(NamedTuple):
     partitions: int
     configs: dict[str, str]
     internal: bool = False
+    replication_factor: int = 1
 
 
 def _row(record: asyncpg.Record) -> TopicRow:
-    return TopicRow(record[0], record[1], record[2], json.loads(record[3]), record[4])
+    return TopicRow(record[0], record[1], record[2], json.loads(record[3]), record[4], record[5])
 
 
 async def read_topics(pool: asyncpg.Pool) -> list[TopicRow]:
@@ -125,4 +126,5 @@ async def update_configs(pool: asyncpg.Pool, topic_id: uuid.UUID, configs: dict[
 
 def _columns(rows: Sequence[TopicRow]) -> tuple[list, ...]:
     return ([t.name for t in rows], [t.topic_id for t in rows], [t.partitions for t in rows],
-            [json.dumps(t.configs, sort_keys=True) for t in rows], [t.internal for t in rows])
+            [json.dumps(t.configs, sort_keys=True) for t in rows], [t.internal for t in rows],
+            [t.replication_factor for t in rows])

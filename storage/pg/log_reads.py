@@ -18,7 +18,7 @@ import asyncpg
 from storage import placement
 from storage.placement import OFFSETS_TOPIC
 
-from .connect import redact, unavailable_as_store_error
+from .connect import connect, redact, unavailable_as_store_error
 
 T = TypeVar("T")
 CRC_AT = 17  # Kafka batch header: baseOffset(8) batchLength(4) partitionLeaderEpoch(4) magic(1) crc(4)
@@ -49,7 +49,7 @@ def sync(url: str, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
 
     async def run() -> T:
         with unavailable_as_store_error(f"connect to {redact(url)}"):
-            conn = await asyncpg.connect(url)
+            conn = await connect(url)
         try:
             return await work(conn)
         finally:

@@ -13,7 +13,7 @@ import asyncpg
 
 from storage.pg.errors import SchemaTooNewError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # pg_advisory_xact_lock key of migrations: any fixed bigint; this one spells "kcschema" in ASCII.
 MIGRATION_LOCK = 0x6B63736368656D61
@@ -86,6 +86,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                                             commit boolean NOT NULL, coordinator_epoch int NOT NULL,
                                             queued_at timestamptz NOT NULL DEFAULT now())""",
             "CREATE INDEX kc_txn_markers_partition ON kc_txn_markers (topic_id, partition, id)",
+        ],
+    ),
+    (
+        6,
+        [
+            # A topic's replication factor as created (CreateTopics): how many live nodes Metadata names as each
+            # partition's replicas, at most (coordinator/data_plane/replication.py). Topics from before: 1.
+            "ALTER TABLE kc_topics ADD COLUMN replication_factor smallint NOT NULL DEFAULT 1",
         ],
     ),
 ]

@@ -253,6 +253,23 @@ async def test_postgresql_lost_while_running_loses_everything_and_it_all_comes_b
     assert cluster.nodes[1].state.brokers()[0].node_id == 1
 
 
+async def test_after_a_long_outage_postgresql_is_used_again_at_once_not_after_a_heartbeat_long_back_off(
+        cluster, postgres_server):
+    """A heartbeat of 20 s lets the back-offs grow to 6.4 s during an 8 s outage (a failover whose HA manager takes
+    its time): the session task still retries every SESSION_RETRY_MAX_S, and its reopening wakes the renew and
+    refresh tasks, so the node registers again and re-takes everything within a second or so of PostgreSQL's
+    return (a back-off of 6.4 s on each would take up to 12.8 s)."""
+    await cluster.start(1, heartbeat_ms=20000, session_ms=60000)
+    await cluster.settled([1], within_s=10)
+    database = cluster.url.rsplit("/", 1)[1]
+    postgres_server.sql(f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
+    postgres_server.sql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'")
+    await until(lambda: cluster.hooks[1].held == {}, within_s=5)
+    await asyncio.sleep(8)
+    postgres_server.sql(f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
+    await cluster.settled([1], within_s=4)
+
+
 async def test_a_dropped_session_loses_everything_then_registers_again_and_listens(cluster, postgres_server):
     for node_id in (1, 2):
         await cluster.start(node_id, heartbeat_ms=10000, session_ms=30000)

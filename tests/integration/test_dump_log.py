@@ -19,6 +19,7 @@ from storage.records import (
     encode_value,
 )
 from tests.support.pg_offsets import seed
+from tests.support.postgres import free_port
 from tests.support.server_process import ROOT
 
 CLASSIC = cg.ClassicMemberMetadata(45000, (cg.ClassicProtocol("range", b"\xff"),))
@@ -126,6 +127,12 @@ def test_storage_url_prints_the_same_lines_as_the_segment(tmp_path, pg_url):
     assert from_store.stdout == from_file.stdout
     assert len(from_store.stdout.splitlines()) == len(RECORDS)
     assert run("--storage-url", pg_url, "--partition", "3").stdout == ""
+    # the multi-host form of storage.url: a host that refuses first, then the server that can write
+    host_port, database = pg_url.split("@", 1)[1].split("/", 1)
+    several = f"postgresql://postgres@127.0.0.1:{free_port()},{host_port}/{database}?target_session_attrs=read-write"
+    assert run("--json", "--storage-url", several).stdout == from_file.stdout
+    bad = run("--storage-url", f"postgresql://postgres:s3cret@a,{host_port}/{database}")
+    assert bad.returncode == 2 and "target_session_attrs" in bad.stderr and "s3cret" not in bad.stderr
 
 
 def test_storage_url_corrupt_row_names_the_rows(tmp_path, pg_url):

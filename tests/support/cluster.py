@@ -115,9 +115,9 @@ class ClusterNodes(ClusterDatabase):
 
 
 async def _query(url: str, sql: str, args: tuple) -> list[dict]:
-    import asyncpg
+    from storage.pg.connect import connect
 
-    connection = await asyncpg.connect(url)
+    connection = await connect(url)  # (a URL of several hosts too)
     try:
         return [dict(row) for row in await connection.fetch(sql, *args)]
     finally:

@@ -2,7 +2,8 @@
 
 `PostgresServer` is a plain context manager (scripts, benches); the `postgres_server` fixture
 (session-scoped, so each xdist worker gets its own cluster) and `pg_url` (a fresh database per
-test) are registered for every test by tests/conftest.py.
+test) are registered for every test by tests/conftest.py. `standby()` adds a synchronous streaming-replication
+standby (pg_basebackup); `kill()` (kill -9 of the postmaster) and `promote()` make a PostgreSQL failover.
 
 initdb refuses to run as root; as root the server runs as the unprivileged `postgres` user
 (created by Debian's postgresql package) through `runuser`, in a temp dir that user owns.
@@ -16,9 +17,11 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,14 +127,20 @@ class PostgresServer:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
 
-    def start(self) -> PostgresServer:
+    def start(self, primary: PostgresServer | None = None) -> PostgresServer:
+        """initdb and start; with `primary`: a streaming-replication standby of it instead (pg_basebackup -R:
+        a copy of its data that follows its WAL, read-only until promoted)."""
         self.dir = Path(tempfile.mkdtemp(prefix="kc-pg-"))
         if self._user is not None:
             entry = pwd.getpwnam(self._user)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
         try:
-            initdb = ("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync")
-            _check(self._run(*initdb, "-D", str(self._data)), "initdb")
+            if primary is None:
+                initdb = ("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync")
+                _check(self._run(*initdb, "-D", str(self._data)), "initdb")
+            else:
+                _check(self._run("pg_basebackup", "-D", str(self._data), "-h", "127.0.0.1", "-p", str(primary.port),
+                                 "-U", "postgres", "-X", "stream", "-R", "-c", "fast", "--no-sync"), "pg_basebackup")
             self.port = free_port()
             settings = {**SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.dir}'"}
             with open(self._data / "postgresql.conf", "a", encoding="utf-8") as conf:
@@ -159,6 +168,39 @@ class PostgresServer:
         if self._running:
             self._running = False
             _check(self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", str(self._data)), "pg_ctl stop")
+
+    def standby(self) -> PostgresServer:
+        """A synchronous standby of this server, started and streaming: from now on a COMMIT here is answered
+        only once the standby has flushed it, so promoting the standby loses nothing acknowledged."""
+        standby = PostgresServer().start(primary=self)
+        try:
+            self.sql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+            self.sql("SELECT pg_reload_conf()")
+            deadline = time.monotonic() + 60
+            while self.sql("SELECT string_agg(sync_state, ',') FROM pg_stat_replication").strip() != "sync":
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the standby did not become synchronous within 60 s")
+                time.sleep(0.05)
+        except BaseException:
+            standby.stop()
+            raise
+        return standby
+
+    def kill(self) -> None:
+        """kill -9 of the postmaster: its listening socket closes at once; its backends notice and end
+        themselves (a commit waiting for the synchronous standby is never answered)."""
+        pid = int((self._data / "postmaster.pid").read_text().split()[0])
+        self._running = False
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the postmaster {pid} outlived SIGKILL for 30 s")
+            time.sleep(0.01)
+
+    def promote(self) -> None:
+        """pg_ctl promote (a standby): it ends recovery and accepts writes."""
+        _check(self._run("pg_ctl", "promote", "-w", "-t", "60", "-D", str(self._data)), "pg_ctl promote")
 
     @contextmanager
     def down(self) -> Iterator[None]:
@@ -200,6 +242,17 @@ class PostgresServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead: reaped by nobody here (the postmaster is not our child)
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def _check(done: subprocess.CompletedProcess, what: str) -> None:

@@ -26,7 +26,7 @@ async def test_migrate_creates_every_table_at_the_current_version(pg_url):
     try:
         assert await schema_version(conn) == 0
         assert await migrate(conn) == 0
-        assert await schema_version(conn) == SCHEMA_VERSION == 5
+        assert await schema_version(conn) == SCHEMA_VERSION == 6
         assert await _tables(conn) == TABLES
         assert await conn.fetch("SELECT id, next_block FROM kc_producer_ids") == [(1, 0)]
     finally:
@@ -68,10 +68,13 @@ async def test_a_version_1_database_is_migrated_keeping_its_rows(pg_url):
             await conn.execute(statement)
         await conn.execute("UPDATE kc_schema SET version = 1")
         await conn.execute("INSERT INTO kc_nodes VALUES (1, gen_random_uuid(), '[]', NULL, now())")
+        await conn.execute("INSERT INTO kc_topics (name, topic_id, partitions) VALUES ('t', gen_random_uuid(), 3)")
         assert await migrate(conn) == 1
         assert await schema_version(conn) == SCHEMA_VERSION
         # a node of version 1 holds no session lock: NULL, so its lease alone says whether it lives
         assert await conn.fetch("SELECT node_id, session_key FROM kc_nodes") == [(1, None)]
+        # a topic created before replication factors were kept: 1, what it was created with
+        assert await conn.fetch("SELECT name, replication_factor FROM kc_topics") == [("t", 1)]
     finally:
         await conn.close()
 
