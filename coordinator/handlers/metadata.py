@@ -8,8 +8,9 @@ Follows KafkaApis.handleTopicMetadataRequest: null topics (or, in v0, an empty l
 mean all topics, internal ones included; v10/v11 requests naming a topic by id only,
 or any request before v12 carrying a topic id, are invalid and get INVALID_REQUEST for
 every requested topic (MetadataRequest.getErrorResponse); unknown topic ids get
-UNKNOWN_TOPIC_ID; a topic the principal may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED with its
-id and a null name when asked by id, with its name and a zero id when asked by name; unknown names UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
+UNKNOWN_TOPIC_ID; a topic the principal may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED with
+its id and a null name when asked by id, with its name and a zero id when asked by name;
+unknown names UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
 when the name is not a legal topic name. An unknown, legal name is created when the
 request allows it (v4+ allow_auto_topic_creation; always before v4) and
 auto.create.topics.enable is set, and answered LEADER_NOT_AVAILABLE, as Kafka does.
