@@ -8,10 +8,24 @@ group id; OffsetMetadataManager.commitTransactionalOffset: coordinator/offsets/t
 too large per partition). The records are written as one transactional batch with the producer's id and epoch
 (runtime/txn_offsets.py) and answered once durable. Before v2, COORDINATOR_LOAD_IN_PROGRESS is answered
 COORDINATOR_NOT_AVAILABLE (clients before KAFKA-7296 do not expect it).
+
+KIP-890 part 1 (CoordinatorRuntime.scheduleTransactionalWriteOperation -> ReplicaManager's transaction
+verification): unless the producer already has a transaction open in the group's offsets partition
+(UnifiedLog.hasOngoingTransaction: pending offsets here), the transaction coordinator must confirm that the
+offsets partition is in the producer's ongoing transaction (AddOffsetsToTxn added it). Its refusal answers every
+partition, mapped as AddPartitionsToTxnManager and CoordinatorPartitionWriter do: TRANSACTION_ABORTABLE from v4
+(the clients that know it), INVALID_TXN_STATE before; PRODUCER_FENCED as INVALID_PRODUCER_EPOCH; the others as
+they are (INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS...). Without it, one
+TxnOffsetCommit for a partition never added left offsets pending for ever: no marker ever came for them (the
+transaction coordinator sends markers only to the partitions of the transaction), and every read_committed
+consumer of the group stalled on UNSTABLE_OFFSET_COMMIT. The verification is a call into this node's
+transaction coordinator, made in the same loop turn as the write: nothing can end the transaction in between
+(Kafka's verification guard). A transaction coordinated by another node (cluster mode) is not verified.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -22,6 +36,7 @@ from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.known_topics import merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer
+from coordinator.offsets.pending import PendingTxnOffsets
 from coordinator.offsets.txn_commit import producer_epoch_error, txn_commit_error
 from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
@@ -29,6 +44,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
+from storage.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger("coordinator.offsets.txn")
 
@@ -36,6 +52,20 @@ E = ErrorCode
 TXN_EPOCH_FROM = 2  # committed_leader_epoch
 TXN_MEMBER_FROM = 3  # generation, member id, group instance id
 TXN_LOAD_ERROR_FROM = 2
+TXN_ABORTABLE_FROM = 4  # KIP-890: CoordinatorPartitionWriter's genericError from v4, defaultError before
+
+#: (transactional id, producer id, producer epoch, topic, partition) -> the transaction coordinator's answer to a
+#: verification (TransactionCoordinator.verification; None: the transaction is not coordinated here)
+Verification = Callable[[str, int, int, str, int], "ErrorCode | None"]
+
+
+def verification_error(code: ErrorCode, version: int) -> ErrorCode:
+    """The coordinator's refusal of a verification as TxnOffsetCommit answers it at `version`."""
+    if code is E.producer_fenced:
+        return E.invalid_producer_epoch  # AddPartitionsToTxnManager: producers expect this one
+    if code is E.transaction_abortable and version < TXN_ABORTABLE_FROM:
+        return E.invalid_txn_state
+    return code
 
 _CLASSES = API_TABLE[ApiKey.TXN_OFFSET_COMMIT].responses
 _TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
@@ -59,11 +89,12 @@ def txn_response(version: int, answer: list) -> Any:
 
 class TxnOffsetCommitHandler:
     def __init__(self, groups: GroupCoordinator, partition_counts: dict[str, int],
-                 access: Access | None = None) -> None:
+                 access: Access | None = None, verification: Verification | None = None) -> None:
         self.shard_for = groups.shard_for
         self.settings = groups.settings
         self.partition_counts = partition_counts
         self.access = access
+        self.verification = verification  # None: no transaction coordinator to ask (unit tests of the rest)
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -121,7 +152,8 @@ class TxnOffsetCommitHandler:
             member_id, instance_id, generation = request.member_id, request.group_instance_id, request.generation_id
         else:
             member_id, instance_id, generation = "", None, -1
-        code = (shard.error or txn_commit_error(shard, group_id, member_id, instance_id, generation, version)
+        code = (shard.error or self.verify(version, request, shard.partition, shard.offsets.txn)
+                or txn_commit_error(shard, group_id, member_id, instance_id, generation, version)
                 or producer_epoch_error(shard, request.producer_id, request.producer_epoch))
         if code is not None:
             return error_answer(topics, code), None
@@ -132,6 +164,20 @@ class TxnOffsetCommitHandler:
         return answer, shard.txn.write(request.producer_id, request.producer_epoch, records, tails)
 
 
+    def verify(self, version: int, request: Any, offsets_partition: int, pending: PendingTxnOffsets
+               ) -> ErrorCode | None:
+        """None when the offsets may be written (see the module docstring), else the error for every partition."""
+        producer_id = request.producer_id
+        if self.verification is None or producer_id in pending.by_producer:
+            return None  # UnifiedLog.maybeStartTransactionVerification: an ongoing transaction here is not verified
+        code = self.verification(request.transactional_id, producer_id, request.producer_epoch, OFFSETS_TOPIC,
+                                 offsets_partition)
+        if code is None or code is E.none:
+            return None
+        return verification_error(code, version)
+
+
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    handler = TxnOffsetCommitHandler(services.groups, services.topics.partition_counts, services.access)
+    handler = TxnOffsetCommitHandler(services.groups, services.topics.partition_counts, services.access,
+                                     services.txn.verification)
     dispatcher.register(ApiKey.TXN_OFFSET_COMMIT, handler.handle)

@@ -219,17 +219,29 @@ class TransactionCoordinator:
         return (await self._drive(part, part.ops.add_partitions(txn_id, producer_id, producer_epoch,
                                                                 partitions))).error
 
+    def verification(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
+                     partition: int) -> ErrorCode | None:
+        """KIP-890: the coordinator's answer to a partition leader's AddPartitionsToTxn verify_only for one
+        partition (handleVerifyPartitionsInTransaction): NONE when the partition is in the producer's ongoing
+        transaction, else TRANSACTION_ABORTABLE, PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING,
+        CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS... Each caller maps it as Kafka's does (`verify`
+        for Produce, the TxnOffsetCommit handler for its versions). None: the transaction is not coordinated
+        here (cluster mode: another node's), so no verdict."""
+        part = self._active(txn_id)
+        if isinstance(part, ErrorCode):
+            return None if part is ErrorCode.not_coordinator else part
+        step = part.ops.add_partitions(txn_id, producer_id, producer_epoch, [(topic, partition)], verify_only=True)
+        errors = step.partition_errors or {}
+        return errors.get((topic, partition), step.error or ErrorCode.none)
+
     def verify(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
                partition: int) -> ErrorCode | None:
         """KIP-890: a transactional batch may begin a transaction in a partition only once the partition
         was added to it; the coordinator's answer as ReplicaManager turns it into a Produce error. Only
         transactions coordinated here are checked (cluster mode: None, no objection, for the others)."""
-        part = self._active(txn_id)
-        if isinstance(part, ErrorCode):
-            return None if part is ErrorCode.not_coordinator else ErrorCode.not_enough_replicas
-        step = part.ops.add_partitions(txn_id, producer_id, producer_epoch, [(topic, partition)], verify_only=True)
-        errors = step.partition_errors or {}
-        code = errors.get((topic, partition), step.error or ErrorCode.none)
+        code = self.verification(txn_id, producer_id, producer_epoch, topic, partition)
+        if code is None:
+            return None
         code = VERIFY_ERRORS.get(code, code)
         return None if code is ErrorCode.none else code
 

@@ -1,17 +1,19 @@
-"""TxnOffsetCommit against the real server process: a producer id from InitProducerId (idempotent: no
-transactional id), its offsets pending -- OffsetFetch require_stable answers UNSTABLE_OFFSET_COMMIT, a plain one
-the committed offset -- and still pending after kill -9 and a restart. (The marker that ends them comes from
-EndTxn, the transaction coordinator's; complete_transaction is tested in tests/unit/test_txn_offsets*.py.)"""
+"""TxnOffsetCommit against the real server process, with a raw wire client: offsets of a transaction whose
+group's offsets partition was added (AddOffsetsToTxn) are pending -- OffsetFetch require_stable answers
+UNSTABLE_OFFSET_COMMIT, a plain one the committed offset -- still pending after kill -9 and a restart, and
+committed by EndTxn's marker; offsets for a group the transaction never added are refused (KIP-890's
+verification, Kafka's error per request version) and nothing stays pending after EndTxn."""
 
 from __future__ import annotations
 
-import datetime
+import time
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
 from tests.support.offsets import commit_request, fetch_request, fetched, schema, wait_loaded
 from tests.support.server_process import start_server
+from tests.support.txn_wire import add_offsets, add_partitions, end_txn, init_producer_id
 from tests.support.wire_client import WireClient
 
 E = ErrorCode
@@ -19,7 +21,7 @@ GROUP = "txn-wire-group"
 
 
 def txn_commit(version: int, producer_id: int, epoch: int, offsets: dict[int, int], *, group: str = GROUP,
-               topic: str = "t", generation: int = -1, member: str = "") -> object:
+               topic: str = "t", generation: int = -1, member: str = "", txn_id: str = "txn-1") -> object:
     m = schema("txn_offset_commit", version)
     partitions = []
     for partition, offset in offsets.items():
@@ -29,7 +31,7 @@ def txn_commit(version: int, producer_id: int, epoch: int, offsets: dict[int, in
         partitions.append(m.TxnOffsetCommitRequestPartition(**kwargs))
     extra: dict = {"generation_id": i32(generation), "member_id": member, "group_instance_id": None} \
         if version >= 3 else {}
-    return m.TxnOffsetCommitRequest(transactional_id="txn-1", group_id=group, producer_id=producer_id,
+    return m.TxnOffsetCommitRequest(transactional_id=txn_id, group_id=group, producer_id=producer_id,
                                     producer_epoch=i16(epoch), topics=(m.TxnOffsetCommitRequestTopic(
                                         name=topic, partitions=tuple(partitions)),), **extra)
 
@@ -44,18 +46,32 @@ def stable(client: WireClient, version: int = 8) -> dict:
     return {key: (offset, code) for key, (offset, _e, _m, code) in fetched(topics).items()}
 
 
+def retried(call, timeout: float = 20.0):
+    """`call()` until it answers something else than a retriable loading error (the transaction coordinator's
+    partitions load in the background after a start)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = call()
+        code = getattr(answer, "error_code", answer)
+        if code not in (E.coordinator_load_in_progress, E.concurrent_transactions) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
+def begin(client: WireClient, txn_id: str) -> tuple[int, int]:
+    init = retried(lambda: init_producer_id(client, txn_id))
+    assert init.error_code == E.none
+    return init.producer_id, init.producer_epoch
+
+
 def test_txn_offset_commit_pending_until_its_marker_and_across_kill_9(tmp_path):
     data = str(tmp_path / "data")
     server = start_server(data, topics={"t": 2})
     try:
         with WireClient(server.host, server.port) as client:
             wait_loaded(client, GROUP)
-            init = schema("init_producer_id", 4).InitProducerIdRequest(
-                transactional_id=None, transaction_timeout=datetime.timedelta(milliseconds=60000),
-                producer_id=i64(-1), producer_epoch=i16(-1))
-            produced = client.call(init)
-            assert produced.error_code == E.none
-            pid, epoch = produced.producer_id, produced.producer_epoch
+            pid, epoch = begin(client, "txn-1")
+            assert add_offsets(client, "txn-1", pid, epoch, GROUP) == E.none
             assert codes(client.call(commit_request(8, GROUP, {("t", 0): 3}))) == {("t", 0): E.none}
             for version in (0, 3, 4):
                 answer = client.call(txn_commit(version, pid, epoch, {0: 10 + version, 1: 20 + version}))
@@ -67,6 +83,7 @@ def test_txn_offset_commit_pending_until_its_marker_and_across_kill_9(tmp_path):
             assert codes(client.call(txn_commit(4, pid, epoch, {0: 1}, generation=3, member="m"))) == {
                 ("t", 0): E.unknown_member_id}  # the (simple, Empty) group has no such member
             wait_loaded(client, "no-such-group")
+            assert add_offsets(client, "txn-1", pid, epoch, "no-such-group") == E.none
             assert codes(client.call(txn_commit(4, pid, epoch, {0: 1}, generation=3, member="m",
                                                 group="no-such-group"))) == {("t", 0): E.illegal_generation}
             assert codes(client.call(txn_commit(4, pid, epoch, {0: 1}, group=""))) == {("t", 0): E.invalid_group_id}
@@ -81,8 +98,43 @@ def test_txn_offset_commit_pending_until_its_marker_and_across_kill_9(tmp_path):
     try:
         with WireClient(server.host, server.port) as client:
             wait_loaded(client, GROUP)
-            assert stable(client) == unstable
+            assert stable(client) == unstable  # the transaction is still open: its offsets still pending
             plain = client.call(fetch_request(8, GROUP, {"t": [0, 1]}))
             assert {k: v[0] for k, v in fetched(plain.groups[0].topics).items()} == {("t", 0): 3, ("t", 1): -1}
+            assert retried(lambda: end_txn(client, "txn-1", pid, epoch, True)) == E.none
+            assert stable(client) == {("t", 0): (1, E.none), ("t", 1): (24, E.none)}
+    finally:
+        assert server.stop() == 0
+
+
+def test_offsets_for_a_group_the_transaction_never_added_are_refused_and_never_left_pending(tmp_path):
+    """The issue-30 wedge: InitProducerId, AddPartitionsToTxn, then TxnOffsetCommit without AddOffsetsToTxn was
+    answered NONE and left the offsets pending for ever (UNSTABLE_OFFSET_COMMIT after EndTxn, and after a
+    restart)."""
+    data = str(tmp_path / "data")
+    server = start_server(data, topics={"t": 2})
+    try:
+        with WireClient(server.host, server.port) as client:
+            wait_loaded(client, GROUP)
+            pid, epoch = begin(client, "wedge")
+            assert add_partitions(client, "wedge", pid, epoch, "t", [0]) == {("t", 0): E.none}
+            for version, refused in ((0, E.invalid_txn_state), (2, E.invalid_txn_state), (3, E.invalid_txn_state),
+                                     (4, E.transaction_abortable)):
+                answer = client.call(txn_commit(version, pid, epoch, {0: 7, 1: 8}, txn_id="wedge"))
+                assert codes(answer) == {("t", 0): refused, ("t", 1): refused}, version
+            fenced = client.call(txn_commit(4, pid, epoch + 1, {0: 7}, txn_id="wedge"))
+            assert codes(fenced) == {("t", 0): E.invalid_producer_epoch}
+            assert codes(client.call(txn_commit(4, pid, epoch, {0: 7}, txn_id="never-initialized"))) == {
+                ("t", 0): E.invalid_producer_id_mapping}
+            assert stable(client) == {("t", 0): (-1, E.none), ("t", 1): (-1, E.none)}
+            assert end_txn(client, "wedge", pid, epoch, True) == E.none
+            assert stable(client) == {("t", 0): (-1, E.none), ("t", 1): (-1, E.none)}
+    finally:
+        assert server.stop() == 0
+    server = start_server(data, topics={"t": 2})
+    try:
+        with WireClient(server.host, server.port) as client:
+            wait_loaded(client, GROUP)
+            assert stable(client) == {("t", 0): (-1, E.none), ("t", 1): (-1, E.none)}
     finally:
         assert server.stop() == 0
