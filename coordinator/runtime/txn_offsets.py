@@ -11,6 +11,9 @@ runtime's transactional writes and scheduleTransactionCompletion, over coordinat
   (where newer in the log than the committed offset) or dropped. A marker whose write failed changes nothing;
   the transaction coordinator sends it again.
 
+Pending offsets whose producer's transaction is over (no marker will come) are ended by an ABORT marker written
+through `complete` as well (txn/orphans.py), so the same replay and loading apply.
+
 Loading does the same from the log: storage.latest.LatestRecords holds transactional records per producer
 until their marker and applies it by the same rules; what has no marker by the log end is replayed here as
 pending (`replay` with the flag the fold computed), so a restart mid-transaction keeps it pending.

@@ -21,13 +21,14 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.errors import error_code_for
+from coordinator.transactions.metadata import TxnMetadata
 from coordinator.transactions.operations import TxnOps, TxnSettings
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from coordinator.transactions.views import TxnDescription, TxnListing, list_transactions
@@ -59,6 +60,16 @@ def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+class TxnListener(Protocol):
+    """Told of what ends transactions (txn/orphans.OrphanedOffsets: pending offsets no marker will end)."""
+
+    def transaction_ended(self, md: TxnMetadata, coordinator_epoch: int) -> None: ...
+
+    def sweep_soon(self) -> None: ...
+
+    def sweep(self) -> int: ...
+
+
 class Loading(Enum):
     LOADING = "loading"
     ACTIVE = "active"
@@ -88,6 +99,7 @@ class TransactionCoordinator:
         self.wall_ms = wall_ms
         self.partitions: dict[int, TxnPartition] = {}
         self._periodic: list[asyncio.Task] = []
+        self.listener: TxnListener | None = None  # set by txn/build.py once the group coordinator exists
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, owned: Iterable[int] | None = None) -> None:
@@ -105,6 +117,7 @@ class TransactionCoordinator:
             return
         self._periodic = [
             asyncio.ensure_future(self._every(self.settings.abort_interval_ms, self.abort_timed_out)),
+            asyncio.ensure_future(self._every(self.settings.abort_interval_ms, self._sweep_orphans)),
             asyncio.ensure_future(self._every(self.settings.expire_interval_ms, self.expire_ids)),
             asyncio.ensure_future(self._every(COMPACTION_INTERVAL_MS, self._compact)),
         ]
@@ -174,6 +187,8 @@ class TransactionCoordinator:
                  coordinator_epoch=part.coordinator_epoch, seconds=round(time.monotonic() - started, 3))
         for job in part.ops.recovering():
             self._start_markers(part, job)
+        if self.listener is not None:
+            self.listener.sweep_soon()  # offsets a restart found pending for transactions now known over
 
     # --------------------------------------------------------------- lookups
     def partition_of(self, txn_id: str) -> int:
@@ -322,6 +337,8 @@ class TransactionCoordinator:
                 if answer.error is not ErrorCode.none:
                     log.warning("completing a transaction failed", transactional_id=job.txn_id,
                                 error=answer.error.name)
+                elif self.listener is not None and (md := part.txns.get(job.txn_id)) is not None:
+                    self.listener.transaction_ended(md, part.coordinator_epoch)
                 return
             await asyncio.sleep(RETRY_BACKOFF_MS / 1000)
             if self.partitions.get(part.partition) is not part:
@@ -351,6 +368,9 @@ class TransactionCoordinator:
                         log.warning("aborting a timed-out transaction failed", transactional_id=step.txn_id,
                                     error=answer.error.name)
         return started
+
+    async def _sweep_orphans(self) -> int:
+        return 0 if self.listener is None else self.listener.sweep()
 
     async def _compact(self) -> int:
         return await self.state_log.compact(self.wall_ms())

@@ -138,3 +138,93 @@ def test_offsets_for_a_group_the_transaction_never_added_are_refused_and_never_l
             assert stable(client) == {("t", 0): (-1, E.none), ("t", 1): (-1, E.none)}
     finally:
         assert server.stop() == 0
+
+
+def wait_all_loaded(server, timeout: float = 20.0) -> None:
+    """Until every offsets partition and every __transaction_state partition (50 each) logged its load."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = list(server.lines)
+        if any("offsets partitions loaded" in line for line in lines) and sum(
+                "transaction state partition loaded" in line for line in lines) == 50:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the partitions did not load")
+
+
+async def _write_orphan(data: str, producer_id: int, epoch: int, offset: int) -> None:
+    """With the server stopped: offsets pending for `producer_id` in GROUP's offsets partition, written as the
+    server before KIP-890's verification of TxnOffsetCommit did for a group the transaction never added."""
+    from coordinator.groups.settings import GroupSettings
+    from coordinator.record_types import OffsetCommitRecord, OffsetValue
+    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.loader import load_all
+    from coordinator.runtime.timers import FakeScheduler
+    from storage.placement import partition_for
+
+    partition = partition_for(GROUP, 50)
+    durable = DurableLog(data)
+    groups = GroupCoordinator(GroupSettings(offsets_partitions=50), FakeScheduler(), durable, owned=[partition])
+    durable.open_partition(partition)
+    await load_all(groups.owned_shards(), durable, None)
+    value = OffsetValue(offset, "", int(time.time() * 1000), -1, -1)
+    await groups.shard_for(GROUP).txn.write(producer_id, epoch, [OffsetCommitRecord(GROUP, "t", 0, value)])
+    await durable.close()
+
+
+def test_offsets_left_pending_by_transactions_that_are_over_are_aborted_at_load_and_when_they_complete(tmp_path):
+    """What the unverified TxnOffsetCommit left in a log: for a transaction that completed, aborted once the
+    restarted server has loaded (and so across every later restart); for one still ongoing (its partitions
+    without the group's), left pending until it completes, then aborted."""
+    import asyncio
+
+    data = str(tmp_path / "data")
+    server = start_server(data, topics={"t": 2})
+    try:
+        with WireClient(server.host, server.port) as client:
+            wait_loaded(client, GROUP)
+            assert codes(client.call(commit_request(8, GROUP, {("t", 0): 3}))) == {("t", 0): E.none}
+            done_pid, done_epoch = begin(client, "completed")
+            assert add_partitions(client, "completed", done_pid, done_epoch, "t", [0]) == {("t", 0): E.none}
+            assert end_txn(client, "completed", done_pid, done_epoch, True) == E.none
+    finally:
+        assert server.stop() == 0
+    asyncio.run(_write_orphan(data, done_pid, done_epoch, 50))
+    server = start_server(data, topics={"t": 2})
+    try:
+        with WireClient(server.host, server.port) as client:
+            wait_loaded(client, GROUP)
+            settled = {("t", 0): (3, E.none), ("t", 1): (-1, E.none)}
+            deadline = time.monotonic() + 10
+            while stable(client) != settled and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert stable(client) == settled  # aborted: the committed offset stays
+            open_pid, open_epoch = begin(client, "ongoing")
+            assert add_partitions(client, "ongoing", open_pid, open_epoch, "t", [1]) == {("t", 1): E.none}
+    finally:
+        assert server.stop() == 0
+    asyncio.run(_write_orphan(data, open_pid, open_epoch, 60))
+    server = start_server(data, topics={"t": 2})
+    try:
+        with WireClient(server.host, server.port) as client:
+            wait_all_loaded(server)
+            client.call(fetch_request(8, GROUP, {"t": [0]}))  # answered after the sweeps the loads asked for
+            assert stable(client) == {("t", 0): (-1, E.unstable_offset_commit), ("t", 1): (-1, E.none)}
+            assert end_txn(client, "ongoing", open_pid, open_epoch, True) == E.none
+            deadline = time.monotonic() + 10
+            while stable(client) != settled and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert stable(client) == settled
+            assert any("aborting transactional offsets no transaction marker will end" in line
+                       for line in server.lines)
+    finally:
+        assert server.stop() == 0
+    server = start_server(data, topics={"t": 2})
+    try:
+        with WireClient(server.host, server.port) as client:
+            wait_loaded(client, GROUP)
+            assert stable(client) == settled  # the ABORT markers are in the log: nothing pending at the load
+            assert not any("aborting transactional offsets" in line for line in server.lines)
+    finally:
+        assert server.stop() == 0

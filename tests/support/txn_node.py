@@ -11,6 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.completion import Completion
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.groups.settings import GroupSettings
 from coordinator.handlers.txn_offset_commit import TxnOffsetCommitHandler
@@ -20,9 +21,11 @@ from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 from coordinator.txn.coordinator import Loading, TransactionCoordinator
 from coordinator.txn.markers import MarkerWriter
+from coordinator.txn.orphans import OrphanedOffsets
 from coordinator.txn.settings import TxnRuntimeSettings
 from coordinator.txn.state_log import TxnStateLog
 from storage.placement import OFFSETS_TOPIC, partition_for
+from tests.support.offsets import schema
 
 OFFSETS_PARTITIONS = 3
 
@@ -61,6 +64,8 @@ class TxnNode:
         self.txn = TransactionCoordinator(settings, TxnStateLog(str(tmp_path / "txn-logs"), flush_policy="none"),
                                           MarkerWriter(self._data_marker, self.groups.complete_transaction),
                                           ProducerIdAllocator(str(tmp_path)), wall_ms=self.clock)
+        self.orphans = OrphanedOffsets(self.txn, self.groups)
+        self.txn.listener = self.orphans
 
     async def _data_marker(self, *marker) -> None:
         self.data_markers.append(marker)
@@ -71,6 +76,7 @@ class TxnNode:
             if all(part.state is Loading.ACTIVE for part in self.txn.partitions.values()):
                 break
             await asyncio.sleep(0.001)
+        await asyncio.sleep(0)  # the sweep the loads asked for
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
@@ -89,3 +95,26 @@ class TxnNode:
 
     def pending(self, group: str) -> bool:
         return self.groups.shard_for(group).offsets.txn.has_open(group)
+
+
+def request(version: int, txn_id: str, producer_id: int, epoch: int, offset: int = 4, group: str = "g"):
+    """A TxnOffsetCommit of `offset` for partition 0 of topic t."""
+    m = schema("txn_offset_commit", version)
+    fields: dict = {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}
+    if version >= 2:
+        fields["committed_leader_epoch"] = -1
+    extra = {"generation_id": -1, "member_id": "", "group_instance_id": None} if version >= 3 else {}
+    return m.TxnOffsetCommitRequest(transactional_id=txn_id, group_id=group, producer_id=producer_id,
+                                    producer_epoch=epoch, topics=(m.TxnOffsetCommitRequestTopic(
+                                        name="t", partitions=(m.TxnOffsetCommitRequestPartition(**fields),)),),
+                                    **extra)
+
+
+async def commit(handler: TxnOffsetCommitHandler, version: int, *args, **kwargs) -> ErrorCode:
+    """The error of `request(version, *args, **kwargs)`'s one partition, once answered."""
+    result = handler.handle(SimpleNamespace(api_version=version), request(version, *args, **kwargs))
+    if isinstance(result, Completion):  # answered once the write is durable
+        result = await result
+    [topic] = result.topics
+    [partition] = topic.partitions
+    return partition.error_code

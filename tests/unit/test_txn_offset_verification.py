@@ -6,39 +6,14 @@ nothing is left pending; with AddOffsetsToTxn they are pending until EndTxn's ma
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
-import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.handlers.txn_offset_commit import TxnOffsetCommitHandler
-from tests.support.offsets import schema
-from tests.support.txn_node import OFFSETS, TxnNode, stable_fetch
+from tests.support.txn_node import OFFSETS, TxnNode, commit, stable_fetch
 
-pytestmark = pytest.mark.asyncio
 E = ErrorCode
-GROUP = "g"
-
-
-def request(version: int, txn_id: str, producer_id: int, epoch: int, offset: int = 4):
-    m = schema("txn_offset_commit", version)
-    fields: dict = {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}
-    if version >= 2:
-        fields["committed_leader_epoch"] = -1
-    extra = {"generation_id": -1, "member_id": "", "group_instance_id": None} if version >= 3 else {}
-    return m.TxnOffsetCommitRequest(transactional_id=txn_id, group_id=GROUP, producer_id=producer_id,
-                                    producer_epoch=epoch, topics=(m.TxnOffsetCommitRequestTopic(
-                                        name="t", partitions=(m.TxnOffsetCommitRequestPartition(**fields),)),),
-                                    **extra)
-
-
-async def commit(handler: TxnOffsetCommitHandler, version: int, *args, **kwargs) -> ErrorCode:
-    result = handler.handle(SimpleNamespace(api_version=version), request(version, *args, **kwargs))
-    if hasattr(result, "done") and not isinstance(result, type):
-        result = await result
-    [topic] = result.topics
-    [partition] = topic.partitions
-    return partition.error_code
+GROUP = "g"  # the group of txn_node.request
 
 
 async def test_offsets_of_a_partition_not_in_the_transaction_are_refused_per_version(tmp_path):
