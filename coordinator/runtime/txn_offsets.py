@@ -18,8 +18,9 @@ Loading does the same from the log: storage.latest.LatestRecords holds transacti
 until their marker and applies it by the same rules; what has no marker by the log end is replayed here as
 pending (`replay` with the flag the fold computed), so a restart mid-transaction keeps it pending.
 
-Known gap: a non-transactional commit that marks a pending offset stale and then fails to be written does not
-take the mark back (the pending offset is then not committed by its marker).
+A non-transactional commit that marks a pending offset stale and then fails to be written takes the mark back
+(offsets/pending.StaleMarks). Known gap: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write fails
+does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key).
 """
 
 from __future__ import annotations
