@@ -60,10 +60,13 @@ class Shard(Protocol):
 
 
 class ShardTxnOffsets:
-    __slots__ = ("shard",)
+    __slots__ = ("shard", "verifying")
 
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
+        #: producer id -> the guards of its TxnOffsetCommits waiting for another node's verification (Kafka's
+        #: VerificationStateEntry): a marker of the producer written meanwhile voids them
+        self.verifying: dict[int, list[object]] = {}
 
     @property
     def pending(self) -> PendingTxnOffsets:
@@ -134,9 +137,28 @@ class ShardTxnOffsets:
 
         return taken_back
 
+    # --- verification guards ---------------------------------------------------------------------
+
+    def guard(self, producer_id: int) -> object:
+        """A guard for a verification of the producer's transaction asked of another node."""
+        guard = object()
+        self.verifying.setdefault(producer_id, []).append(guard)
+        return guard
+
+    def release(self, producer_id: int, guard: object) -> bool:
+        """The verification answered: whether no marker of the producer was written here since `guard`."""
+        guards = self.verifying.get(producer_id)
+        if guards is None or guard not in guards:
+            return False
+        guards.remove(guard)
+        if not guards:
+            del self.verifying[producer_id]
+        return True
+
     def complete(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> PendingWrite:
         """Write the producer's marker; its pending offsets end once it is durable (`replay_marker`)."""
         shard = self.shard
+        self.verifying.pop(producer_id, None)  # the transaction ends here: verifications in flight are void
         marker = ControlMarker(producer_id, producer_epoch, commit, coordinator_epoch)
         write = PendingWrite([], marker=marker)
         if shard.error is not None:

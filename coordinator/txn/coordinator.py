@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from enum import Enum
 from typing import Any, Protocol
 
@@ -100,6 +100,8 @@ class TransactionCoordinator:
         self.partitions: dict[int, TxnPartition] = {}
         self._periodic: list[asyncio.Task] = []
         self.listener: TxnListener | None = None  # set by txn/build.py once the group coordinator exists
+        #: cluster mode: asks the node coordinating a transaction hosted elsewhere (cluster/txn_verification.py)
+        self.remote_verification: Callable[[str, int, int, str, int], Awaitable[ErrorCode | None]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, owned: Iterable[int] | None = None) -> None:

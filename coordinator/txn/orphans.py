@@ -21,8 +21,9 @@ pending anywhere here are orphans), after an offsets partition or a transaction 
 restart found pending), and every `transaction.abort.timed.out.transaction.cleanup.interval.ms` (a marker
 write that failed; a transactional id that expired). A producer id no transactional id here holds is known to
 be over only when this node coordinates every transaction (all __transaction_state partitions hosted and
-loaded: local mode); in cluster mode the offsets of a transaction coordinated by another node are left to
-its markers (docs/TRANSACTIONS.md, "Not done").
+loaded: local mode). In cluster mode the offsets of a producer whose transactional id another node coordinates
+are not looked at: TxnOffsetCommit's verification (over PostgreSQL) keeps new ones from being written outside
+their transaction, and what an earlier version left so stays until both partitions are on one node.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class OrphanedOffsets:
         self.groups = groups
         self._writing: set[tuple[int, int]] = set()  # (offsets partition, producer id): an ABORT in flight
         self._soon: asyncio.Handle | None = None
-        self.aborted = 0  # ABORT markers written (metrics, tests)
+        self.aborted = 0  # ABORT markers written (tests; each is logged)
 
     # --- triggers ------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.completion import Completion
+from coordinator.completion import settled
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.groups.settings import GroupSettings
 from coordinator.handlers.txn_offset_commit import TxnOffsetCommitHandler
@@ -83,7 +83,7 @@ class TxnNode:
         await self.txn.stop()
 
     def txn_offset_handler(self) -> TxnOffsetCommitHandler:
-        return TxnOffsetCommitHandler(self.groups, {"t": 2}, None, self.txn.verification)
+        return TxnOffsetCommitHandler(self.groups, {"t": 2}, None, self.txn)
 
     async def begin(self, txn_id: str, partitions: list[tuple[str, int]]) -> tuple[int, int]:
         """InitProducerId, then AddPartitionsToTxn (AddOffsetsToTxn: the group's offsets partition) of `partitions`."""
@@ -112,9 +112,7 @@ def request(version: int, txn_id: str, producer_id: int, epoch: int, offset: int
 
 async def commit(handler: TxnOffsetCommitHandler, version: int, *args, **kwargs) -> ErrorCode:
     """The error of `request(version, *args, **kwargs)`'s one partition, once answered."""
-    result = handler.handle(SimpleNamespace(api_version=version), request(version, *args, **kwargs))
-    if isinstance(result, Completion):  # answered once the write is durable
-        result = await result
+    result = await settled(handler.handle(SimpleNamespace(api_version=version), request(version, *args, **kwargs)))
     [topic] = result.topics
     [partition] = topic.partitions
     return partition.error_code

@@ -50,13 +50,15 @@ async def test_with_add_offsets_to_txn_the_offsets_are_pending_until_the_marker(
 
 
 class Coordinator:
-    """A verification stub: answers `code`, counts its calls."""
+    """A transaction coordinator stub: its verification answers `code`, counts its calls; no other node."""
+
+    remote_verification = None
 
     def __init__(self, code: ErrorCode | None) -> None:
         self.code = code
         self.calls = 0
 
-    def __call__(self, *_args) -> ErrorCode | None:
+    def verification(self, *_args) -> ErrorCode | None:
         self.calls += 1
         return self.code
 
@@ -74,6 +76,6 @@ async def test_an_ongoing_transaction_in_the_partition_is_not_verified_again_and
                                         (E.not_coordinator, 4, E.not_coordinator)):
             stub.code = code
             assert await commit(handler, version, "tx", 78, 0) is answered, (code, version)
-        stub.code = None  # not coordinated here (cluster mode, another node's transaction): not verified
+        stub.code = None  # not coordinated here, and no other node to ask (remote_verification: cluster mode)
         assert await commit(handler, 4, "tx", 78, 0) is E.none
         await asyncio.sleep(0)
