@@ -108,6 +108,9 @@ class App:
         self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
                                  metrics=metrics, dynamic=dynamic, scram=scram, acl_store=acl_store,
                                  txn_topic=None if cluster is None else cluster.txn_topic.ready)
+        listener = self.services.txn.listener
+        if listener is not None:  # offsets a restart found pending, for transactions known over (txn/orphans.py)
+            self.offsets.on_loaded = listener.sweep_soon
         if cluster is not None:
             cluster.acls = self.services.acls
             cluster.attach_txn(self.services.txn)  # it takes __transaction_state partitions as the others

@@ -34,6 +34,7 @@ from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.startup import StartupError, claim_scratch, open_store
 from coordinator.cluster.state import ClusterState, advertised_listeners
 from coordinator.cluster.txn_topic import TxnTopic
+from coordinator.cluster.txn_verification import RemoteVerification
 from coordinator.config import Config, Listener
 from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
 from coordinator.data_plane.broker_configs import DynamicBrokerConfigs
@@ -45,7 +46,7 @@ from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
 from coordinator.txn.markers import MarkerWriter
-from storage.pg import cluster_meta, txn_markers
+from storage.pg import cluster_meta, txn_markers, txn_verify
 from storage.pg.connect import connect
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
@@ -86,6 +87,7 @@ class ClusterNode:
         self.consumer = MarkerConsumer(pool, self.hooks.holding)
         self.hooks.taken = self.consumer.taken
         self.markers = MarkerQueue(pool, self._topic_id, queued=self.consumer.queued)
+        self.verification: RemoteVerification | None = None  # once the transaction coordinator is attached
         self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
@@ -129,6 +131,9 @@ class ClusterNode:
         txn.markers = MarkerWriter(local.data_marker, local.offsets_marker, remote=self.markers.remote,
                                    is_local=self.hooks.holds)
         self.hooks.txn = txn
+        # KIP-890's verification of a transaction another node coordinates: asked over PostgreSQL
+        self.verification = RemoteVerification(self.pool, self.config.node_id, txn)
+        txn.remote_verification = self.verification.verify
 
     def _txn_notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
         self.markers.notified(payload)
@@ -154,6 +159,8 @@ class ClusterNode:
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
             connect=partial(connect, config.storage_url), refresh_catalog=self._refresh_catalog)
         self.membership.session.listen(txn_markers.CHANNEL, self._txn_notified)
+        if self.verification is not None:
+            self.membership.session.listen(txn_verify.CHANNEL, self.verification.notified)
         await self._join(self.membership)
         self.supervisor.start()
         self._sweeper = asyncio.ensure_future(self.consumer.run(config.broker_heartbeat_interval_ms / 1000))
@@ -191,6 +198,8 @@ class ClusterNode:
                 log.warning("cluster.handoff_failed", error=repr(exc))
         await self.consumer.stop()
         await self.markers.stop()
+        if self.verification is not None:
+            await self.verification.stop()
 
     async def close(self) -> None:
         await self.pool.close()

@@ -3,7 +3,7 @@ the records it wrote are durable (Kafka completes the response when its records 
 
 Authorization as Kafka's KafkaApis.handleConsumerGroupHeartbeat: READ on the group, then DESCRIBE on every
 subscribed topic name (TOPIC_AUTHORIZATION_FAILED when one is refused: a client must not learn of topics it
-cannot see).
+cannot see); a subscribed regex matches only topics the principal may DESCRIBE (groups/consumer/regexes.py).
 """
 
 from __future__ import annotations
@@ -94,15 +94,19 @@ def oversized(request: Any, shard: Any) -> tuple[ErrorCode, str] | None:
 OWNED_WITHOUT_MEMBER = 10_000
 
 
-def params_of(ctx: RequestContext, request: Any) -> HeartbeatParams:
+def params_of(ctx: RequestContext, request: Any, access: Access | None = None) -> HeartbeatParams:
     names = request.subscribed_topic_names
+    describable = None
+    if access is not None and access.enabled:
+        def describable(name: str) -> bool:  # TopicRegexResolver: regex matches the principal may see only
+            return access.topic(ctx, Op.DESCRIBE, name)
     return HeartbeatParams(
         group_id=request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
         instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=ms(request.rebalance_timeout),
         subscribed_topic_names=None if names is None else tuple(names),
         subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor, owned=_owned(request.topic_partitions),
-        client_id=ctx.client_id or "", client_host=ctx.client_host)
+        client_id=ctx.client_id or "", client_host=ctx.client_host, describable=describable)
 
 
 #: the fast path's cached answers, (version, member id, epoch) -> frame; cleared when it grows past this
@@ -189,7 +193,7 @@ class ConsumerGroupHeartbeatHandler:
             refused = oversized(request, shard)
             if refused is not None:
                 return error_response(version, *refused)
-            answer, write = shard.consumer_heartbeat(params_of(ctx, request))
+            answer, write = shard.consumer_heartbeat(params_of(ctx, request, access))
         except KafkaError as exc:
             return error_response(version, exc.code, str(exc))
         except Exception:

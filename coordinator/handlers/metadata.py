@@ -10,7 +10,9 @@ Follows KafkaApis.handleTopicMetadataRequest: null topics (or, in v0, an empty l
 mean all topics, internal ones included; v10/v11 requests naming a topic by id only,
 or any request before v12 carrying a topic id, are invalid and get INVALID_REQUEST for
 every requested topic (MetadataRequest.getErrorResponse); unknown topic ids get
-UNKNOWN_TOPIC_ID; unknown names UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
+UNKNOWN_TOPIC_ID; a topic the principal may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED with
+its id and a null name when asked by id, with its name and a zero id when asked by name;
+unknown names UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
 when the name is not a legal topic name. An unknown, legal name is created when the
 request allows it (v4+ allow_auto_topic_creation; always before v4) and
 auto.create.topics.enable is set, and answered LEADER_NOT_AVAILABLE, as Kafka does.
@@ -89,8 +91,8 @@ class MetadataHandler:
             topic_id = getattr(item, "topic_id", None) or ZERO_UUID
             if topic_id != ZERO_UUID:
                 topic = catalog.by_id(topic_id)
-                if topic is None:
-                    topics.append(missing(None, topic_id, ErrorCode.unknown_topic_id, topic_ops))
+                if topic is None:  # KafkaApis sets no authorized operations on these
+                    topics.append(missing(None, topic_id, ErrorCode.unknown_topic_id, NOT_REQUESTED))
                     continue
                 name = topic.name
             else:
@@ -103,7 +105,12 @@ class MetadataHandler:
             seen.add(name)
             topic = catalog.get(name)
             if self.access.enabled and not self.visible(ctx, name):
-                topics.append(missing(name, ZERO_UUID, ErrorCode.topic_authorization_failed, NOT_REQUESTED))
+                # KafkaApis: asked by id, the id (not sensitive) without the name; asked by name, the name
+                # without the id -- never both, and nothing that says whether a named topic exists
+                if topic_id != ZERO_UUID:
+                    topics.append(missing(None, topic_id, ErrorCode.topic_authorization_failed, NOT_REQUESTED))
+                else:
+                    topics.append(missing(name, ZERO_UUID, ErrorCode.topic_authorization_failed, NOT_REQUESTED))
             elif topic is not None:
                 topics.append(self.described(topic, self.topic_ops(ctx, name, topic_ops), live))
             elif topic_name_error(name):

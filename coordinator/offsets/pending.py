@@ -14,6 +14,11 @@ materialization of another producer's pending offset written later (`end`). The 
 position only grows between two tombstones of the key, and a tombstone drops the key's pending offsets
 (`deleted`, as Kafka's replay of a tombstone), so "stale" is exactly "older than the committed one".
 
+A live non-transactional commit replays before it is durable: it marks the offsets it finds current as marked
+by it (`StaleMarks`), and they become stale only once it is durable -- a commit whose write fails takes its marks
+back, so the marker still materializes what it would have (the pending offset is newer in the log than any
+committed one then).
+
 A marker ends the producer's offsets replayed before it (`end(..., upto)`): those with a smaller `seq`.
 Deviation from Kafka, on purpose: a producer whose pending offsets of a group were all removed by tombstones
 leaves the group's open transactions then (Kafka keeps it there until the partition reloads -- its marker finds
@@ -30,15 +35,51 @@ Key = tuple[str, str, int]  # group, topic, partition
 
 
 class PendingOffset:
-    __slots__ = ("value", "seq", "stale")
+    __slots__ = ("value", "seq", "stale", "marks")
 
     def __init__(self, value: OffsetValue, seq: int, stale: bool = False) -> None:
         self.value = value
         self.seq = seq  # its place in the log, relative to the other pending offsets and markers
         self.stale = stale  # a committed offset newer in the log exists: a COMMIT will not materialize it
+        self.marks: list[StaleMarks] | None = None  # in-flight commits of its key: stale once one is durable
+
+    @property
+    def is_stale(self) -> bool:
+        """Stale, or about to be (a commit of its key in flight: writes settle in log order, before a marker)."""
+        return self.stale or bool(self.marks)
 
     def __repr__(self) -> str:
-        return f"PendingOffset({self.value!r}, seq={self.seq}, stale={self.stale})"
+        return f"PendingOffset({self.value!r}, seq={self.seq}, stale={self.stale}, marks={len(self.marks or ())})"
+
+
+class StaleMarks:
+    """The pending offsets one live write's non-transactional commits found current: stale once the write is
+    durable (`settle(None)`), as they were if it failed."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[PendingOffset] = []
+
+    def mark(self, entry: PendingOffset) -> None:
+        if entry.marks is None:
+            entry.marks = [self]
+        elif self not in entry.marks:
+            entry.marks.append(self)
+        else:
+            return
+        self.entries.append(entry)
+
+    def settle(self, error: BaseException | None) -> None:
+        for entry in self.entries:
+            marks = entry.marks
+            if marks is not None and self in marks:
+                marks.remove(self)
+                if not marks:
+                    entry.marks = None
+                if error is None:
+                    entry.stale = True
+        self.entries = []
 
 
 class PendingTxnOffsets:
@@ -71,14 +112,18 @@ class PendingTxnOffsets:
         self.groups_of.setdefault(producer_id, set()).add(group)
         return previous
 
-    def committed(self, key: Key) -> None:
-        """A non-transactional commit of `key` was replayed: it is newer than every pending offset of the key."""
+    def committed(self, key: Key, marks: StaleMarks | None = None) -> None:
+        """A non-transactional commit of `key` was replayed: it is newer than every pending offset of the key
+        (`marks`: a live write's, not durable yet: the offsets become stale when it is)."""
         producers = self.by_group.get(key[0])
         if producers:
             for producer_id in producers:
                 entry = self.by_producer[producer_id].get(key)
-                if entry is not None:
-                    entry.stale = True
+                if entry is not None and not entry.stale:
+                    if marks is None:
+                        entry.stale = True
+                    else:
+                        marks.mark(entry)
 
     def deleted(self, key: Key) -> None:
         """An offset tombstone of `key` was replayed: it removes the key's pending offsets (Kafka's replay); a
@@ -127,7 +172,7 @@ class PendingTxnOffsets:
             return []
         out: list[tuple[Key, OffsetValue]] = []
         for key, entry in sorted(ended.items(), key=lambda item: item[1].seq):
-            if entry.stale:
+            if entry.is_stale:
                 continue
             out.append((key, entry.value))
             self._older_now_stale(key, entry.seq)

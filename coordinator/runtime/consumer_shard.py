@@ -133,6 +133,7 @@ class ConsumerGroups:
         self.groups.clear()
         self.ops.deadlines.clear()
         self.ops.resolved_at.clear()
+        self.ops.regexes.forget()
         self._inflight.clear()
 
     def arm_after_load(self) -> None:

@@ -18,6 +18,7 @@ its groups and timers go, waiting joins/syncs get NOT_COORDINATOR -- and the log
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -49,6 +50,8 @@ class OffsetsRuntime:
         self.loads: dict[int, asyncio.Task] = {}  # partition -> its load after `take`, while it runs
         self._tasks: list[asyncio.Task] = []
         self.load_seconds = Histogram()  # how long each partition took to load (the metrics endpoint)
+        #: told when partitions finished loading (the app: orphaned transactional offsets are looked for then)
+        self.on_loaded: Callable[[], None] | None = None
 
     @property
     def snapshot_root(self) -> str:
@@ -119,6 +122,8 @@ class OffsetsRuntime:
         for stats in loads:
             if "ms" in stats:  # loaded (not failed, not unloaded meanwhile)
                 self.load_seconds.observe(stats["ms"] / 1000)
+        if self.on_loaded is not None:
+            self.on_loaded()
 
     async def give_up(self, partition: int) -> None:
         """Hand `partition` off: the writes already made settle (durable or failed), then the

@@ -82,6 +82,7 @@ from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.offsets.manager import offset_tombstones
+from coordinator.offsets.pending import StaleMarks
 from coordinator.offsets.store import OffsetStore
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
@@ -117,6 +118,7 @@ class Shard:
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
         self.txn = ShardTxnOffsets(self)  # TxnOffsetCommit's writes and the transaction markers
+        self._marks: StaleMarks | None = None  # the stale marks of the live write being replayed, if any
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
         self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, stats))
         self.consumer = ConsumerGroups(self, settings.consumer, topics if topics is not None else NO_TOPICS)
@@ -147,13 +149,20 @@ class Shard:
         consumer_replay.begin_write()
         try:
             removed = self.replay_all(records, True, undo)
-        except BaseException:  # records that contradict the state (a bug): nothing of them stays
+        except BaseException as exc:  # records that contradict the state (a bug): nothing of them stays
             consumer_replay.restore(consumer_replay.end_write())
+            if self._marks is not None:
+                self._marks.settle(exc)
+                self._marks = None
             raise
         saved = consumer_replay.end_write()
         store = self.offsets
         pending = PendingWrite(records, tails, store)
         store.begin(pending, records, undo)
+        marks = self._marks
+        if marks is not None:  # pending transactional offsets its commits make stale, once it is durable
+            self._marks = None
+            pending.add_callback(marks.settle)
         if removed is not None:  # the first callback: later ones see the groups back
             pending.add_callback(self._restore_on_failure(removed))
         if saved:
@@ -323,7 +332,14 @@ class Shard:
         if txn.by_group:  # open transactions: a commit makes their older offsets of the key stale, a tombstone
             for group, topic, partition, value in records:  # removes them (OffsetMetadataManager.replay)
                 if group in txn.by_group:
-                    (txn.committed if value is not None else txn.deleted)((group, topic, partition))
+                    if value is None:
+                        txn.deleted((group, topic, partition))
+                    elif undo is None:  # loading: durable
+                        txn.committed((group, topic, partition))
+                    else:  # a live write (Shard.write): stale once it is durable
+                        if self._marks is None:
+                            self._marks = StaleMarks()
+                        txn.committed((group, topic, partition), self._marks)
 
     def _offset_committed_to(self, group_id: str) -> None:
         if group_id not in self.groups and group_id not in self.consumer_groups:

@@ -11,12 +11,19 @@ runtime's transactional writes and scheduleTransactionCompletion, over coordinat
   (where newer in the log than the committed offset) or dropped. A marker whose write failed changes nothing;
   the transaction coordinator sends it again.
 
+Pending offsets whose producer's transaction is over (no marker will come) are ended by an ABORT marker written
+through `complete` as well (txn/orphans.py), so the same replay and loading apply.
+
 Loading does the same from the log: storage.latest.LatestRecords holds transactional records per producer
 until their marker and applies it by the same rules; what has no marker by the log end is replayed here as
 pending (`replay` with the flag the fold computed), so a restart mid-transaction keeps it pending.
 
-Known gap: a non-transactional commit that marks a pending offset stale and then fails to be written does not
-take the mark back (the pending offset is then not committed by its marker).
+A non-transactional commit that marks a pending offset stale and then fails to be written takes the mark back
+(offsets/pending.StaleMarks). Known gaps: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write fails
+does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key); a
+commit written after the producer's COMMIT marker, still in flight when the marker is durable, keeps the marker
+from materializing the key's pending offset (right when that commit is durable: it is newer) -- should that
+commit fail, the key keeps its older committed offset until a reload gives the pending one.
 """
 
 from __future__ import annotations
@@ -56,10 +63,13 @@ class Shard(Protocol):
 
 
 class ShardTxnOffsets:
-    __slots__ = ("shard",)
+    __slots__ = ("shard", "verifying")
 
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
+        #: producer id -> the guards of its TxnOffsetCommits waiting for another node's verification (Kafka's
+        #: VerificationStateEntry): a marker of the producer written meanwhile voids them
+        self.verifying: dict[int, list[object]] = {}
 
     @property
     def pending(self) -> PendingTxnOffsets:
@@ -130,9 +140,28 @@ class ShardTxnOffsets:
 
         return taken_back
 
+    # --- verification guards ---------------------------------------------------------------------
+
+    def guard(self, producer_id: int) -> object:
+        """A guard for a verification of the producer's transaction asked of another node."""
+        guard = object()
+        self.verifying.setdefault(producer_id, []).append(guard)
+        return guard
+
+    def release(self, producer_id: int, guard: object) -> bool:
+        """The verification answered: whether no marker of the producer was written here since `guard`."""
+        guards = self.verifying.get(producer_id)
+        if guards is None or guard not in guards:
+            return False
+        guards.remove(guard)
+        if not guards:
+            del self.verifying[producer_id]
+        return True
+
     def complete(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> PendingWrite:
         """Write the producer's marker; its pending offsets end once it is durable (`replay_marker`)."""
         shard = self.shard
+        self.verifying.pop(producer_id, None)  # the transaction ends here: verifications in flight are void
         marker = ControlMarker(producer_id, producer_epoch, commit, coordinator_epoch)
         write = PendingWrite([], marker=marker)
         if shard.error is not None:

@@ -1,5 +1,6 @@
 """DescribeTransactions and ListTransactions over the coordinator's transactions (Kafka's
-TransactionCoordinator.handleDescribeTransactions and TransactionStateManager.listTransactionStates)."""
+TransactionCoordinator.handleDescribeTransactions and TransactionStateManager.listTransactionStates), and
+whether a producer id may still have markers to come (for pending transactional offsets: txn/orphans.py)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,29 @@ def list_transactions(txns: dict[str, TxnMetadata], now_ms: int, states_filter: 
             continue
         listed.append(TxnListed(md.transactional_id, md.producer_id, md.state.name))
     return TxnListing(tuple(listed), tuple(unknown))
+
+
+#: the states of a transaction whose markers are still to be written (PrepareEpochFence is a pending state only)
+_MARKERS_TO_COME = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT,
+                              TxnState.PREPARE_EPOCH_FENCE})
+
+
+def by_producer(txns: Iterable[TxnMetadata]) -> dict[int, TxnMetadata]:
+    """Producer id -> the metadata of the transactional id that holds it now or held it last (KIP-360's previous
+    producer id, in memory only); a current holder wins over a previous one."""
+    out: dict[int, TxnMetadata] = {}
+    for md in txns:
+        if md.previous_producer_id >= 0:
+            out.setdefault(md.previous_producer_id, md)
+        out[md.producer_id] = md
+    return out
+
+
+def markers_may_come(md: TxnMetadata, producer_id: int) -> bool:
+    """Whether a transaction marker of `producer_id` may still be written by `md`'s transactional id: a
+    transaction of that producer id ongoing or ending, or any transition in flight (its outcome unknown yet).
+    False means no marker of `producer_id` is on its way: its transaction completed or was aborted, or the
+    transactional id moved on to a new producer id (which it does only between transactions)."""
+    if md.pending:
+        return True
+    return md.producer_id == producer_id and md.state in _MARKERS_TO_COME

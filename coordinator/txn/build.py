@@ -6,6 +6,7 @@ from typing import Any
 
 from coordinator.txn.coordinator import TransactionCoordinator
 from coordinator.txn.markers import MarkerWriter
+from coordinator.txn.orphans import OrphanedOffsets
 from coordinator.txn.settings import TxnRuntimeSettings
 from coordinator.txn.state_log import TxnStateLog
 
@@ -18,4 +19,5 @@ def build_transaction_coordinator(config: Any, data: Any, groups: Any) -> Transa
     markers = MarkerWriter(data.write_marker, groups.complete_transaction)
     txn = TransactionCoordinator(TxnRuntimeSettings.from_config(config), state_log, markers, data.producer_ids)
     data.txn_verifier = txn.verify  # KIP-890: transactional batches only in partitions added to their transaction
+    txn.listener = OrphanedOffsets(txn, groups)  # pending offsets of transactions that are over: aborted
     return txn

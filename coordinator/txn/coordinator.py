@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.errors import error_code_for, logged_by_storage
+from coordinator.transactions.metadata import TxnMetadata
 from coordinator.transactions.operations import TxnOps, TxnSettings
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from coordinator.transactions.views import TxnDescription, TxnListing, list_transactions
@@ -59,6 +60,16 @@ def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+class TxnListener(Protocol):
+    """Told of what ends transactions (txn/orphans.OrphanedOffsets: pending offsets no marker will end)."""
+
+    def transaction_ended(self, md: TxnMetadata, coordinator_epoch: int) -> None: ...
+
+    def sweep_soon(self) -> None: ...
+
+    def sweep(self) -> int: ...
+
+
 class Loading(Enum):
     LOADING = "loading"
     ACTIVE = "active"
@@ -88,6 +99,9 @@ class TransactionCoordinator:
         self.wall_ms = wall_ms
         self.partitions: dict[int, TxnPartition] = {}
         self._periodic: list[asyncio.Task] = []
+        self.listener: TxnListener | None = None  # set by txn/build.py once the group coordinator exists
+        #: cluster mode: asks the node coordinating a transaction hosted elsewhere (cluster/txn_verification.py)
+        self.remote_verification: Callable[[str, int, int, str, int], Awaitable[ErrorCode | None]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, owned: Iterable[int] | None = None) -> None:
@@ -105,6 +119,7 @@ class TransactionCoordinator:
             return
         self._periodic = [
             asyncio.ensure_future(self._every(self.settings.abort_interval_ms, self.abort_timed_out)),
+            asyncio.ensure_future(self._every(self.settings.abort_interval_ms, self._sweep_orphans)),
             asyncio.ensure_future(self._every(self.settings.expire_interval_ms, self.expire_ids)),
             asyncio.ensure_future(self._every(COMPACTION_INTERVAL_MS, self._compact)),
         ]
@@ -174,6 +189,8 @@ class TransactionCoordinator:
                  coordinator_epoch=part.coordinator_epoch, seconds=round(time.monotonic() - started, 3))
         for job in part.ops.recovering():
             self._start_markers(part, job)
+        if self.listener is not None:
+            self.listener.sweep_soon()  # offsets a restart found pending for transactions now known over
 
     # --------------------------------------------------------------- lookups
     def partition_of(self, txn_id: str) -> int:
@@ -219,17 +236,29 @@ class TransactionCoordinator:
         return (await self._drive(part, part.ops.add_partitions(txn_id, producer_id, producer_epoch,
                                                                 partitions))).error
 
+    def verification(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
+                     partition: int) -> ErrorCode | None:
+        """KIP-890: the coordinator's answer to a partition leader's AddPartitionsToTxn verify_only for one
+        partition (handleVerifyPartitionsInTransaction): NONE when the partition is in the producer's ongoing
+        transaction, else TRANSACTION_ABORTABLE, PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING,
+        CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS... Each caller maps it as Kafka's does (`verify`
+        for Produce, the TxnOffsetCommit handler for its versions). None: the transaction is not coordinated
+        here (cluster mode: another node's), so no verdict."""
+        part = self._active(txn_id)
+        if isinstance(part, ErrorCode):
+            return None if part is ErrorCode.not_coordinator else part
+        step = part.ops.add_partitions(txn_id, producer_id, producer_epoch, [(topic, partition)], verify_only=True)
+        errors = step.partition_errors or {}
+        return errors.get((topic, partition), step.error or ErrorCode.none)
+
     def verify(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
                partition: int) -> ErrorCode | None:
         """KIP-890: a transactional batch may begin a transaction in a partition only once the partition
         was added to it; the coordinator's answer as ReplicaManager turns it into a Produce error. Only
         transactions coordinated here are checked (cluster mode: None, no objection, for the others)."""
-        part = self._active(txn_id)
-        if isinstance(part, ErrorCode):
-            return None if part is ErrorCode.not_coordinator else ErrorCode.not_enough_replicas
-        step = part.ops.add_partitions(txn_id, producer_id, producer_epoch, [(topic, partition)], verify_only=True)
-        errors = step.partition_errors or {}
-        code = errors.get((topic, partition), step.error or ErrorCode.none)
+        code = self.verification(txn_id, producer_id, producer_epoch, topic, partition)
+        if code is None:
+            return None
         code = VERIFY_ERRORS.get(code, code)
         return None if code is ErrorCode.none else code
 
@@ -311,6 +340,8 @@ class TransactionCoordinator:
                 if answer.error is not ErrorCode.none:
                     log.warning("completing a transaction failed", transactional_id=job.txn_id,
                                 error=answer.error.name)
+                elif self.listener is not None and (md := part.txns.get(job.txn_id)) is not None:
+                    self.listener.transaction_ended(md, part.coordinator_epoch)
                 return
             await asyncio.sleep(RETRY_BACKOFF_MS / 1000)
             if self.partitions.get(part.partition) is not part:
@@ -340,6 +371,9 @@ class TransactionCoordinator:
                         log.warning("aborting a timed-out transaction failed", transactional_id=step.txn_id,
                                     error=answer.error.name)
         return started
+
+    async def _sweep_orphans(self) -> int:
+        return 0 if self.listener is None else self.listener.sweep()
 
     async def _compact(self) -> int:
         return await self.state_log.compact(self.wall_ms())

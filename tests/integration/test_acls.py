@@ -21,6 +21,7 @@ from coordinator.security.acl_model import (
     PatternType as Pat,
     ResourceType as Res,
 )
+from tests.integration.test_consumer_group_wire import beat
 from tests.support.certs import create_scram_user
 from tests.support.dispatch import named_request
 from tests.support.scram_client import authenticate_scram
@@ -136,6 +137,18 @@ def test_metadata_hides_what_the_principal_may_not_describe(server, acls):
         assert asked.topics[0].error_code == E.topic_authorization_failed
     with as_user(server, "bob") as bob:  # DENY ALL beats the wildcard principal's DESCRIBE
         assert not bob.call(named_request("metadata", 12, topics=None)).topics
+
+
+def test_a_regex_subscription_is_assigned_only_topics_the_member_may_describe(server, acls):
+    """Kafka 4's filterTopicDescribeAuthorizedTopics: alice may DESCRIBE orders (User:*) and logs-app (WRITE on
+    logs-), not secret; a regex matching all three assigns her the two, and never names secret."""
+    with as_user(server, "admin") as admin:
+        ids = {t.name: t.topic_id for t in admin.call(named_request("metadata", 12, topics=None)).topics}
+    with as_user(server, "alice") as alice:
+        answer = beat(alice, group="shop", topics=None, regex="orders|secret|logs-.*")
+        assert answer.error_code == E.none
+        assigned = {tp.topic_id for tp in answer.assignment.topic_partitions}
+        assert assigned == {ids["orders"], ids["logs-app"]}
 
 
 def test_produce_and_fetch_need_write_and_read(server, acls):

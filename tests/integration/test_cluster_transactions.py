@@ -1,8 +1,9 @@
 """Transactions in cluster mode, two server processes on one PostgreSQL: `__transaction_state` created at the
 first transactional FindCoordinator and spread over the nodes; a transaction coordinated on one node whose
 partitions (a topic partition and the group's offsets partition) the other node holds commits -- its markers
-go through kc_txn_markers; and a kill -9 of the coordinator mid-transaction: the other node takes the
-`__transaction_state` partition (loaded from PostgreSQL) and EndTxn there commits the transaction."""
+go through kc_txn_markers, and the other node verifies its TxnOffsetCommit with it over kc_txn_verify; and a
+kill -9 of the coordinator mid-transaction: the other node takes the `__transaction_state` partition (loaded
+from PostgreSQL) and EndTxn there commits the transaction."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from kio.schema.errors import ErrorCode
 
 from storage.control_records import read_marker
 from storage.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for, transaction_partition_for
+from tests.integration.test_txn_offsets_wire import codes, txn_commit
 from tests.support.cluster import OFFSETS_PARTITIONS, ClusterNodes, wait_until
+from tests.support.offsets import fetch_request, fetched, wait_loaded
 from tests.support.server_process import create_topics
 from tests.support.txn_wire import (
     READ_COMMITTED,
@@ -180,5 +183,46 @@ def test_after_a_kill_9_of_the_coordinator_the_other_node_takes_the_transaction_
         assert [b.is_control for b in seen] == [False, True] and read_marker(seen[1]).commit is True
         print("committed on the new coordinator", round(time.monotonic() - killed_at, 2), "s after the kill")
         assert cluster.nodes[2].stop() == 0
+    finally:
+        cluster.close()
+
+
+def test_a_txn_offset_commit_is_verified_by_the_node_coordinating_its_transaction(pg_url, tmp_path):
+    """KIP-890 across nodes: the group's offsets partition on node 2, the transaction coordinated by node 1; a
+    TxnOffsetCommit on node 2 for a group the transaction never added is refused with Kafka's error (node 1's
+    answer, over PostgreSQL), and accepted once AddOffsetsToTxn added it."""
+    cluster = start(pg_url, tmp_path)
+    try:
+        lookup(cluster, 1, "warm-up")
+        owners = cluster.settled({1, 2})
+        txn_id = txn_id_coordinated_by(owners, 1)
+        group = next(f"g-{i}" for i in range(10_000)
+                     if owners[(OFFSETS_TOPIC, partition_for(f"g-{i}", OFFSETS_PARTITIONS))][0] == 2)
+        with client_of(cluster, 1) as coordinator, client_of(cluster, 2) as holder:
+            init = init_producer_id(coordinator, txn_id)
+            assert init.error_code == E.none
+            pid, epoch = init.producer_id, init.producer_epoch
+            assert add_partitions(coordinator, txn_id, pid, epoch, TOPIC, [0]) == {(TOPIC, 0): E.none}
+            wait_loaded(holder, group)
+
+            def commit(version: int, offset: int) -> dict:
+                return codes(holder.call(txn_commit(version, pid, epoch, {0: offset}, group=group, topic=TOPIC,
+                                                    txn_id=txn_id)))
+
+            assert commit(4, 5) == {(TOPIC, 0): E.transaction_abortable}
+            assert commit(3, 5) == {(TOPIC, 0): E.invalid_txn_state}
+            assert add_offsets(coordinator, txn_id, pid, epoch, group) == E.none
+            assert commit(4, 7) == {(TOPIC, 0): E.none}
+
+            def stable() -> tuple:
+                answer = holder.call(fetch_request(8, group, {TOPIC: [0]}, require_stable=True))
+                offset, _error, _metadata, code = fetched(answer.groups[0].topics)[(TOPIC, 0)]
+                return offset, code
+
+            assert stable() == (-1, E.unstable_offset_commit)
+            assert end_txn(coordinator, txn_id, pid, epoch, True) == E.none
+            wait_until(lambda: stable() == (7, E.none), 20, "the committed offset")
+        for node_id in (1, 2):
+            assert cluster.nodes[node_id].stop() == 0
     finally:
         cluster.close()

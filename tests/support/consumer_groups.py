@@ -4,7 +4,7 @@ heartbeat as a real consumer does (they report what they own, give up what they 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from coordinator.groups.consumer.group import ConsumerGroup
@@ -69,13 +69,14 @@ class ConsumerHarness:
 
     def heartbeat(self, member_id: str = "", epoch: int = 0, *, group_id: str = "g", topics: tuple[str, ...] | None
                   = None, owned: Assignment | None = None, instance: str | None = None, rebalance_ms: int = -1,
-                  regex: str | None = None, assignor: str | None = None, rack: str | None = None) -> HeartbeatAnswer:
+                  regex: str | None = None, assignor: str | None = None, rack: str | None = None,
+                  describable: Callable[[str], bool] | None = None) -> HeartbeatAnswer:
         if epoch == 0:
             topics = ("orders",) if topics is None and regex is None else topics
             owned = {} if owned is None else owned
             rebalance_ms = 300_000 if rebalance_ms == -1 else rebalance_ms
         params = HeartbeatParams(group_id, member_id, epoch, instance, rack, rebalance_ms, topics, regex, assignor,
-                                 owned, "client", "/127.0.0.1")
+                                 owned, "client", "/127.0.0.1", describable)
         answer, write = self.shard(group_id).consumer_heartbeat(params)
         if self.auto_complete:
             self.log.complete()

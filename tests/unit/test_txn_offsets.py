@@ -105,6 +105,32 @@ def test_a_plain_commit_after_the_transactional_one_wins_at_the_commit_marker():
     assert (committed(coordinator), committed(coordinator, 1)) == (9, 6)
 
 
+def test_a_plain_commit_that_fails_takes_back_its_stale_mark():
+    coordinator, log = make()
+    txn_commit(coordinator, log, PID, rec(5))
+    shard = coordinator.shard_for("g")
+    failed = shard.write([rec(9)])
+    held = shard.write([rec(10, 1)])  # another key: its write is durable
+    failed.resolve(KafkaError("disk gone", E.kafka_storage_error))
+    log.complete()
+    assert failed.exception() is not None and held.exception() is None
+    assert committed(coordinator) is None  # the plain commit was taken back
+    end(coordinator, log, PID, True)
+    assert committed(coordinator) == 5  # the pending offset is the newest in the log: the marker commits it
+
+
+def test_of_two_plain_commits_in_flight_the_durable_one_keeps_the_pending_offset_stale():
+    coordinator, log = make()
+    txn_commit(coordinator, log, PID, rec(5))
+    shard = coordinator.shard_for("g")
+    failed, durable = shard.write([rec(9)]), shard.write([rec(11)])
+    failed.resolve(KafkaError("disk gone", E.kafka_storage_error))
+    log.complete()
+    assert durable.exception() is None and committed(coordinator) == 11
+    end(coordinator, log, PID, True)
+    assert committed(coordinator) == 11  # 11 is newer in the log than the pending 5
+
+
 def test_a_plain_commit_before_the_transactional_one_is_replaced():
     coordinator, log = make()
     coordinator.shard_for("g").write([rec(9)])

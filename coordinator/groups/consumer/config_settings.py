@@ -79,4 +79,5 @@ def consumer_group_settings(config: Any) -> ConsumerGroupSettings:
     assignors = assignors_from_config(config.group_consumer_assignors)
     return ConsumerGroupSettings(config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
                                  config.group_consumer_max_size, {a.name: a for a in assignors},
-                                 config.group_consumer_migration_policy)
+                                 config.group_consumer_migration_policy,
+                                 topics_authorized=bool(config.authorizer_class_name))

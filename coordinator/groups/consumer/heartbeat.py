@@ -22,6 +22,7 @@ rebalance timeout while a member holds partitions it must revoke. Either fences 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -50,15 +51,10 @@ from coordinator.groups.consumer.model import (
 )
 from coordinator.groups.consumer.params import ConsumerGroupSettings, HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.consumer.reconciliation import next_member_state
+from coordinator.groups.consumer.regexes import Describable, GroupRegexes, Resolved
 from coordinator.groups.consumer.subscription import subscribed_topic_ids
 from coordinator.groups.consumer.target_assignment import build_target_assignment
-from coordinator.groups.consumer.topic_view import (
-    TopicView,
-    compile_regex,
-    members_with,
-    resolve_regexes,
-    subscription_metadata,
-)
+from coordinator.groups.consumer.topic_view import TopicView, compile_regex, members_with, subscription_metadata
 from coordinator.record_types import Record
 
 log = structlog.get_logger("coordinator.groups")
@@ -159,6 +155,7 @@ class ConsumerGroupOps:
         self.deadlines: dict[tuple[str, str, str], float] = {}
         self.migration: Migration | None = None  # online upgrade / downgrade (the shard sets it)
         self.resolved_at: dict[str, int] = {}  # group -> the catalog version its subscription metadata is from
+        self.regexes = GroupRegexes(settings.topics_authorized)  # what the members' regexes resolve to
 
     # --- heartbeat ---------------------------------------------------------------------------------------
 
@@ -177,7 +174,7 @@ class ConsumerGroupOps:
             member = self._dynamic_member(group, member_id, p, joining)
         else:
             member = self._static_member(group, member_id, p, joining, records)
-        updated = self.advance(group, member, self._updated_member(member, p), p.owned, records)
+        updated = self.advance(group, member, self._updated_member(member, p), p.owned, records, p.describable)
         self.touch_session(group.group_id, updated.member_id)
         full = joining or (p.rebalance_timeout_ms != -1 and p.subscribed_topic_names is not None
                            and p.owned is not None)
@@ -186,10 +183,14 @@ class ConsumerGroupOps:
                                updated.assigned_partitions if full or changed else None), records
 
     def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                owned: Assignment | None, records: list[Record]) -> ConsumerGroupMember:
+                owned: Assignment | None, records: list[Record],
+                describable: Describable | None = None) -> ConsumerGroupMember:
         """The three steps of consumerGroupHeartbeat (and of a classic member's JoinGroup): `member` becomes
         `updated` (its subscription record; the subscription metadata and the group epoch when they move), a new
-        target assignment when the group epoch is past it, and the member reconciled towards its target."""
+        target assignment when the group epoch is past it, and the member reconciled towards its target.
+        `describable`: the heartbeating member's DESCRIBE permission on a topic, with an authorizer (regexes.py)."""
+        regexes = functools.cache(lambda: self.regexes.resolve(group, [*group.members.values(), updated],
+                                                               self.topics, describable))  # once, if needed
         bump = False
         if updated != member:
             records.append(rec.new_consumer_group_member_subscription_record(group.group_id, updated))
@@ -199,7 +200,7 @@ class ConsumerGroupOps:
         group_epoch = group.group_epoch
         metadata = group.subscription_metadata
         if bump or self.resolved_at.get(group.group_id) != self.topics.version:
-            metadata = subscription_metadata(members_with(group.members, member, updated), self.topics)
+            metadata = subscription_metadata(members_with(group.members, member, updated), self.topics, regexes())
             if metadata != group.subscription_metadata:
                 records.append(rec.new_consumer_group_subscription_metadata_record(group.group_id, metadata))
                 bump = True
@@ -209,12 +210,13 @@ class ConsumerGroupOps:
                 log.info("consumer group epoch bumped", group=group.group_id, epoch=group_epoch)
             self.resolved_at[group.group_id] = self.topics.version
         if group_epoch > group.assignment_epoch:
-            target = self._new_target(group, group_epoch, updated, metadata, records)
+            target = self._new_target(group, group_epoch, updated, metadata, records, regexes())
             target_epoch = group_epoch
         else:
             target_epoch = group.assignment_epoch
             target = group.target_of(updated.member_id, updated.instance_id)
-        return self._reconcile(group, updated, target_epoch, target, owned, subscription_changed, metadata, records)
+        return self._reconcile(group, updated, target_epoch, target, owned, subscription_changed, metadata, records,
+                               regexes)
 
     def downgrade(self, group: ConsumerGroup, leaving: set[str], records: list[Record]) -> bool:
         """validateOnlineDowngradeWithFencedMembers + convertToClassicGroup: True when the members in `leaving`
@@ -331,17 +333,15 @@ class ConsumerGroupOps:
         return dataclasses.replace(member, **changes) if changes else member
 
     def _new_target(self, group: ConsumerGroup, group_epoch: int, updated: ConsumerGroupMember,
-                    metadata: dict[str, TopicMetadata], records: list[Record]) -> Assignment:
+                    metadata: dict[str, TopicMetadata], records: list[Record], regexes: Resolved) -> Assignment:
         """updateTargetAssignment: the preferred assignor over the group with `updated` in it."""
         assignors = self.settings.assignors or {}
         name = group.preferred_assignor(group.members.get(updated.member_id), updated) \
             or self.settings.default_assignor
-        members = members_with(group.members, None, updated)
         try:
             result = build_target_assignment(
                 group.group_id, group_epoch, assignors[name], group.members, group.target_assignment, metadata,
-                group.static_members, {updated.member_id: updated},
-                resolved_regexes=resolve_regexes(members, self.topics))
+                group.static_members, {updated.member_id: updated}, resolved_regexes=regexes)
         except Exception as exc:  # PartitionAssignorException -> UNKNOWN_SERVER_ERROR, as Kafka
             log.error("target assignment failed", group=group.group_id, epoch=group_epoch, error=str(exc))
             raise _error(ErrorCode.unknown_server_error,
@@ -355,12 +355,12 @@ class ConsumerGroupOps:
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target: Assignment,
                    owned: Assignment | None, subscription_changed: bool, metadata: dict[str, TopicMetadata],
-                   records: list[Record]) -> ConsumerGroupMember:
+                   records: list[Record], regexes: Callable[[], Resolved]) -> ConsumerGroupMember:
         """maybeReconcile: the next step of the member towards its target, and its rebalance timer."""
         if reconciled_to(member, target_epoch) and not subscription_changed:
             return member
         topic_ids = {name: meta.topic_id for name, meta in metadata.items()}
-        subscribed = subscribed_topic_ids(member, topic_ids, resolve_regexes((member,), self.topics))
+        subscribed = subscribed_topic_ids(member, topic_ids, regexes())
         updated = next_member_state(member, target_epoch, target, group.partition_epoch, owned,
                                     subscribed_topic_ids=subscribed, has_subscription_changed=subscription_changed)
         if updated != member:

@@ -16,6 +16,7 @@ from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
+from coordinator.groups.consumer.regexes import GroupRegexes
 from coordinator.groups.consumer.topic_view import TopicView, subscription_metadata
 from coordinator.groups.result import GroupResult
 from coordinator.record_types import Record
@@ -29,6 +30,7 @@ class ConsumerGroupOps(Protocol):
     timers: Any
     clock: Any
     deadlines: dict[tuple[str, str, str], float]
+    regexes: GroupRegexes
 
     def downgrade(self, group: ConsumerGroup, leaving: set[str], records: list[Record]) -> bool: ...
 
@@ -97,7 +99,7 @@ def fence_members_records(ops: ConsumerGroupOps, group: ConsumerGroup,
     for member in members:
         records += member_tombstones(gid, member.member_id)
     remaining = [m for m in group.members.values() if m.member_id not in leaving]
-    metadata = subscription_metadata(remaining, ops.topics)
+    metadata = subscription_metadata(remaining, ops.topics, ops.regexes.resolve(group, remaining, ops.topics))
     if metadata != group.subscription_metadata:
         records.append(rec.new_consumer_group_subscription_metadata_record(gid, metadata))
     records.append(rec.new_consumer_group_epoch_record(gid, group.group_epoch + 1))

@@ -3,7 +3,7 @@ consumer groups (group.consumer.*)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from coordinator.groups.consumer.model import Assignment, PartitionAssignor
@@ -23,6 +23,8 @@ class HeartbeatParams:
     owned: Assignment | None  # None: not sent (only full requests carry it)
     client_id: str = ""
     client_host: str = ""
+    #: with an authorizer, whether the member's principal may DESCRIBE a topic (its regex matches no other)
+    describable: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,7 @@ class ConsumerGroupSettings:
     max_size: int = 2**31 - 1
     assignors: Mapping[str, PartitionAssignor] | None = None
     migration_policy: str = "bidirectional"  # group.consumer.migration.policy (ConsumerGroupMigrationPolicy)
+    topics_authorized: bool = False  # an authorizer is configured: regex matches are filtered by Topic DESCRIBE
 
     @property
     def upgrade_enabled(self) -> bool:

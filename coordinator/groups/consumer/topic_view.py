@@ -8,13 +8,13 @@ moves on every topic change, so a group notices by comparing it with the version
 
 Regular expressions are RE2J's in Kafka: here RE2's (google-re2), the same syntax and a linear-time match, so a
 hostile pattern cannot stall the server as a backtracking engine would. A pattern matches a topic name whole;
-internal topics never match.
+internal topics never match; with an authorizer only topics the member's principal may DESCRIBE (regexes.py).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -60,31 +60,21 @@ def _compile(pattern: str) -> Any:
 _compile_cached = lru_cache(maxsize=256)(_compile)
 
 
-def member_topic_names(member: ConsumerGroupMember, topics: TopicView) -> set[str]:
-    """Every existing topic the member subscribes to, by name or regex."""
+def member_topic_names(member: ConsumerGroupMember, topics: TopicView, regexes: Mapping[str, Set[str]]) -> set[str]:
+    """Every existing topic the member subscribes to, by name or through its regex (`regexes`: what each regex
+    resolves to, groups/consumer/regexes.py)."""
     names = {n for n in member.subscribed_topic_names if topics.topic(n) is not None}
     if member.subscribed_topic_regex:
-        pattern = compile_regex(member.subscribed_topic_regex)
-        names.update(n for n in topics.names() if not n.startswith("__") and pattern.fullmatch(n))
+        names.update(n for n in regexes.get(member.subscribed_topic_regex, ()) if topics.topic(n) is not None)
     return names
 
 
-def resolve_regexes(members: Iterable[ConsumerGroupMember], topics: TopicView) -> dict[str, frozenset[str]]:
-    """Each regex some member subscribes with -> the existing topic names it matches."""
-    out: dict[str, frozenset[str]] = {}
-    for member in members:
-        regex = member.subscribed_topic_regex
-        if regex and regex not in out:
-            pattern = compile_regex(regex)
-            out[regex] = frozenset(n for n in topics.names() if not n.startswith("__") and pattern.fullmatch(n))
-    return out
-
-
-def subscription_metadata(members: Iterable[ConsumerGroupMember], topics: TopicView) -> dict[str, TopicMetadata]:
+def subscription_metadata(members: Iterable[ConsumerGroupMember], topics: TopicView,
+                          regexes: Mapping[str, Set[str]]) -> dict[str, TopicMetadata]:
     """Topic name -> metadata of every existing topic some member subscribes to."""
     out: dict[str, TopicMetadata] = {}
     for member in members:
-        for name in member_topic_names(member, topics):
+        for name in member_topic_names(member, topics, regexes):
             if name not in out:
                 found = topics.topic(name)
                 if found is not None:
