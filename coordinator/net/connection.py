@@ -125,12 +125,13 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         tcp = self.transport = cast(asyncio.Transport, transport)  # a stream server's: uvloop's TCPTransport
-        peer = tcp.get_extra_info("peername") or ("?", 0)
-        self.peer_host, self.peer_port = peer[0], peer[1]
-        if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
-            tcp.abort()
-            return
-        self.admitted = True
+        if not self.admitted:  # (a TLS connection was counted at accept: net/tls_accept.py)
+            peer = tcp.get_extra_info("peername") or ("?", 0)
+            self.peer_host, self.peer_port = peer[0], peer[1]
+            if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
+                tcp.abort()
+                return
+            self.admitted = True
         high = self.server.config.socket_send_buffer_high_bytes
         tcp.set_write_buffer_limits(high=high, low=high // 4)
         self.last_active = self.loop.time()
