@@ -31,13 +31,14 @@ def fd_reserve(nofile: int) -> int:
     return max(nofile // 4, min(256, nofile // 2))
 
 
-def connection_cap(max_connections: int, nofile: int | None = None) -> int:
-    """`max.connections`, lowered to what RLIMIT_NOFILE leaves after the file reserve."""
+def connection_cap(max_connections: int, nofile: int | None = None, others: int = 0) -> int:
+    """`max.connections`, lowered to what RLIMIT_NOFILE leaves after the file reserve and `others` fds
+    (the http.listener's connections)."""
     if nofile is None:
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if nofile == resource.RLIM_INFINITY or nofile <= 0:
         return max_connections
-    return max(0, min(max_connections, nofile - fd_reserve(nofile)))
+    return max(0, min(max_connections, nofile - fd_reserve(nofile) - others))
 
 
 def resolve_overrides(overrides: tuple) -> dict[str, int]:
@@ -62,20 +63,34 @@ def normalize(address: str) -> str:
 
 
 class ConnectionQuotas:
-    def __init__(self, max_connections: int, per_ip: int, overrides: dict[str, int]) -> None:
+    """The counts of one set of listeners: the Kafka listeners together (`max.connections`), or the
+    http.listener (`http.max.connections`, `listener` "http"); `max.connections.per.ip` applies to both."""
+
+    def __init__(self, max_connections: int, per_ip: int, overrides: dict[str, int], *,
+                 listener: str = "", total_setting: str = "max.connections, capped by the fd limit") -> None:
         self.max_connections = max_connections
         self.per_ip = per_ip
         self.overrides = overrides
+        self.listener = listener  # for the log: empty for the Kafka listeners
+        self.total_setting = total_setting  # what a refusal over the total names
         self.total = 0
         self.counts: dict[str, int] = {}
 
     @classmethod
     def from_config(cls, config: Config) -> ConnectionQuotas:
-        cap = connection_cap(config.max_connections)
+        """The Kafka listeners' counts; the http.listener's connections are kept out of the fds they may use."""
+        http = config.http_max_connections if config.http_listener is not None else 0
+        cap = connection_cap(config.max_connections, others=http)
         if cap < config.max_connections:
             log.info("max.connections capped by the fd limit", configured=config.max_connections,
-                     effective=cap, nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+                     effective=cap, nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0], http_connections=http)
         return cls(cap, config.max_connections_per_ip, resolve_overrides(config.max_connections_per_ip_overrides))
+
+    @classmethod
+    def for_http(cls, config: Config) -> ConnectionQuotas:
+        return cls(config.http_max_connections, config.max_connections_per_ip,
+                   resolve_overrides(config.max_connections_per_ip_overrides), listener="http",
+                   total_setting="http.max.connections")
 
     def limit_for(self, address: str) -> int:
         return self.overrides.get(address, self.per_ip)
@@ -90,7 +105,7 @@ class ConnectionQuotas:
             return False
         if self.total >= self.max_connections:
             self._refuse(address, f"the server already has the maximum of {self.max_connections} connections "
-                                  "(max.connections, capped by the fd limit)")
+                                  f"({self.total_setting})")
             return False
         self.counts[address] = count + 1
         self.total += 1
@@ -106,4 +121,7 @@ class ConnectionQuotas:
         self.total -= 1
 
     def _refuse(self, address: str, reason: str) -> None:
-        log.warning("connection refused", peer=address, reason=reason)
+        if self.listener:
+            log.warning("connection refused", peer=address, reason=reason, listener=self.listener)
+        else:
+            log.warning("connection refused", peer=address, reason=reason)
