@@ -281,6 +281,7 @@ class Config:
     http_listener: Listener | None
     http_max_connections: int
     http_connections_max_idle_ms: int
+    http_auth: str
     authorizer_class_name: str
     super_users: str
     allow_everyone_if_no_acl_found: bool

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.config_values import _host_limits, _int
+from coordinator.config_values import _choice, _host_limits, _int
 
 INT32_MAX = 2**31 - 1
 
@@ -43,4 +43,9 @@ HTTP_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
                                      "An http.listener connection that has not sent a whole request this long after "
                                      "it opened or after its last answer, or that leaves its answer unread this "
                                      "long, is closed."),
+    "http.auth": ("http_auth", _choice("NONE", "BASIC"), "none",
+                  "none: anyone who reaches http.listener reads it (a warning at start-up when an authorizer is on "
+                  "and it listens beyond loopback); basic: every route but /health/live and /health/ready asks for "
+                  "HTTP Basic credentials of a SCRAM or PLAIN user, who with an authorizer on needs DESCRIBE on the "
+                  "cluster."),
 }

@@ -11,7 +11,7 @@
 
 Everything is read-only: no route changes state. It runs on the server's own event loop (aiohttp),
 so its handlers read the coordinator's state without locks. Its connections are counted and bounded in time
-(ops/http_guard.py).
+(ops/http_guard.py); with `http.auth=basic` every route but the probes asks for credentials (ops/http_auth.py).
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from coordinator.config import ConfigError, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
+from coordinator.ops.http_auth import BasicAuth, http_exposure
 from coordinator.ops.http_guard import GuardedConnection
 from coordinator.ops.metrics import exposition, registry_for
 from coordinator.ops.views import GroupViews, ServedNode, partition_states, rebalances
 from coordinator.runtime.shard import ShardState
+from coordinator.security.listener_config import effective
 
 log = structlog.get_logger(__name__)
 
@@ -61,9 +63,13 @@ class HttpListener:
         config = app.services.config
         self.quotas = ConnectionQuotas.for_http(config)
         self.idle_seconds = config.http_connections_max_idle_ms / 1000.0
+        self.auth = None if config.http_auth == "NONE" else BasicAuth(
+            app.services.scram.lookup, [s.plain_users for s in config.securities.values() if s.plain_users],
+            app.services.access.authorizer,
+            int(effective(config.security_props, "http")["connection.failed.authentication.delay.ms"]))
 
     def web_app(self) -> web.Application:
-        application = web.Application(middlewares=[_headers])
+        application = web.Application(middlewares=[_headers] if self.auth is None else [_headers, self.auth.middleware])
         application.add_routes([
             web.get("/metrics", self.metrics),
             web.get("/health/live", self.live),
@@ -79,6 +85,7 @@ class HttpListener:
         return application
 
     async def start(self) -> Listener:
+        config = self.app.services.config
         # aiohttp's keep-alive timer also runs from a connection's start: a request not whole by then is dropped
         runner = self.runner = web.AppRunner(self.web_app(), access_log=None, handle_signals=False,
                                              keepalive_timeout=self.idle_seconds)
@@ -95,7 +102,9 @@ class HttpListener:
                               f"{exc.strerror or exc}") from None
         host, port = self.server.sockets[0].getsockname()[:2]
         self.bound = Listener("http", self.listener.host or host, port)
-        log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/")
+        log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/",
+                 auth=config.http_auth.lower())
+        http_exposure(config.http_auth, self.app.services.access.enabled, self.listener.host)
         return self.bound
 
     async def stop(self) -> None:
