@@ -251,6 +251,7 @@ class Config:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[HostLimit, ...]
     queued_max_request_bytes_per_connection: int
+    queued_max_request_bytes: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     group_initial_rebalance_delay_ms: int
@@ -358,6 +359,9 @@ class Config:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
         check_consumer_group_settings(config)
+        if 0 < config.queued_max_request_bytes < config.socket_request_max_bytes:  # Kafka's rule
+            raise ConfigError(f"queued.max.request.bytes: {config.queued_max_request_bytes} is less than "
+                              f"socket.request.max.bytes ({config.socket_request_max_bytes})")
         if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
             raise ConfigError("max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides")
         if config.broker_heartbeat_interval_ms >= config.broker_session_timeout_ms:

@@ -12,6 +12,7 @@ from coordinator.config import Config, Listener
 from coordinator.net.connection import DISPATCH_BUDGET_SECONDS, Connection
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import Dispatcher
+from coordinator.net.request_memory import RequestMemory
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.net.secured import SecuredConnection
 from coordinator.net.tls_accept import TLS_HANDSHAKE_SECONDS, TlsAcceptor
@@ -37,6 +38,7 @@ class Server:
         self.dispatch_budget = DISPATCH_BUDGET_SECONDS
         self.connections: set[Connection] = set()
         self.quotas = ConnectionQuotas.from_config(config)
+        self.memory = RequestMemory(config.queued_max_request_bytes, loop)
         self._servers: list[asyncio.AbstractServer] = []
         self._acceptors: list[TlsAcceptor] = []  # SSL and SASL_SSL listeners: counted at accept
         # a handshake that does not finish is dropped after 30 s, or the idle time if shorter (as Kafka's idle expiry)

@@ -31,7 +31,12 @@ NETWORK_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
     "queued.max.request.bytes.per.connection": (
         "queued_max_request_bytes_per_connection", _int(1, INT32_MAX), "104857600",
         "Bytes of requests with outstanding answers (unwritten produce data included) per connection "
-        "before reading pauses; one request is always read (Kafka's queued.max.request.bytes is global)."),
+        "before reading pauses; one request is always read (queued.max.request.bytes bounds them all)."),
+    "queued.max.request.bytes": (
+        "queued_max_request_bytes", _int(-(2**63), 2**63 - 1), "536870912",
+        "Bytes of requests all connections together may hold (their buffers, frames begun, requests with "
+        "outstanding answers) before connections that need more stop reading; each may hold 64 KiB whatever "
+        "is left. At least socket.request.max.bytes; <= 0: no bound (Kafka's default, -1)."),
 }
 
 HTTP_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
