@@ -7,8 +7,6 @@ a request that is not whole after http.connections.max.idle.ms."""
 from __future__ import annotations
 
 import contextlib
-import os
-import resource
 import socket
 import time
 import urllib.request
@@ -17,7 +15,7 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
-from tests.support.hostile import Watchdog, start_limited_server
+from tests.support.hostile import Watchdog, fds_for_clients, open_fds, start_limited_server
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -27,9 +25,6 @@ ATTACKER = "127.0.0.2"
 FLOOD = 1000
 HTTP_MAX, PER_IP, IDLE_MS = 64, 50, 3000
 
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def half_sent(port: int, count: int) -> list[socket.socket]:
@@ -54,15 +49,8 @@ def closed_by_server(sock: socket.socket) -> bool:
         return True
 
 
-@pytest.fixture
-def more_fds_here():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * FLOOD)), hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
-
-def test_half_sent_http_requests_are_bounded_in_number_and_time(tmp_path, more_fds_here):
+def test_half_sent_http_requests_are_bounded_in_number_and_time(tmp_path):
     server = start_limited_server(str(tmp_path), {
         "http.listener": "http://127.0.0.1:0", "http.max.connections": str(HTTP_MAX),
         "max.connections.per.ip": str(PER_IP), "http.connections.max.idle.ms": str(IDLE_MS),
@@ -72,6 +60,7 @@ def test_half_sent_http_requests_are_bounded_in_number_and_time(tmp_path, more_f
         port = server.wait_for_event("http listening")["port"]
         idle_fds = open_fds(pid)
         with Watchdog(server) as watchdog, contextlib.ExitStack() as stack:
+            stack.enter_context(fds_for_clients(FLOOD))  # this process holds the client ends
             sockets = half_sent(port, FLOOD)
             stack.callback(lambda: [s.close() for s in sockets])
             flooded = time.monotonic()

@@ -7,15 +7,13 @@ closed at once with a warning, and a handshake that never finishes is dropped af
 from __future__ import annotations
 
 import contextlib
-import os
-import resource
 import socket
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
-from tests.support.hostile import Watchdog, start_limited_server
+from tests.support.hostile import Watchdog, fds_for_clients, open_fds, start_limited_server
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
@@ -26,9 +24,6 @@ STALLED = 1100
 PER_IP = 50
 IDLE_MS = 5000
 
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def stall(port: int, count: int) -> list[socket.socket]:
@@ -48,16 +43,8 @@ def new_client_answers(server) -> bool:
     return answer.error_code == ErrorCode.none
 
 
-@pytest.fixture
-def more_fds_here():
-    """The test process holds the 1,100 client ends itself."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * STALLED)), hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
-
-def test_stalled_tls_handshakes_are_counted_at_accept_and_dropped_after_the_idle_time(tmp_path, certs, more_fds_here):
+def test_stalled_tls_handshakes_are_counted_at_accept_and_dropped_after_the_idle_time(tmp_path, certs):
     server = start_limited_server(str(tmp_path), {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
         "ssl.keystore.location": str(certs.server), "ssl.truststore.location": str(certs.ca),
@@ -68,6 +55,7 @@ def test_stalled_tls_handshakes_are_counted_at_accept_and_dropped_after_the_idle
         pid = server.process.pid
         idle_fds = open_fds(pid)
         with Watchdog(server) as watchdog, contextlib.ExitStack() as stack:
+            stack.enter_context(fds_for_clients(STALLED))  # this process holds the client ends
             for listener in ("SSL", "SASL_SSL"):
                 sockets = stall(server.port_of(listener), STALLED)
                 stack.callback(lambda held=sockets: [s.close() for s in held])
