@@ -19,17 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
-
-if TYPE_CHECKING:
-    from coordinator.net.connection import Connection
 
 log = structlog.get_logger(__name__)
 
 #: What a connection may hold of requests whatever the pool has left.
 ALLOWANCE = 65536
+
+
+class Connection(Protocol):
+    """What the pool reads and sets of a connection (net/connection.py's)."""
+
+    buffer: bytearray
+    buffer_charge: int  # what the pool counts for the buffer
+    pending_bytes: int
+    max_frame: int
+
+    def memory_freed(self) -> None: ...
 
 
 class RequestMemory:
