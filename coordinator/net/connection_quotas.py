@@ -71,7 +71,7 @@ class ConnectionQuotas:
         self.max_connections = max_connections
         self.per_ip = per_ip
         self.overrides = overrides
-        self.listener = listener  # for the log: empty for the Kafka listeners
+        self.log_fields = {"listener": listener} if listener else {}  # a refusal's: none for the Kafka listeners
         self.total_setting = total_setting  # what a refusal over the total names
         self.total = 0
         self.counts: dict[str, int] = {}
@@ -121,7 +121,4 @@ class ConnectionQuotas:
         self.total -= 1
 
     def _refuse(self, address: str, reason: str) -> None:
-        if self.listener:
-            log.warning("connection refused", peer=address, reason=reason, listener=self.listener)
-        else:
-            log.warning("connection refused", peer=address, reason=reason)
+        log.warning("connection refused", peer=address, reason=reason, **self.log_fields)

@@ -20,9 +20,10 @@ NETWORK_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
     "socket.send.buffer.high.bytes": ("socket_send_buffer_high_bytes", _int(1024, INT32_MAX), "4194304",
                                       "Buffered response bytes per connection before reading pauses."),
     "max.connections": ("max_connections", _int(0, INT32_MAX), str(INT32_MAX),
-                        "Most connections the server holds (all listeners); over it a new connection is "
-                        "closed at once. Capped so that connections leave a quarter of RLIMIT_NOFILE "
-                        "(at least 256 fds, or half of a smaller limit) to the logs."),
+                        "Most connections the server holds (all listeners, counted when accepted: a TLS one "
+                        "before its handshake); over it a new connection is closed at once. Capped so that "
+                        "connections leave a quarter of RLIMIT_NOFILE (at least 256 fds, or half of a smaller "
+                        "limit) to the logs, and http.max.connections to the http.listener."),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0, INT32_MAX), str(INT32_MAX),
                                "Most connections from one IP address; over it a new connection is closed."),
     "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _host_limits, "",

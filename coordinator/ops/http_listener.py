@@ -31,7 +31,7 @@ from coordinator.ops.http_guard import GuardedConnection
 from coordinator.ops.metrics import exposition, registry_for
 from coordinator.ops.views import GroupViews, ServedNode, partition_states, rebalances
 from coordinator.runtime.shard import ShardState
-from coordinator.security.listener_config import effective
+from coordinator.security.listener_config import failed_authentication_delay_ms
 
 log = structlog.get_logger(__name__)
 
@@ -65,8 +65,7 @@ class HttpListener:
         self.idle_seconds = config.http_connections_max_idle_ms / 1000.0
         self.auth = None if config.http_auth == "NONE" else BasicAuth(
             app.services.scram.lookup, [s.plain_users for s in config.securities.values() if s.plain_users],
-            app.services.access.authorizer,
-            int(effective(config.security_props, "http")["connection.failed.authentication.delay.ms"]))
+            app.services.access.authorizer, failed_authentication_delay_ms(config.security_props, "http"))
 
     def web_app(self) -> web.Application:
         application = web.Application(middlewares=[_headers] if self.auth is None else [_headers, self.auth.middleware])

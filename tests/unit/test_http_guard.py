@@ -86,6 +86,6 @@ def test_the_http_connections_are_kept_out_of_the_kafka_listeners_fds():
     config = Config.load(overrides={"http.listener": "http://127.0.0.1:0", "http.max.connections": "8",
                                     "max.connections.per.ip": "3"}, environ={})
     http = ConnectionQuotas.for_http(config)
-    assert (http.max_connections, http.per_ip, http.listener) == (8, 3, "http")
+    assert (http.max_connections, http.per_ip, http.log_fields) == (8, 3, {"listener": "http"})
     assert Config.load(environ={}).http_max_connections == 64
     assert Config.load(environ={}).http_connections_max_idle_ms == 30000
