@@ -95,23 +95,29 @@ class TlsAcceptor:
         if not self.quotas.admit(host):  # over a limit: closed at once, logged there
             sock.close()
             return
+        sock.setblocking(False)
         connection = self.make(self.security, host, port)
-        task = self.loop.create_task(self._handshake(connection, sock))
+        task = self.loop.create_task(self.loop.connect_accepted_socket(
+            lambda: connection, sock, ssl=self.security.context, ssl_handshake_timeout=self.handshake_seconds))
         self.handshakes.add(task)
-        task.add_done_callback(self.handshakes.discard)
+        task.add_done_callback(lambda done: self._handshake_ended(done, connection, sock))
 
-    async def _handshake(self, connection: SecuredConnection, sock: socket.socket) -> None:
-        try:
-            await self.loop.connect_accepted_socket(lambda: connection, sock, ssl=self.security.context,
-                                                    ssl_handshake_timeout=self.handshake_seconds)
-        except asyncio.CancelledError:  # the server stops
-            connection.handshake_failed("server stopping")
-            raise
-        except OSError as exc:  # ssl.SSLError, a reset, ConnectionAbortedError when the timeout passed
-            connection.handshake_failed(f"TLS handshake failed: {exc}")
-        except Exception as exc:  # a bug of ours: never a silent drop
-            log.error("TLS handshake failed", conn=connection.conn_id, exc_info=exc)
-            connection.handshake_failed(f"TLS handshake failed: {exc!r}")
+    def _handshake_ended(self, task: asyncio.Task, connection: SecuredConnection, sock: socket.socket) -> None:
+        """Done: connection_made has been called, or the handshake failed, timed out or was cancelled (the server
+        stops; perhaps before it began): then the socket is closed (a no-op if its transport closed it first, as
+        it does) and the count given back."""
+        self.handshakes.discard(task)
+        if task.cancelled():
+            reason = "server stopping"
+        else:
+            exc = task.exception()
+            if exc is None:
+                return
+            if not isinstance(exc, OSError):  # OSError: ssl.SSLError, a reset, the timeout's ConnectionAbortedError
+                log.error("TLS handshake failed", conn=connection.conn_id, exc_info=exc)  # a bug of ours
+            reason = f"TLS handshake failed: {exc}"
+        sock.close()
+        connection.handshake_failed(reason)
 
     async def stop(self) -> None:
         """Stop accepting and drop the connections still in their handshake."""

@@ -24,6 +24,20 @@ class Made:
         self.quotas.release(self.host)
 
 
+def acceptor_of(certs, quotas: ConnectionQuotas, handshake_seconds: float
+                ) -> tuple[TlsAcceptor, ConnectionQuotas, list[Made]]:
+    """An acceptor of an SSL listener counting in `quotas`, and the connections it makes."""
+    security = Config.load(overrides={"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(certs.server)},
+                           environ={}).security("SSL")
+    made: list[Made] = []
+
+    def make(_security, host, _port):
+        made.append(Made(quotas, host))
+        return made[-1]
+
+    return TlsAcceptor(asyncio.get_running_loop(), quotas, security, make, handshake_seconds), quotas, made
+
+
 def test_listening_sockets_bind_one_port_and_do_not_block():
     sockets = listening_sockets("127.0.0.1", 0)
     try:
@@ -37,16 +51,7 @@ def test_listening_sockets_bind_one_port_and_do_not_block():
 
 
 async def test_a_connection_is_counted_before_its_handshake_and_given_back_when_it_fails(certs):
-    security = Config.load(overrides={"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(certs.server)},
-                           environ={}).security("SSL")
-    quotas = ConnectionQuotas(10, 1, {})
-    made: list[Made] = []
-
-    def make(_security, host, _port):
-        made.append(Made(quotas, host))
-        return made[-1]
-
-    acceptor = TlsAcceptor(asyncio.get_running_loop(), quotas, security, make, handshake_seconds=0.2)
+    acceptor, quotas, made = acceptor_of(certs, ConnectionQuotas(10, 1, {}), handshake_seconds=0.2)
     pairs = [socket.socketpair() for _ in range(2)]
     try:
         for server_end, _client in pairs:
@@ -55,7 +60,8 @@ async def test_a_connection_is_counted_before_its_handshake_and_given_back_when_
         assert quotas.counts == {"10.0.0.1": 1}  # counted at once; the second was over max.connections.per.ip
         assert len(made) == 1 and len(acceptor.handshakes) == 1
         assert pairs[1][1].recv(1) == b""  # and was closed at once
-        await asyncio.wait_for(asyncio.gather(*acceptor.handshakes), 5)  # no ClientHello: the timeout passes
+        await asyncio.wait_for(asyncio.gather(*acceptor.handshakes, return_exceptions=True), 5)  # no ClientHello
+        await asyncio.sleep(0)  # the done callback
         assert quotas.counts == {} and quotas.total == 0
         (reason,) = made[0].failed
         assert reason.startswith("TLS handshake failed") and "0.2 seconds" in reason
@@ -64,3 +70,17 @@ async def test_a_connection_is_counted_before_its_handshake_and_given_back_when_
         for server_end, client in pairs:
             server_end.close()
             client.close()
+
+
+async def test_stopping_drops_the_handshakes_not_yet_begun_and_gives_their_count_back(certs):
+    acceptor, quotas, made = acceptor_of(certs, ConnectionQuotas(10, 10, {}), handshake_seconds=30)
+    server_end, client = socket.socketpair()
+    try:
+        acceptor.accepted(server_end, "10.0.0.1", 5000)
+        assert quotas.total == 1
+        await acceptor.stop()  # before the handshake's task has run at all
+        assert quotas.total == 0 and made[0].failed == ["server stopping"]
+        assert server_end.fileno() == -1 and client.recv(1) == b""  # the socket was closed
+    finally:
+        server_end.close()
+        client.close()
