@@ -15,6 +15,7 @@ closed connection with its reason.
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -42,16 +43,27 @@ def listening_sockets(host: str, port: int) -> list[socket.socket]:
     sockets: list[socket.socket] = []
     try:
         for family, kind, proto, _name, address in dict.fromkeys(infos):
-            sock = socket.socket(family, kind, proto)
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:  # as asyncio: a family the system does not have (IPv6 off)
+                continue
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:  # as asyncio: an IPv6 socket does not take IPv4 too
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             if port == 0 and len(sockets) > 1:
                 address = (address[0], sockets[0].getsockname()[1], *address[2:])
-            sock.bind(address)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                if exc.errno != errno.EADDRNOTAVAIL or len(infos) == 1:
+                    raise
+                sockets.pop().close()  # as asyncio: the family is not enabled
+                continue
             sock.listen(BACKLOG)
             sock.setblocking(False)
+        if not sockets:
+            raise OSError(f"no address of {host or '(every interface)'} to listen on")
     except BaseException:
         for sock in sockets:
             sock.close()

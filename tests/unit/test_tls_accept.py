@@ -48,6 +48,13 @@ def test_listening_sockets_bind_one_port_and_do_not_block():
     finally:
         for sock in sockets:
             sock.close()
+    every = listening_sockets("", 0)  # every interface: each address family, on one ephemeral port
+    try:
+        assert len({sock.getsockname()[1] for sock in every}) == 1
+        assert {sock.family for sock in every} >= {socket.AF_INET}
+    finally:
+        for sock in every:
+            sock.close()
 
 
 async def test_a_connection_is_counted_before_its_handshake_and_given_back_when_it_fails(certs):
