@@ -27,6 +27,7 @@ from coordinator.config_values import (  # noqa: F401 (read_properties: part of 
     read_properties,
 )
 from coordinator.groups.consumer.config_settings import CONSUMER_GROUP_SETTINGS, check as check_consumer_group_settings
+from coordinator.net.settings import HTTP_SETTINGS, NETWORK_SETTINGS
 from coordinator.security.listener_config import (
     SECURITY_SETTINGS,
     ListenerSecurity,
@@ -143,27 +144,7 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                          "Cluster mode: how many live nodes Metadata names as each "
                                          "__consumer_offsets partition's replicas, at most (its data's copies "
                                          "are PostgreSQL's); local mode names its one node."),
-    "socket.request.max.bytes": ("socket_request_max_bytes", _int(1, INT32_MAX), "104857600",
-                                 "Largest request frame accepted; larger ones close the connection."),
-    "connections.max.idle.ms": ("connections_max_idle_ms", _int(1), "600000",
-                                "Idle connections are closed after this long."),
-    "queued.max.requests": ("queued_max_requests", _int(1, INT32_MAX), "500",
-                            "Requests in flight per connection before reading pauses."),
-    "socket.send.buffer.high.bytes": ("socket_send_buffer_high_bytes", _int(1024, INT32_MAX), "4194304",
-                                      "Buffered response bytes per connection before reading pauses."),
-    "max.connections": ("max_connections", _int(0, INT32_MAX), str(INT32_MAX),
-                        "Most connections the server holds (all listeners); over it a new connection is "
-                        "closed at once. Capped so that connections leave a quarter of RLIMIT_NOFILE "
-                        "(at least 256 fds, or half of a smaller limit) to the logs."),
-    "max.connections.per.ip": ("max_connections_per_ip", _int(0, INT32_MAX), str(INT32_MAX),
-                               "Most connections from one IP address; over it a new connection is closed."),
-    "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _host_limits, "",
-                                         "Per-address exceptions to max.connections.per.ip, "
-                                         "as host:count,host:count (host names resolved at start)."),
-    "queued.max.request.bytes.per.connection": (
-        "queued_max_request_bytes_per_connection", _int(1, INT32_MAX), "104857600",
-        "Bytes of requests with outstanding answers (unwritten produce data included) per connection "
-        "before reading pauses; one request is always read (Kafka's queued.max.request.bytes is global)."),
+    **NETWORK_SETTINGS,
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(0, INT32_MAX), "6000",
                                      "Smallest session timeout a JoinGroup may ask for."),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(0, INT32_MAX), "1800000",
@@ -235,6 +216,7 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "http.listener": ("http_listener", parse_http_listener, "",
                       "http://host:port of the operations endpoint (/metrics, /health/live, /health/ready, the "
                       "console); empty = none. Request metrics are counted only when it is set."),
+    **HTTP_SETTINGS,
     "authorizer.class.name": ("authorizer_class_name", parse_authorizer, "",
                               "Kafka's StandardAuthorizer or AclAuthorizer class name turns ACLs on; empty: off."),
     "super.users": ("super_users", _str, "", "Principals allowed everything, `User:admin;User:ops`."),
@@ -277,6 +259,7 @@ class Config:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[HostLimit, ...]
     queued_max_request_bytes_per_connection: int
+    queued_max_request_bytes: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     group_initial_rebalance_delay_ms: int
@@ -305,6 +288,9 @@ class Config:
     log_cleanup_policy: str
     fetch_max_bytes: int
     http_listener: Listener | None
+    http_max_connections: int
+    http_connections_max_idle_ms: int
+    http_auth: str
     authorizer_class_name: str
     super_users: str
     allow_everyone_if_no_acl_found: bool
@@ -382,6 +368,9 @@ class Config:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
         check_consumer_group_settings(config)
+        if 0 < config.queued_max_request_bytes < config.socket_request_max_bytes:  # Kafka's rule
+            raise ConfigError(f"queued.max.request.bytes: {config.queued_max_request_bytes} is less than "
+                              f"socket.request.max.bytes ({config.socket_request_max_bytes})")
         if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
             raise ConfigError("max.connections.per.ip: 0 is allowed only with max.connections.per.ip.overrides")
         if config.broker_heartbeat_interval_ms >= config.broker_session_timeout_ms:

@@ -3,10 +3,13 @@
 The answer is JSON {"group_id": ..., "rebalances": [{"started_at", "cause", "detail", "generation",
 "members", "joined", "left", "duration_ms", "outcome"}, ...]}, oldest first. Only the HTTP listener
 of this server has it (Apache Kafka has no such endpoint), so it is asked only when --http is given.
+Credentials for an endpoint with `http.auth=basic` go in the URL, `http://user:password@host:port`: they are
+sent as HTTP Basic and never printed.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.error
 import urllib.parse
@@ -20,11 +23,24 @@ def history_url(base: str, group: str) -> str:
     return f"{base.rstrip('/')}/groups/{urllib.parse.quote(group, safe='')}/rebalances"
 
 
+def without_credentials(base: str) -> tuple[str, str | None]:
+    """The URL without its `user:password@`, and the Basic Authorization header they make (None without)."""
+    parts = urllib.parse.urlsplit(base)
+    if parts.username is None:
+        return base, None
+    user, password = urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
+    netloc = parts.netloc.rpartition("@")[2]
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), f"Basic {token}"
+
+
 def fetch_history(base: str, group: str, timeout: float) -> dict[str, Any]:
     """The group's rebalance history; CliError (one line) when it cannot be had."""
+    base, authorization = without_credentials(base)
     url = history_url(base, group)
+    request = urllib.request.Request(url, headers={} if authorization is None else {"Authorization": authorization})
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             body = answer.read()
     except urllib.error.HTTPError as exc:
         raise CliError(f"GET {url}: HTTP {exc.code} {exc.reason}") from None

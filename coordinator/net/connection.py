@@ -5,7 +5,8 @@ request is answered first: finished responses wait behind unfinished ones in a F
 Back-pressure: a connection stops reading while `queued.max.requests` responses are
 outstanding, while the requests behind them add up to `queued.max.request.bytes.per.connection`
 (their data waits in memory for the disk: an acks=-1 or acks=0 Produce, an OffsetCommit),
-or while the transport holds more than `socket.send.buffer.high.bytes` unsent, and resumes
+or while the transport holds more than `socket.send.buffer.high.bytes` unsent, or while the
+requests of all connections use up `queued.max.request.bytes` (net/request_memory.py), and resumes
 when all drop. Idle connections close after connections.max.idle.ms (checked by one lazily
 re-armed timer per connection). A paused connection reads nothing, so it would not see its
 peer close: while paused it looks at the socket's TCP state every PEER_CHECK_SECONDS and
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import socket
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -32,11 +32,13 @@ import structlog
 
 from coordinator.completion import Completion
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, Session
+from coordinator.net.peer import peer_gone
 from protocol.framing import FrameError, cut_frames, frame as size_prefixed, frame_kind, single_frame
 
 if TYPE_CHECKING:
     from coordinator.config import Config
     from coordinator.net.connection_quotas import ConnectionQuotas
+    from coordinator.net.request_memory import RequestMemory
     from coordinator.net.request_metrics import RequestMetrics
 
 log = structlog.get_logger(__name__)
@@ -46,20 +48,6 @@ _CLOSED = object()  # Connection._dispatch: the request broke the protocol; the 
 #: Loop time one connection may spend dispatching in one go before it lets others run.
 DISPATCH_BUDGET_SECONDS = 0.015
 PEER_CHECK_SECONDS = 1.0  # how often a connection that stopped reading checks that its peer is there
-# Linux TCP states (tcp_states.h) of a socket whose peer closed or reset: CLOSE_WAIT, CLOSE
-_PEER_GONE_STATES = (8, 7)
-
-
-def peer_gone(transport: asyncio.BaseTransport) -> bool:
-    """Whether the peer closed or reset the connection, seen from the TCP state, which data
-    still unread does not hide (Linux; elsewhere False: the idle timeout remains)."""
-    sock = transport.get_extra_info("socket")
-    if sock is None or not hasattr(socket, "TCP_INFO"):
-        return False
-    try:
-        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in _PEER_GONE_STATES
-    except (OSError, ValueError):
-        return False
 
 
 class Server(Protocol):
@@ -69,6 +57,7 @@ class Server(Protocol):
     dispatcher: Dispatcher
     loop: asyncio.AbstractEventLoop
     quotas: ConnectionQuotas
+    memory: RequestMemory
     connections: set[Connection]
     idle_seconds: float
     clock: Callable[[], float]
@@ -84,7 +73,7 @@ class Connection(asyncio.Protocol):
         "peer_port", "conn_id", "last_active", "idle_timer", "reading_paused", "writing_paused",
         "closing", "requests", "close_reason", "max_frame", "max_pending", "delivery_scheduled",
         "admitted", "pending_bytes", "max_pending_bytes", "resume_scheduled", "peer_timer", "barrier", "metrics",
-        "kinds", "deferred_kinds", "session",
+        "kinds", "deferred_kinds", "session", "memory", "buffer_charge",
     )
 
     def __init__(self, server: Server, listener: str = "") -> None:
@@ -110,6 +99,8 @@ class Connection(asyncio.Protocol):
         self.max_pending = server.config.queued_max_requests
         self.pending_bytes = 0  # sizes of the requests whose answers are outstanding
         self.max_pending_bytes = server.config.queued_max_request_bytes_per_connection
+        self.memory = server.memory  # all connections' request bytes (queued.max.request.bytes)
+        self.buffer_charge = 0  # what the pool counts for the buffer (and the rest of a frame begun)
         self.delivery_scheduled = False
         self.admitted = False  # counted by the server's ConnectionQuotas
         self.resume_scheduled = False  # _process yielded its turn with frames left in the buffer
@@ -125,12 +116,13 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         tcp = self.transport = cast(asyncio.Transport, transport)  # a stream server's: uvloop's TCPTransport
-        peer = tcp.get_extra_info("peername") or ("?", 0)
-        self.peer_host, self.peer_port = peer[0], peer[1]
-        if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
-            tcp.abort()
-            return
-        self.admitted = True
+        if not self.admitted:  # (a TLS connection was counted at accept: net/tls_accept.py)
+            peer = tcp.get_extra_info("peername") or ("?", 0)
+            self.peer_host, self.peer_port = peer[0], peer[1]
+            if not self.server.quotas.admit(self.peer_host):  # over a limit: closed at once, logged there
+                tcp.abort()
+                return
+            self.admitted = True
         high = self.server.config.socket_send_buffer_high_bytes
         tcp.set_write_buffer_limits(high=high, low=high // 4)
         self.last_active = self.loop.time()
@@ -191,6 +183,7 @@ class Connection(asyncio.Protocol):
             self.barrier = deferred
         deferred.request_bytes = size
         self.pending_bytes += size
+        self.memory.used += size
         self.pending.append(deferred)
         deferred.future.add_done_callback(self._deferred_done)
 
@@ -214,7 +207,9 @@ class Connection(asyncio.Protocol):
                     item.future.cancel()
                     item.release()
         self.pending.clear()
-        self.pending_bytes = 0
+        self.memory.give(self.pending_bytes + self.buffer_charge)
+        self.memory.waiting.pop(self, None)
+        self.pending_bytes = self.buffer_charge = 0
         self.transport = None  # a delivery still scheduled finds nothing to do
         self.server.connections.discard(self)
         reason = f"{self.close_reason}: {exc}" if exc else self.close_reason
@@ -343,6 +338,7 @@ class Connection(asyncio.Protocol):
                 break
             pending.popleft()
             self.pending_bytes -= head.request_bytes
+            self.memory.give(head.request_bytes)
             try:
                 encoded = Dispatcher.finish(head, metrics)
             except CloseConnection as exc:
@@ -375,9 +371,12 @@ class Connection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closing:
             return
+        memory = self.memory
         should_pause = (self.writing_paused or len(self.pending) >= self.max_pending
                         or self.pending_bytes >= self.max_pending_bytes or self.resume_scheduled
-                        or (self.barrier is not None and self._behind_barrier()))
+                        or (self.barrier is not None and self._behind_barrier())
+                        or ((self.buffer or self.buffer_charge or memory.used >= memory.limit)
+                            and memory.blocks(self)))
         if should_pause and not self.reading_paused:
             self.transport.pause_reading()
             self.reading_paused = True
@@ -386,6 +385,10 @@ class Connection(asyncio.Protocol):
         elif not should_pause and self.reading_paused:
             self.transport.resume_reading()
             self.reading_paused = False
+
+    def memory_freed(self) -> None:
+        """The pool has memory again (it stopped this connection's reading)."""
+        self._update_reading()
 
     def _violation(self, reason: str) -> None:
         log.warning("closing connection", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",

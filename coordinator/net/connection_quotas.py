@@ -34,13 +34,19 @@ def fd_reserve(nofile: int) -> int:
     return max(nofile // 4, min(256, nofile // 2))
 
 
-def connection_cap(max_connections: int, nofile: int | None = None) -> int:
-    """`max.connections`, lowered to what RLIMIT_NOFILE leaves after the file reserve."""
+def connection_cap(max_connections: int, nofile: int | None = None, others: int = 0) -> int:
+    """`max.connections`, lowered to what RLIMIT_NOFILE leaves after the file reserve and `others` fds
+    (the http.listener's connections)."""
     if nofile is None:
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if nofile == resource.RLIM_INFINITY or nofile <= 0:
         return max_connections
-    return max(0, min(max_connections, nofile - fd_reserve(nofile)))
+    return max(0, min(max_connections, nofile - fd_reserve(nofile) - others))
+
+
+def http_connections(config: Config) -> int:
+    """The fds the http.listener may hold (none without one): kept out of the Kafka listeners' cap."""
+    return config.http_max_connections if config.http_listener is not None else 0
 
 
 def resolve_overrides(overrides: tuple) -> dict[str, int]:
@@ -81,19 +87,27 @@ def connection_limits(config: Config, dynamic_value: Callable[[str], str | None]
 
 
 class ConnectionQuotas:
-    def __init__(self, max_connections: int, per_ip: int, overrides: dict[str, int]) -> None:
+    """The counts of one set of listeners: the Kafka listeners together (`max.connections`), or the
+    http.listener (`http.max.connections`, `listener` "http"); `max.connections.per.ip` applies to both."""
+
+    def __init__(self, max_connections: int, per_ip: int, overrides: dict[str, int], *,
+                 listener: str = "", total_setting: str = "max.connections, capped by the fd limit") -> None:
         self.max_connections = max_connections
         self.per_ip = per_ip
         self.overrides = overrides
+        self.log_fields = {"listener": listener} if listener else {}  # a refusal's: none for the Kafka listeners
+        self.total_setting = total_setting  # what a refusal over the total names
         self.total = 0
         self.counts: dict[str, int] = {}
 
     @classmethod
     def from_config(cls, config: Config) -> ConnectionQuotas:
-        cap = connection_cap(config.max_connections)
+        """The Kafka listeners' counts; the http.listener's connections are kept out of the fds they may use."""
+        http = http_connections(config)
+        cap = connection_cap(config.max_connections, others=http)
         if cap < config.max_connections:
             log.info("max.connections capped by the fd limit", configured=config.max_connections,
-                     effective=cap, nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+                     effective=cap, nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0], http_connections=http)
         return cls(cap, config.max_connections_per_ip, resolve_overrides(config.max_connections_per_ip_overrides))
 
     def watch(self, config: Config, dynamic: Any) -> None:
@@ -101,19 +115,26 @@ class ConnectionQuotas:
         SocketServer reconfigures: new connections count against the new limits, none already open is closed."""
         def apply(configs: Any) -> None:
             try:
-                self.reconfigure(connection_limits(config, configs.value))
+                self.reconfigure(connection_limits(config, configs.value), http_connections(config))
             except (ConfigError, ValueError) as exc:  # e.g. an override's host no longer resolves: keep the limits
                 log.warning("dynamic connection limits not applied", error=str(exc))
 
         dynamic.watchers.append(apply)
         apply(dynamic)
 
-    def reconfigure(self, limits: Limits) -> None:
-        cap, overrides = connection_cap(limits.max_connections), resolve_overrides(limits.overrides)
+    def reconfigure(self, limits: Limits, http: int = 0) -> None:
+        """New limits for the Kafka listeners; `http` connections are kept out of the fds they may use."""
+        cap, overrides = connection_cap(limits.max_connections, others=http), resolve_overrides(limits.overrides)
         if (cap, limits.per_ip, overrides) != (self.max_connections, self.per_ip, self.overrides):
             self.max_connections, self.per_ip, self.overrides = cap, limits.per_ip, overrides
             log.info("connection limits changed", max_connections=cap, max_connections_per_ip=limits.per_ip,
                      overrides=len(overrides))
+
+    @classmethod
+    def for_http(cls, config: Config) -> ConnectionQuotas:
+        return cls(config.http_max_connections, config.max_connections_per_ip,
+                   resolve_overrides(config.max_connections_per_ip_overrides), listener="http",
+                   total_setting="http.max.connections")
 
     def limit_for(self, address: str) -> int:
         return self.overrides.get(address, self.per_ip)
@@ -128,7 +149,7 @@ class ConnectionQuotas:
             return False
         if self.total >= self.max_connections:
             self._refuse(address, f"the server already has the maximum of {self.max_connections} connections "
-                                  "(max.connections, capped by the fd limit)")
+                                  f"({self.total_setting})")
             return False
         self.counts[address] = count + 1
         self.total += 1
@@ -144,4 +165,4 @@ class ConnectionQuotas:
         self.total -= 1
 
     def _refuse(self, address: str, reason: str) -> None:
-        log.warning("connection refused", peer=address, reason=reason)
+        log.warning("connection refused", peer=address, reason=reason, **self.log_fields)

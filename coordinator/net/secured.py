@@ -1,7 +1,8 @@
 """A connection on an SSL, SASL_PLAINTEXT or SASL_SSL listener (PLAINTEXT ones are plain Connections, so the
 hot path pays nothing for security).
 
-TLS is done before `connection_made` (asyncio calls it after the handshake): a verified client certificate
+On a TLS listener the connection is counted when it is accepted and its handshake is done before
+`connection_made` (net/tls_accept.py; a handshake that fails ends in `handshake_failed`): a verified client certificate
 gives the principal, `User:<subject>` mapped by `ssl.principal.mapping.rules`. On a SASL listener every
 frame goes to the connection's SaslGate until the client has authenticated (coordinator/security/sasl_gate.py),
 under Kafka's smaller frame limit for that stage (`sasl.server.max.receive.size`, 512 KiB); then the principal
@@ -41,16 +42,32 @@ class Server(BaseServer, Protocol):
 
 
 class SecuredConnection(Connection):
-    __slots__ = ("security", "gate", "expires_at", "authenticated_with")
+    __slots__ = ("security", "gate", "expires_at", "authenticated_with", "in_handshake")
 
-    def __init__(self, server: Server, security: ListenerSecurity) -> None:
+    def __init__(self, server: Server, security: ListenerSecurity,
+                 accepted_from: tuple[str, int] | None = None) -> None:
         super().__init__(server, security.name)
         self.security = security
         self.gate: SaslGate | None = None  # until the client has authenticated (and while it re-authenticates)
         self.expires_at: float | None = None  # KIP-368: the session's end (loop time), with connections.max.reauth.ms
         self.authenticated_with: tuple[str, str] = ("", "")  # (mechanism, principal) a re-authentication keeps
+        # TLS: the peer was counted at accept and the handshake runs until connection_made
+        self.in_handshake = accepted_from is not None
+        if accepted_from is not None:
+            self.peer_host, self.peer_port = accepted_from
+            self.admitted = True
+
+    def handshake_failed(self, reason: str) -> None:
+        """The TLS handshake failed, timed out or was cut short: give back the count taken at accept."""
+        if not self.in_handshake:
+            return
+        self.in_handshake = self.admitted = False
+        self.server.quotas.release(self.peer_host)
+        log.info("connection closed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}", requests=0,
+                 reason=reason, listener=self.security.name)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.in_handshake = False
         super().connection_made(transport)
         if not self.admitted:
             return

@@ -12,16 +12,14 @@ from coordinator.config import Config, Listener
 from coordinator.net.connection import DISPATCH_BUDGET_SECONDS, Connection
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.net.dispatch import Dispatcher
+from coordinator.net.request_memory import RequestMemory
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.net.secured import SecuredConnection
+from coordinator.net.tls_accept import TLS_HANDSHAKE_SECONDS, TlsAcceptor
 from coordinator.security.listener_config import PLAINTEXT, ListenerSecurity
 from coordinator.security.mechanisms import new_exchange
 from coordinator.security.sasl_gate import SaslGate
 from coordinator.security.tls import principal_of
-
-#: How long a TLS handshake may take before the connection is dropped (a client that opens a socket and never
-#: finishes its handshake would otherwise hold it until the idle timeout); generous for a cold JVM on a busy host.
-TLS_HANDSHAKE_SECONDS = 30.0
 
 
 def _no_credentials(_user: str, _mechanism: str) -> None:
@@ -40,7 +38,11 @@ class Server:
         self.dispatch_budget = DISPATCH_BUDGET_SECONDS
         self.connections: set[Connection] = set()
         self.quotas = ConnectionQuotas.from_config(config)
+        self.memory = RequestMemory(config.queued_max_request_bytes, loop)
         self._servers: list[asyncio.AbstractServer] = []
+        self._acceptors: list[TlsAcceptor] = []  # SSL and SASL_SSL listeners: counted at accept
+        # a handshake that does not finish is dropped after 30 s, or the idle time if shorter (as Kafka's idle expiry)
+        self.handshake_seconds = min(TLS_HANDSHAKE_SECONDS, self.idle_seconds)
         self._all_closed: asyncio.Event = asyncio.Event()
         self.bound: dict[str, Listener] = {}
         # SCRAM credentials by (user, mechanism), for SASL listeners (the credential store's lookup)
@@ -49,18 +51,23 @@ class Server:
     async def start(self) -> dict[str, Listener]:
         for listener in self.config.listeners:
             security = self.config.security(listener.name)
-            tls = security.context
-            server = await self.loop.create_server(
-                (lambda s=security: SecuredConnection(self, s)) if security.protocol != PLAINTEXT
-                else (lambda n=listener.name: Connection(self, n)),
-                host=listener.host or None, port=listener.port, reuse_address=True, backlog=1024,
-                ssl=tls, ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if tls is not None else None,
-            )
-            self._servers.append(server)
-            sockname = server.sockets[0].getsockname()
-            bound = Listener(listener.name, listener.host or sockname[0], sockname[1])
-            self.bound[listener.name] = bound
+            if security.uses_tls:
+                acceptor = TlsAcceptor(self.loop, self.quotas, security, self._accepted, self.handshake_seconds)
+                self._acceptors.append(acceptor)
+                host, port = acceptor.start(listener.host, listener.port)
+            else:
+                server = await self.loop.create_server(
+                    (lambda s=security: SecuredConnection(self, s)) if security.protocol != PLAINTEXT
+                    else (lambda n=listener.name: Connection(self, n)),
+                    host=listener.host or None, port=listener.port, reuse_address=True, backlog=1024,
+                )
+                self._servers.append(server)
+                host, port = server.sockets[0].getsockname()[:2]
+            self.bound[listener.name] = Listener(listener.name, listener.host or host, port)
         return self.bound
+
+    def _accepted(self, security: ListenerSecurity, host: str, port: int) -> SecuredConnection:
+        return SecuredConnection(self, security, (host, port))
 
     def tls_principal(self, security: ListenerSecurity, peercert: Any) -> str:
         """`User:<subject, mapped by ssl.principal.mapping.rules>`, or User:ANONYMOUS without a certificate."""
@@ -83,6 +90,8 @@ class Server:
         """Stop accepting, let in-flight requests finish (up to the grace period), close all."""
         for server in self._servers:
             server.close()
+        for acceptor in self._acceptors:
+            await acceptor.stop()
         if self.connections:
             self._all_closed.clear()
             for connection in list(self.connections):

@@ -10,11 +10,13 @@
     GET /                           the read-only console (static files in coordinator/ops/console/)
 
 Everything is read-only: no route changes state. It runs on the server's own event loop (aiohttp),
-so its handlers read the coordinator's state without locks.
+so its handlers read the coordinator's state without locks. Its connections are counted and bounded in time
+(ops/http_guard.py); with `http.auth=basic` every route but the probes asks for credentials (ops/http_auth.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +25,13 @@ from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from coordinator.config import ConfigError, Listener
+from coordinator.net.connection_quotas import ConnectionQuotas
+from coordinator.ops.http_auth import BasicAuth, http_exposure
+from coordinator.ops.http_guard import GuardedConnection
 from coordinator.ops.metrics import exposition, registry_for
 from coordinator.ops.views import GroupViews, ServedNode, partition_states, rebalances
 from coordinator.runtime.shard import ShardState
+from coordinator.security.listener_config import failed_authentication_delay_ms
 
 log = structlog.get_logger(__name__)
 
@@ -52,10 +58,17 @@ class HttpListener:
         self.views = GroupViews(app.services)
         self.registry = registry_for(app)
         self.runner: web.AppRunner | None = None
+        self.server: asyncio.AbstractServer | None = None
         self.bound: Listener | None = None
+        config = app.services.config
+        self.quotas = ConnectionQuotas.for_http(config)
+        self.idle_seconds = config.http_connections_max_idle_ms / 1000.0
+        self.auth = None if config.http_auth == "NONE" else BasicAuth(
+            app.services.scram.lookup, [s.plain_users for s in config.securities.values() if s.plain_users],
+            app.services.access.authorizer, failed_authentication_delay_ms(config.security_props, "http"))
 
     def web_app(self) -> web.Application:
-        application = web.Application(middlewares=[_headers])
+        application = web.Application(middlewares=[_headers] if self.auth is None else [_headers, self.auth.middleware])
         application.add_routes([
             web.get("/metrics", self.metrics),
             web.get("/health/live", self.live),
@@ -71,24 +84,37 @@ class HttpListener:
         return application
 
     async def start(self) -> Listener:
-        self.runner = web.AppRunner(self.web_app(), access_log=None, handle_signals=False)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, self.listener.host or None, self.listener.port, reuse_address=True)
+        config = self.app.services.config
+        # aiohttp's keep-alive timer also runs from a connection's start: a request not whole by then is dropped
+        runner = self.runner = web.AppRunner(self.web_app(), access_log=None, handle_signals=False,
+                                             keepalive_timeout=self.idle_seconds)
+        await runner.setup()
+        handlers = runner.server
+        assert handlers is not None
         try:
-            await site.start()
+            self.server = await asyncio.get_running_loop().create_server(
+                lambda: GuardedConnection(self.quotas, handlers, self.idle_seconds),
+                self.listener.host or None, self.listener.port, reuse_address=True, backlog=128)
         except OSError as exc:  # e.g. the port is taken: one line and exit 2, as a bad setting
-            await self.runner.cleanup()
+            await runner.cleanup()
             raise ConfigError(f"http.listener: cannot listen on {self.listener.host}:{self.listener.port}: "
                               f"{exc.strerror or exc}") from None
-        host, port = self.runner.addresses[0][:2]
+        host, port = self.server.sockets[0].getsockname()[:2]
         self.bound = Listener("http", self.listener.host or host, port)
-        log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/")
+        log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/",
+                 auth=config.http_auth.lower())
+        http_exposure(config.http_auth, self.app.services.access.enabled, self.listener.host)
         return self.bound
 
     async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()  # accept no more; the runner's cleanup ends the open connections
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
+        if self.server is not None:
+            await self.server.wait_closed()
+            self.server = None
 
     # --- routes ------------------------------------------------------------------------------
 

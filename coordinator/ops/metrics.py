@@ -103,6 +103,9 @@ class NodeCollector:
         server = self.app.server
         yield GaugeMetricFamily("kcoord_connections", "Open client connections.",
                                 value=0 if server is None else len(server.connections))
+        yield GaugeMetricFamily("kcoord_request_memory_bytes", "Request bytes the connections hold "
+                                "(queued.max.request.bytes bounds them; Kafka's MemoryPoolUsed).",
+                                value=0 if server is None else server.memory.used)
         if metrics is None:
             return
         requests = CounterMetricFamily("kcoord_requests", "Requests handled, by API and version.",

@@ -158,6 +158,12 @@ def _milliseconds(text: str, name: str) -> int:
         raise ConfigError(f"{name}: {exc}") from None
 
 
+def failed_authentication_delay_ms(props: Mapping[str, str], listener: str) -> int:
+    """`connection.failed.authentication.delay.ms` as `listener` sees it (the http.listener's: "http")."""
+    return _milliseconds(effective(props, listener)["connection.failed.authentication.delay.ms"],
+                         "connection.failed.authentication.delay.ms")
+
+
 def _plain_users(props: Mapping[str, str], listener: str) -> dict[str, str]:
     name = f"{LISTENER_PREFIX}{listener.lower()}.plain{JAAS_SUFFIX}"
     text = next((value for key, value in props.items() if key.lower() == name), "")

@@ -5,7 +5,6 @@ another client, lose acknowledged commits, or leave an offsets partition broken 
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 
 import pytest
@@ -13,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.apis import ApiKey
 from tests.support.data_plane import batch, ms, req
-from tests.support.hostile import Watchdog, assert_commits_survive, commit_offsets, start_limited_server
+from tests.support.hostile import Watchdog, assert_commits_survive, commit_offsets, open_fds, start_limited_server
 from tests.support.offsets import commit_request
 from tests.support.wire_client import WireClient
 
@@ -25,10 +24,6 @@ NOFILE = 400  # the server's RLIMIT_NOFILE; it holds ~65 fds when idle (50 offse
 TOPICS, PARTITIONS = 20, 50
 SETTINGS = {"offsets.topic.segment.bytes": "2000"}  # an offsets segment rolls every few commits
 BEFORE = {("orders", p): 100 + p for p in range(3)}
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def create_topic(client: WireClient, name: str, partitions: int) -> int:

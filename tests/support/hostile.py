@@ -4,6 +4,7 @@ offsets committed before an attack that must still be there after it."""
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import subprocess
@@ -145,3 +146,19 @@ def closed_by_server(sock: socket.socket) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
+
+
+def open_fds(pid: int) -> int:
+    """How many fds process `pid` holds."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@contextmanager
+def fds_for_clients(count: int) -> Iterator[None]:
+    """Raise this process's soft RLIMIT_NOFILE so that it can hold `count` client sockets (and restore it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, count + 1024)), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -7,7 +7,7 @@ import asyncio
 import socket
 
 import coordinator.net.connection as server_module
-from coordinator.net.connection import peer_gone
+from coordinator.net.peer import peer_gone
 from tests.support.connection import FakeTransport, connect, settle
 from tests.support.data_plane import Plane
 from tests.support.wire_client import request_frame

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -22,9 +23,11 @@ HISTORY = {"group_id": "g/1", "rebalances": [
 
 class Handler(BaseHTTPRequestHandler):
     paths: list[str] = []
+    authorizations: list[str | None] = []
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         Handler.paths.append(self.path)
+        Handler.authorizations.append(self.headers.get("Authorization"))
         if self.path == "/groups/g%2F1/rebalances":
             body, status = json.dumps(HISTORY).encode(), 200
         elif self.path == "/groups/notjson/rebalances":
@@ -57,6 +60,16 @@ def test_history_is_fetched_with_the_group_quoted(base_url: str) -> None:
     assert fetch_history(base_url, "g/1", 5.0) == HISTORY
     assert Handler.paths[-1] == "/groups/g%2F1/rebalances"
     assert history_url("http://h:1//", "a b") == "http://h:1/groups/a%20b/rebalances"
+
+
+def test_credentials_in_the_url_are_sent_as_basic_and_left_out_of_errors(base_url: str) -> None:
+    with_user = base_url.replace("http://", "http://op%40s:p%3Ass@")
+    assert fetch_history(with_user, "g/1", 5.0) == HISTORY
+    assert Handler.authorizations[-1] == "Basic " + base64.b64encode(b"op@s:p:ss").decode()
+    with pytest.raises(CliError) as failure:
+        fetch_history(with_user, "other", 5.0)
+    assert "p%3Ass" not in str(failure.value) and "op%40s" not in str(failure.value)
+    assert fetch_history(base_url, "g/1", 5.0) == HISTORY and Handler.authorizations[-1] is None
 
 
 def test_history_failures_are_one_line_errors(base_url: str) -> None:
