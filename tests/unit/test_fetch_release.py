@@ -5,7 +5,6 @@ byte limit as Kafka caps it."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.net.dispatch import Deferred
@@ -77,13 +76,13 @@ async def test_min_bytes_is_capped_by_the_request_max_bytes(tmp_path):
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t")
         one = batch(b"x" * 100)
-        request = plane.fetch_request("t", 0, 0, max_wait=10_000, min_bytes=2**31 - 1, max_bytes=len(one))
+        # max_wait is the longest the wire carries: only the cap (Kafka: min(min_bytes, max_bytes) arrived) can
+        # answer this fetch within the resolve's timeout; no wall-clock bound to meet on a loaded machine
+        request = plane.fetch_request("t", 0, 0, max_wait=FOREVER_MS, min_bytes=2**31 - 1, max_bytes=len(one))
         pending = plane.send(request)
         assert isinstance(pending, Deferred)
-        started = time.monotonic()
         await plane.produce("t", 0, one, acks=1)
-        response = await plane.resolve(request, pending, timeout=5)
-        assert time.monotonic() - started < 1.0  # Kafka: min(min_bytes, max_bytes) arrived; no 10 s wait
+        response = await plane.resolve(request, pending, timeout=60)
         assert response.responses[0].partitions[0].records
         await asyncio.sleep(0)
 
