@@ -131,3 +131,25 @@ def test_restart_keeps_the_port_and_the_data_and_stop_exits_0(tmp_path):
         assert (low, high) == (0, 1)
         assert kafka.stop() == 0
     assert (tmp_path / "kafka" / "server.log").is_file()  # a caller's log_dir is kept
+
+
+def test_sasl_over_tls_admits_its_users_only(certs):
+    """sasl_users + ssl_keystore: the client listener is SASL_SSL (PLAIN with those users); create_topic goes
+    through the plaintext control listener."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    with EmbeddedKafka(sasl_users={"alice": 'pa"ss'}, ssl_keystore=str(certs.server),
+                       ssl_truststore=str(certs.ca)) as kafka:
+        assert kafka.security_protocol == "SASL_SSL"
+        kafka.create_topic("secured", 2)
+
+        def admin(password: str) -> AdminClient:
+            return AdminClient({"bootstrap.servers": kafka.bootstrap_servers, "security.protocol": "SASL_SSL",
+                                "ssl.ca.location": str(certs.ca), "sasl.mechanism": "PLAIN",
+                                "sasl.username": "alice", "sasl.password": password})
+
+        topics = admin('pa"ss').list_topics(timeout=15).topics
+        assert len(topics["secured"].partitions) == 2
+        with pytest.raises(KafkaException):
+            admin("wrong").list_topics(timeout=5)
