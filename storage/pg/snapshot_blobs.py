@@ -1,8 +1,8 @@
 """Bulk-load snapshots in cluster mode: kc_blobs rows of kind 'snapshot'.
 
-A blob is one published snapshot directory (storage/snapshot.py: MANIFEST.json + two parquet files)
-as an uncompressed tar (the parquet files are compressed already), named as the directory is. The
-bulk-load job puts all of its snapshots in one transaction (its publish step); a node taking an
+A blob is one published snapshot directory (storage/snapshot.py: MANIFEST.json + records.log, or format 1's
+Parquet files) as an uncompressed tar, named as the directory is. The bulk-load job puts all of its snapshots in
+one transaction (its publish step); a node taking an
 offsets partition copies that partition's snapshot blobs into a local snapshot root and loads as in
 local mode (runtime/loader.py picks the newest usable one).
 """
