@@ -228,6 +228,10 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "http.listener": ("http_listener", parse_http_listener, "",
                       "http://host:port of the operations endpoint (/metrics, /health/live, /health/ready, the "
                       "console); empty = none. Request metrics are counted only when it is set."),
+    "http.lag.sample.interval.ms": ("http_lag_sample_interval_ms", _int(100, INT32_MAX), "5000",
+                                    "How often the HTTP listener samples each group's lag for the console's charts."),
+    "http.lag.history.ms": ("http_lag_history_ms", _int(1000, 86400000), "600000",
+                            "How much lag history the console's charts get (kept in memory)."),
     "authorizer.class.name": ("authorizer_class_name", parse_authorizer, "",
                               "Kafka's StandardAuthorizer or AclAuthorizer class name turns ACLs on; empty: off."),
     "super.users": ("super_users", _str, "", "Principals allowed everything, `User:admin;User:ops`."),
@@ -297,6 +301,8 @@ class Config:
     log_cleanup_policy: str
     fetch_max_bytes: int
     http_listener: Listener | None
+    http_lag_sample_interval_ms: int
+    http_lag_history_ms: int
     authorizer_class_name: str
     super_users: str
     allow_everyone_if_no_acl_found: bool
