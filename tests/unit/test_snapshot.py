@@ -11,6 +11,7 @@ import pytest
 from storage.records import GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
 from storage.snapshot import (
     MANIFEST,
+    RECORDS_FILE,
     SnapshotError,
     SnapshotNotFound,
     groups_table,
@@ -18,7 +19,6 @@ from storage.snapshot import (
     list_snapshots,
     offsets_table,
     prepare_snapshot,
-    RECORDS_FILE,
     read_records,
     read_snapshot,
     state_of,
