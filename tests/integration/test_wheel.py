@@ -116,6 +116,12 @@ def test_the_wheels_console_script_serves_a_snapshot_and_a_client_round_trip_wit
         server.terminate()
         code = server.wait(30)
     assert code == 0
+    # the third command: the offsets log the server wrote, decoded (one partition: every group's commits are there)
+    dumped = _run(env_dir / "bin" / "kafka-coordinator", "dump-log", "--json", data / "__consumer_offsets-0",
+                  cwd=tmp_path, env=env)
+    records = [json.loads(line) for line in dumped.splitlines()]
+    commits = [r for r in records if r.get("group") == GROUP and r.get("topic") == "t"]
+    assert commits and commits[-1]["value"]["offset"] == 5, dumped[-2000:]
 
 
 def _wait_listening(server: subprocess.Popen) -> tuple[str, list[str]]:
