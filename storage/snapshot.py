@@ -242,6 +242,8 @@ def prepare_snapshot(root: str, partition: int, groups: pa.Table, offsets: pa.Ta
     """
     created = int(time.time() * 1000) if created_at_ms is None else created_at_ms
     pairs, counts = _state_pairs(groups, offsets, consumer_groups)
+    if len({key for key, _ in pairs}) != len(pairs):  # a state holds each key once (the reader relies on it)
+        raise ValueError(f"partition {partition}: the snapshot's tables hold a key twice")
     name = f"{created:013d}-{'none' if covers_log_offset is None else covers_log_offset}-{uuid.uuid4().hex[:8]}"
     base = partition_root(root, partition)
     os.makedirs(base, exist_ok=True)

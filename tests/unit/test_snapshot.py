@@ -162,3 +162,9 @@ def test_without_pyarrow_format_two_loads_and_format_one_says_what_is_missing(tm
     assert dict(got_groups)["g-stable"] == STABLE and len(got_offsets) == 4
     with pytest.raises(SnapshotError, match=r"needs pyarrow.*kafka-group-coordinator\[snapshots\]"):
         read_snapshot(str(tmp_path / "old"), 0)
+
+
+def test_a_key_twice_is_refused_by_the_writer(tmp_path):
+    groups, offsets = sample()
+    with pytest.raises(ValueError, match="a key twice"):
+        write_snapshot(str(tmp_path), 0, groups, offsets + offsets[:1], 1)
