@@ -145,7 +145,7 @@ class EmbeddedKafka:
             args += ["--override", f"{name}={value}"]
         self._events = {}
         self._paused = False
-        self._log = open(self.log_path, "a", encoding="utf-8")  # closed by the pump at EOF
+        self._log = open(self.log_path, "a", encoding="utf-8", buffering=1)  # line by line; closed by the pump
         env = {**os.environ, **self.env}
         env.pop("COORDINATOR_LOG_LEVEL", None)  # readiness needs the INFO lines (log.level is in the overrides)
         # the server of the package that was imported here, whatever the child's path would find first
