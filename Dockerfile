@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # Images of the Kafka group coordinator (docs/CONTAINERS.md). Targets:
-#   coordinator (default, last stage)  the server only: no Java, no pyspark
+#   coordinator (default, last stage)  the server only: no Java, no pyspark, no pyarrow, no pip (docs/CONTAINERS.md has
+#                                      the size of each layer)
 #   spark                              + openjdk-17-jre-headless + pyspark, runs spark_jobs.* on the data volume
 #   test                               + the Python Kafka clients and kcat: the compose test runner
 #   postgres                           Debian's PostgreSQL 15: the log of record of the cluster profile
@@ -23,7 +24,14 @@ COPY coordinator ./coordinator
 COPY storage ./storage
 COPY spark_jobs ./spark_jobs
 RUN /opt/venv/bin/pip install --quiet --no-deps . \
- && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)" \
+ && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)"
+# What the runtime needs of the venv, nothing more: the installers (pip, setuptools) go, so do the extension modules'
+# debug symbols (uvloop's alone is 13 MB of 14; binutils' strip exists only in this stage) and the bytecode caches.
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binutils >/dev/null \
+ && find /opt/venv -name '*.so' -exec strip --strip-unneeded {} + \
+ && /opt/venv/bin/python -m pip uninstall --quiet -y pip setuptools \
+ && /opt/venv/bin/python -c "import uvloop, asyncpg, re2, cramjam, crc32c, aiohttp, coordinator.app" \
  && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- runtime base shared by every target
@@ -41,6 +49,7 @@ COPY docker/healthcheck.py /usr/local/bin/coordinator-healthcheck
 WORKDIR /data
 
 # ---------------------------------------------------------------- spark: the PySpark jobs over the data volume
+# Also the image of the compose `spark` profile's standalone master and worker (docs/CONTAINERS.md).
 FROM runtime AS spark
 USER root
 RUN apt-get update -qq \
@@ -48,7 +57,7 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/pyproject.toml /usr/local/bin/requirements-of /tmp/
 RUN python3 /tmp/requirements-of /tmp/pyproject.toml spark > /tmp/requirements.txt \
- && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
+ && python -m ensurepip --default-pip >/dev/null && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
 USER coordinator
 VOLUME ["/data"]
 ENTRYPOINT ["python", "-m"]
@@ -62,7 +71,7 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/pyproject.toml /usr/local/bin/requirements-of /tmp/
 RUN python3 /tmp/requirements-of /tmp/pyproject.toml test > /tmp/requirements.txt \
- && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
+ && python -m ensurepip --default-pip >/dev/null && pip install --quiet -r /tmp/requirements.txt && rm -f /tmp/requirements.txt
 WORKDIR /app
 COPY pyproject.toml ./
 COPY primitives ./primitives

@@ -1,4 +1,4 @@
-"""Command line.
+"""Command line: `kafka-coordinator` (the console script a pip install puts on PATH) or `python -m coordinator`.
 
     python -m coordinator serve [FILE.properties] [--override name=value ...]   (as kafka-server-start)
     python -m coordinator dump-log PATH... [--json] [--transaction-log-decoder]   (decode __consumer_offsets or
@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from coordinator.config import SETTINGS, Config, ConfigError, env_name
@@ -17,7 +18,7 @@ from storage.pg import url as storage_url
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m coordinator", description=__doc__)
+    parser = argparse.ArgumentParser(prog=_prog(), description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve", help="run the server",
@@ -43,6 +44,12 @@ def _parser() -> argparse.ArgumentParser:
 
     add_groups_parser(commands)
     return parser
+
+
+def _prog() -> str:
+    """How the user ran us, for usage lines: the console script's name, or `python -m coordinator`."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") and name != "-c" else "python -m coordinator"
 
 
 def dump_log(args: argparse.Namespace) -> int:

@@ -291,6 +291,8 @@ class Config:
     http_max_connections: int
     http_connections_max_idle_ms: int
     http_auth: str
+    http_lag_sample_interval_ms: int
+    http_lag_history_ms: int
     authorizer_class_name: str
     super_users: str
     allow_everyone_if_no_acl_found: bool

@@ -4,7 +4,7 @@ store named by ``--output postgresql://...`` (storage/pg/snapshot_blobs.py).
 Each task builds its partition's snapshot as in local mode, in a temp directory of its own machine,
 and returns it packed; the driver publishes them all in one transaction (all or none, as the renames
 of local mode). The packed snapshots pass through the driver: a snapshot is the compacted state
-(one row per live group and offset, zstd parquet), far smaller than the logs the executors read.
+(one record per live group and offset: storage/snapshot.py), far smaller than the logs the executors read.
 """
 
 from __future__ import annotations

@@ -52,3 +52,8 @@ def certs(tmp_path_factory):
     from tests.support.certs import make_certs
 
     return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+# tests/testing_sample/ is a project of its own (its conftest.py opts into coordinator.testing's plugin): the main
+# suite runs it in a pytest subprocess (tests/integration/test_testing_sample.py), never collects it itself.
+collect_ignore = ["testing_sample"]

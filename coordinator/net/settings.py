@@ -54,4 +54,8 @@ HTTP_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
                   "and it listens beyond loopback); basic: every route but /health/live and /health/ready asks for "
                   "HTTP Basic credentials of a SCRAM or PLAIN user, who with an authorizer on needs DESCRIBE on the "
                   "cluster."),
+    "http.lag.sample.interval.ms": ("http_lag_sample_interval_ms", _int(100, INT32_MAX), "5000",
+                                    "How often the HTTP listener samples each group's lag for the console's charts."),
+    "http.lag.history.ms": ("http_lag_history_ms", _int(1000, 86400000), "600000",
+                            "How much lag history the console's charts get (kept in memory)."),
 }

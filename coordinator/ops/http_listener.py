@@ -7,6 +7,7 @@
     GET /api/groups/{id}            one group: members, assignments, offsets with lag, rebalance history
     GET /groups/{id}/rebalances     the group's last rebalances (time, cause, generation, members in/out)
     GET /api/topics                 hosted topics with their partitions' log start and end
+    GET /api/lag, /api/lag/{id}     lag over the last minutes, sampled here (coordinator/ops/lag_history.py)
     GET /                           the read-only console (static files in coordinator/ops/console/)
 
 Everything is read-only: no route changes state. It runs on the server's own event loop (aiohttp),
@@ -28,6 +29,7 @@ from coordinator.config import ConfigError, Listener
 from coordinator.net.connection_quotas import ConnectionQuotas
 from coordinator.ops.http_auth import BasicAuth, http_exposure
 from coordinator.ops.http_guard import GuardedConnection
+from coordinator.ops.lag_history import LagHistory, LagSampler
 from coordinator.ops.metrics import exposition, registry_for
 from coordinator.ops.views import GroupViews, ServedNode, partition_states, rebalances
 from coordinator.runtime.shard import ShardState
@@ -57,10 +59,11 @@ class HttpListener:
         self.listener = listener
         self.views = GroupViews(app.services)
         self.registry = registry_for(app)
+        config = app.services.config
+        self.lag = LagSampler(LagHistory(self.views, config.http_lag_sample_interval_ms, config.http_lag_history_ms))
         self.runner: web.AppRunner | None = None
         self.server: asyncio.AbstractServer | None = None
         self.bound: Listener | None = None
-        config = app.services.config
         self.quotas = ConnectionQuotas.for_http(config)
         self.idle_seconds = config.http_connections_max_idle_ms / 1000.0
         self.auth = None if config.http_auth == "NONE" else BasicAuth(
@@ -78,6 +81,7 @@ class HttpListener:
             web.get("/groups/{group_id:.+}/rebalances", self.rebalances),
             web.get("/api/topics", self.topics),
             web.get("/", self.console),
+            *self.lag.routes(),
         ])
         if CONSOLE_DIR.is_dir():
             application.add_routes([web.static("/console", CONSOLE_DIR, show_index=False)])
@@ -101,12 +105,14 @@ class HttpListener:
                               f"{exc.strerror or exc}") from None
         host, port = self.server.sockets[0].getsockname()[:2]
         self.bound = Listener("http", self.listener.host or host, port)
+        self.lag.start()
         log.info("http listening", host=self.bound.host, port=port, url=f"http://{self.bound.host}:{port}/",
                  auth=config.http_auth.lower())
         http_exposure(config.http_auth, self.app.services.access.enabled, self.listener.host)
         return self.bound
 
     async def stop(self) -> None:
+        await self.lag.stop()
         if self.server is not None:
             self.server.close()  # accept no more; the runner's cleanup ends the open connections
         if self.runner is not None:

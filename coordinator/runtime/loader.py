@@ -10,8 +10,8 @@ GroupMetadataManager.onLoaded):
    the log then starts at the offset it covers (Kafka's log start offset after deleted
    records), so new commits continue from there. A log that exists but ends before the newest
    snapshot's offset (a restored backup) keeps the older rule, with a warning naming both
-   offsets. One log line per partition says which snapshot and why. Read with `read_tables`
-   (columns, in a worker thread: pyarrow releases the GIL) and replayed in chunks.
+   offsets. One log line per partition says which snapshot and why. Its records are read in a worker thread
+   (`read_records`) and replayed in chunks, as the log's are.
    A snapshot that covers no log offset (an export, or another partition layout) is the
    whole state as of its creation: only log records written after `created_at_ms` are
    replayed over it. In cluster mode the snapshots are kc_blobs rows (storage/pg/snapshot_blobs.py),
@@ -39,7 +39,7 @@ from itertools import islice
 import structlog
 
 from coordinator.record_codec import decode, decode_all
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.record_types import OffsetCommitRecord
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots
@@ -51,7 +51,6 @@ from storage.txn_fold import Held
 
 log = structlog.get_logger("coordinator.runtime.loader")
 
-SNAPSHOT_ROWS_PER_CHUNK = 50_000
 STORE_SNAPSHOTS_DIR = ".snapshots"  # cluster mode: snapshot blobs copied beside the replicas (scratch)
 REPLAY_PER_TURN = 50_000  # survivors replayed between yields to the event loop
 
@@ -174,30 +173,10 @@ async def _replay_pairs(replay_all, pairs) -> int:
 
 
 async def _replay_snapshot(shard: Shard, path: str) -> int:
-    manifest, groups, offsets = await asyncio.to_thread(snapshots.read_tables, path)
-    count = 0
-    records = []
-    for gid, raw in zip(groups.column("group").to_pylist(), groups.column("value").to_pylist()):
-        if raw is not None:
-            value = snapshots.decode_value(snapshots.GroupMetadataKey(gid), raw)[1]
-            records.append(GroupMetadataRecord(gid, value))
-        count += 1
-    shard.replay_all(records)
-    await asyncio.sleep(0)
-    consumer_groups = await asyncio.to_thread(snapshots.read_consumer_groups, path, manifest)
-    shard.replay_all(list(decode_all(consumer_groups)))  # before the offsets: a group they find must exist
-    count += len(consumer_groups)
-    n = offsets.num_rows
-    for begin in range(0, n, SNAPSHOT_ROWS_PER_CHUNK):
-        chunk = offsets.slice(begin, SNAPSHOT_ROWS_PER_CHUNK)
-        cols = [chunk.column(name).to_pylist() for name in (
-            "group", "topic", "partition", "offset", "metadata", "commit_timestamp", "leader_epoch",
-            "expire_timestamp")]
-        shard.replay_all([OffsetCommitRecord(g, t, p, OffsetValue(o, m or "", ct, le, et))
-                          for g, t, p, o, m, ct, le, et in zip(*cols)])
-        count += chunk.num_rows
-        await asyncio.sleep(0)
-    return count
+    """The snapshot's records (groups, consumer-group records, offsets: storage/snapshot.py) through replay_all,
+    as a log's."""
+    _manifest, pairs = await asyncio.to_thread(snapshots.read_records, path)
+    return await _replay_pairs(shard.replay_all, pairs)
 
 
 def on_loaded(shard: Shard) -> None:

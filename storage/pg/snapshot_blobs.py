@@ -1,8 +1,8 @@
 """Bulk-load snapshots in cluster mode: kc_blobs rows of kind 'snapshot'.
 
-A blob is one published snapshot directory (storage/snapshot.py: MANIFEST.json + two parquet files)
-as an uncompressed tar (the parquet files are compressed already), named as the directory is. The
-bulk-load job puts all of its snapshots in one transaction (its publish step); a node taking an
+A blob is one published snapshot directory (storage/snapshot.py: MANIFEST.json + records.log, or format 1's
+Parquet files) as an uncompressed tar, named as the directory is. The bulk-load job puts all of its snapshots in
+one transaction (its publish step); a node taking an
 offsets partition copies that partition's snapshot blobs into a local snapshot root and loads as in
 local mode (runtime/loader.py picks the newest usable one).
 """
@@ -54,8 +54,18 @@ async def fetch(conn, topic_id: uuid.UUID, partition: int, root: str) -> int:
 
 
 def _unpack(data: bytes, tmp: str) -> None:
+    """A packed snapshot into `tmp`, then published. A snapshot directory is flat: every member must be a regular
+    file with a plain name (no path, no link), else ValueError -- written here member by member, not with
+    extractall, whose `filter` argument Python 3.11 has only from 3.11.4 (the image's Debian bookworm has 3.11.2)."""
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(tmp, filter="data")
+        for member in tar.getmembers():
+            name = member.name
+            if not member.isfile() or not name or os.sep in name or "/" in name or name in (".", ".."):
+                raise ValueError(f"snapshot blob member {name!r}: not a plain file name")
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file
+            with open(os.path.join(tmp, name), "wb") as out:
+                shutil.copyfileobj(source, out)
     publish_snapshot(tmp)

@@ -71,7 +71,8 @@ def test_console_shows_groups_lag_members_and_rebalances_in_chromium(tmp_path):
 
     from tests.clients.produce import create_topic, produce
 
-    server = start_server(str(tmp_path / "data"), overrides={"http.listener": "http://127.0.0.1:0"})
+    server = start_server(str(tmp_path / "data"), overrides={"http.listener": "http://127.0.0.1:0",
+                                                             "http.lag.sample.interval.ms": "200"})
     consumers: list[Consumer] = []
     try:
         http = server.wait_for_event("http listening", timeout=20)
@@ -137,6 +138,8 @@ def check_console(base: str, expected: Expected, chromium: str, out_dir, stop_se
             expect(row.locator('[data-field="state"]')).to_have_text("Stable", timeout=WAIT_MS)
             expect(row.locator("td[data-lag]")).to_have_attribute("data-lag", str(total_lag), timeout=WAIT_MS)
             expect(row.locator('[data-field="members"]')).to_have_text("1")
+            # its lag sparkline ends at the same total (the server samples lag every 200 ms here)
+            expect(row.locator("svg.spark")).to_have_attribute("data-last", str(total_lag), timeout=WAIT_MS)
             expect(page.locator("#updated")).to_have_text(re.compile(r"^updated \d\d:\d\d:\d\d$"))
             expect(page.locator("#error-banner")).to_be_hidden()
 
@@ -159,6 +162,7 @@ def check_console(base: str, expected: Expected, chromium: str, out_dir, stop_se
                     str(expected.committed[partition]))
                 expect(offsets_row.locator('[data-field="log_end_offset"]')).to_have_text(
                     str(expected.log_end[partition]))
+            _check_lag_chart(page, base, expected, lag)
             rebalances = page.locator("#rebalances tr[data-rebalance]")
             expect(rebalances.first).to_be_visible(timeout=WAIT_MS)
             assert rebalances.count() >= 1
@@ -202,6 +206,43 @@ def check_console(base: str, expected: Expected, chromium: str, out_dir, stop_se
                 expect(page.locator(f'#groups-table tr[data-group="{_css(expected.group)}"]')).to_be_visible()
         finally:
             browser.close()
+
+
+def metrics_lag(base: str, group: str) -> dict[tuple[str, int], int]:
+    """kafka_consumergroup_lag of `group` from GET /metrics: {(topic, partition): lag}."""
+    from urllib.request import urlopen
+
+    with urlopen(base + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    pattern = re.compile(r'^kafka_consumergroup_lag\{(?P<labels>[^}]*)\} (?P<value>\S+)$', re.M)
+    out = {}
+    for match in pattern.finditer(text):
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match.group("labels")))
+        if labels.get("consumergroup") == group:
+            out[(labels["topic"], int(labels["partition"]))] = int(float(match.group("value")))
+    return out
+
+
+def _check_lag_chart(page, base: str, expected: Expected, lag: dict[int, int]) -> None:
+    """The group page's chart: one line per partition ending at the lag /metrics reports, a total line ending at
+    their sum, more than one sample each (it is drawn over time), and the legend's numbers."""
+    from playwright.sync_api import expect
+
+    reported = metrics_lag(base, expected.group)
+    assert reported == {(expected.topic, p): value for p, value in lag.items()}, reported
+    chart = page.locator("#lag-chart")
+    expect(chart).to_be_visible(timeout=WAIT_MS)
+    for (topic, partition), value in reported.items():
+        line = chart.locator(f'polyline[data-series="partition"][data-topic="{_css(topic)}"]'
+                             f'[data-partition="{partition}"]')
+        expect(line).to_have_attribute("data-last", str(value), timeout=WAIT_MS)
+        legend = page.locator(f'#lag-legend tr[data-topic="{_css(topic)}"][data-partition="{partition}"] '
+                              '[data-field="last"]')
+        expect(legend).to_have_text(f"{value:,}")
+    total = chart.locator('polyline[data-series="total"]')
+    expect(total).to_have_attribute("data-last", str(sum(reported.values())))
+    expect(total).to_have_attribute("data-points", re.compile(r"^([2-9]|\d\d+)$"), timeout=WAIT_MS)
+    assert len(total.get_attribute("points").split()) == int(total.get_attribute("data-points"))
 
 
 def _check_hostile_group(page, base: str, expected: Expected) -> None:

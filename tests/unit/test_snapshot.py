@@ -11,6 +11,7 @@ import pytest
 from storage.records import GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
 from storage.snapshot import (
     MANIFEST,
+    RECORDS_FILE,
     SnapshotError,
     SnapshotNotFound,
     groups_table,
@@ -18,8 +19,9 @@ from storage.snapshot import (
     list_snapshots,
     offsets_table,
     prepare_snapshot,
+    read_records,
     read_snapshot,
-    read_tables,
+    state_of,
     write_snapshot,
 )
 
@@ -44,9 +46,12 @@ def test_round_trip(tmp_path):
     # a group with offsets but no metadata is added as a simple group (None)
     assert dict(got_groups) == {"g-stable": STABLE, "g-empty": EMPTY, "g-simple": None}
     assert sorted(got_offsets, key=repr) == sorted(offsets, key=repr)
-    manifest, gt, ot = read_tables(path)
+    manifest, pairs = read_records(path)
     assert manifest["groups"] == 3 and manifest["offsets"] == 4 and manifest["simple_groups"] == 1
-    assert gt.column("state").to_pylist() == ["Empty", "Empty", "Stable"]  # sorted by group id
+    assert manifest["format_version"] == 2 and manifest["records"] == 6 == len(pairs)
+    # records in load order: group metadata by group id, then the offsets by group, topic, partition
+    assert [getattr(k, "topic", None) or k.group for k, _ in state_of(pairs)] == [
+        "g-empty", "g-stable", "ü-topic", "t", "t", "t"]
 
 
 def test_covers_none_and_empty(tmp_path):
@@ -67,7 +72,7 @@ def test_latest_complete_selected_and_half_written_ignored(tmp_path):
     os.unlink(os.path.join(half, MANIFEST))
     # one whose file does not match its manifest
     broken = write_snapshot(root, 1, groups, offsets, 60, created_at_ms=5000)
-    with open(os.path.join(broken, "offsets.parquet"), "ab") as f:
+    with open(os.path.join(broken, RECORDS_FILE), "ab") as f:
         f.write(b"x")
     assert [s.covers_log_offset for s in list_snapshots(root, 1)] == [10, 20]
     assert latest_snapshot(root, 1).path == newest
@@ -79,35 +84,87 @@ def test_latest_complete_selected_and_half_written_ignored(tmp_path):
 def test_crc_mismatch_detected(tmp_path):
     groups, offsets = sample()
     path = write_snapshot(str(tmp_path), 0, groups, offsets, 1)
-    name = os.path.join(path, "groups.parquet")
+    name = os.path.join(path, RECORDS_FILE)
     data = bytearray(open(name, "rb").read())
     data[len(data) // 2] ^= 0xFF
     open(name, "wb").write(bytes(data))
-    with pytest.raises(SnapshotError):
-        read_tables(path)
+    with pytest.raises(SnapshotError, match="CRC-32C"):
+        read_records(path)
 
 
 def test_load_rate(tmp_path):
-    """Measure (and print) the load rate of 1M offsets: columns and objects."""
+    """Measure (and print) the read rate of 200k offsets: the records and their key/value objects."""
     import pyarrow as pa
 
-    from storage.snapshot import OFFSETS_SCHEMA, offsets_from_table
+    from storage.snapshot import OFFSETS_SCHEMA
 
-    n = 1_000_000
+    n = 200_000
     table = pa.table({
         "group": [f"group-{i % 5000}" for i in range(n)], "topic": [f"topic-{i % 20}" for i in range(n)],
-        "partition": pa.array([i % 64 for i in range(n)], pa.int32()), "offset": list(range(n)),
+        "partition": pa.array(list(range(n)), pa.int32()), "offset": list(range(n)),  # keys unique, as in a snapshot
         "leader_epoch": pa.array([1] * n, pa.int32()), "metadata": [""] * n,
         "commit_timestamp": list(range(n)), "expire_timestamp": [-1] * n}, schema=OFFSETS_SCHEMA)
     path = write_snapshot(str(tmp_path), 0, [], table, 0)
     t0 = time.perf_counter()
-    _, _, offsets = read_tables(path)
-    cols = {c: offsets.column(c).to_pylist() for c in ("group", "topic", "partition", "offset")}
-    t_cols = time.perf_counter() - t0
+    _, pairs = read_records(path)
+    t_read = time.perf_counter() - t0
     t0 = time.perf_counter()
-    objects = offsets_from_table(offsets)
+    objects = list(state_of(pairs))
     t_obj = time.perf_counter() - t0
-    assert len(objects) == n and len(cols["offset"]) == n
-    print(f"\nsnapshot load: {n / t_cols:,.0f} offsets/s (read + CRC + columns), "
+    assert len(objects) == n == len(pairs)
+    print(f"\nsnapshot load: {n / t_read:,.0f} offsets/s (read + CRC + records), "
           f"{n / t_obj:,.0f} offsets/s building key/value objects")
     shutil.rmtree(path)
+
+
+def _write_format_one(root: str, partition: int, groups, offsets, covers: int) -> str:
+    """A snapshot as the bulk load wrote it before format 2: Parquet tables."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from crc32c import crc32c
+
+    path = os.path.join(root, f"__consumer_offsets-{partition}", "snapshot-0000000001000-none-abcdef12")
+    os.makedirs(path)
+    files = {}
+    for name, table in (("groups.parquet", groups_table(groups)), ("offsets.parquet", offsets_table(offsets))):
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        data = sink.getvalue().to_pybytes()
+        open(os.path.join(path, name), "wb").write(data)
+        files[name] = {"size": len(data), "crc32c": crc32c(data)}
+    manifest = {"format": "kgc-offsets-snapshot", "format_version": 1, "partition": partition,
+                "covers_log_offset": covers, "groups": len(groups), "offsets": len(offsets), "files": files,
+                "created_at_ms": 1000}
+    open(os.path.join(path, MANIFEST), "w").write(json.dumps(manifest))
+    return path
+
+
+def test_format_one_parquet_snapshots_are_still_read(tmp_path):
+    groups, offsets = sample()
+    _write_format_one(str(tmp_path), 3, groups + [("g-simple", None)], offsets, 77)
+    got_groups, got_offsets, covers = read_snapshot(str(tmp_path), 3)
+    assert covers == 77
+    assert dict(got_groups) == {"g-stable": STABLE, "g-empty": EMPTY, "g-simple": None}
+    assert sorted(got_offsets, key=repr) == sorted(offsets, key=repr)
+
+
+def test_without_pyarrow_format_two_loads_and_format_one_says_what_is_missing(tmp_path, monkeypatch):
+    import sys
+
+    groups, offsets = sample()
+    write_snapshot(str(tmp_path / "new"), 0, groups, offsets, 5)
+    _write_format_one(str(tmp_path / "old"), 0, groups, offsets, 5)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` raises ImportError
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    got_groups, got_offsets, _ = read_snapshot(str(tmp_path / "new"), 0)
+    assert dict(got_groups)["g-stable"] == STABLE and len(got_offsets) == 4
+    with pytest.raises(SnapshotError, match=r"needs pyarrow.*kafka-group-coordinator\[snapshots\]"):
+        read_snapshot(str(tmp_path / "old"), 0)
+
+
+def test_a_key_twice_is_refused_by_the_writer(tmp_path):
+    groups, offsets = sample()
+    with pytest.raises(ValueError, match="a key twice"):
+        write_snapshot(str(tmp_path), 0, groups, offsets + offsets[:1], 1)

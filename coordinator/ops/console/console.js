@@ -96,7 +96,12 @@
   }
 
   // ---------------------------------------------------------------- views
-  function renderGroups(data) {
+  function trend(lag, id) {
+    const samples = lag && lag.body && lag.body.groups ? lag.body.groups[id] : null;
+    return el("td", { class: "trend", "data-field": "trend" }, window.LagChart.sparkline(samples || []));
+  }
+
+  function renderGroups(data, lag) {
     const groups = (data.groups || []).slice().sort((a, b) => String(a.group_id).localeCompare(String(b.group_id)));
     const rows = groups.map((g) =>
       el("tr", { "data-group": g.group_id },
@@ -105,11 +110,13 @@
         el("td", { "data-field": "protocol", text: [g.protocol_type, g.protocol].filter(Boolean).join(" / ") }),
         el("td", { class: "num", "data-field": "members", text: num(g.members) }),
         el("td", { class: "num", "data-field": "generation", text: num(g.generation) }),
-        lagCell(g.lag)));
+        lagCell(g.lag),
+        trend(lag, g.group_id)));
     return [
       el("h2", { text: "Consumer groups" }),
       el("p", { class: "summary", id: "groups-summary", text: summary(groups) }),
-      table("groups-table", ["group", "state", "protocol", "members", "generation", "lag"], rows, "no groups"),
+      table("groups-table", ["group", "state", "protocol", "members", "generation", "lag", "lag, last minutes"], rows,
+        "no groups"),
     ];
   }
 
@@ -120,7 +127,7 @@
     return groups.length + " group" + (groups.length === 1 ? "" : "s") + (parts.length ? ": " + parts.join(", ") : "");
   }
 
-  function renderGroup(data) {
+  function renderGroup(data, lag) {
     const owners = {};
     const members = (data.members || []).map((m) => {
       const assignment = el("td", { "data-field": "assignment" });
@@ -162,6 +169,9 @@
       table("members", ["member", "instance id", "client id", "host", "assignment"], members, "no members"),
       el("h3", { text: "Committed offsets" }),
       table("offsets", ["topic", "partition", "committed", "log end", "lag", "member"], offsets, "no committed offsets"),
+      el("h3", { text: "Lag over time" }),
+      lag && lag.ok && lag.body ? window.LagChart.chart(lag.body)
+        : el("p", { class: "summary", id: "lag-chart-empty", text: "no lag history from the server" }),
       el("h3", { text: "Rebalances (newest first)" }),
       renderRebalances(data.rebalances || []),
     ];
@@ -220,7 +230,7 @@
   // ---------------------------------------------------------------- routing and polling
   function route() {
     const hash = location.hash.replace(/^#\/?/, "");
-    if (hash === "topics") return { name: "topics", api: "api/topics" };
+    if (hash === "topics") return { name: "topics", api: "api/topics", lag: null };
     const m = hash.match(/^groups\/(.+)$/);
     if (m) {
       let id;
@@ -229,18 +239,18 @@
       } catch (e) {
         id = m[1];
       }
-      return { name: "group", id: id, api: "api/groups/" + encodeURIComponent(id) };
+      return { name: "group", id: id, api: "api/groups/" + encodeURIComponent(id), lag: "api/lag/" + encodeURIComponent(id) };
     }
-    return { name: "groups", api: "api/groups" };
+    return { name: "groups", api: "api/groups", lag: "api/lag" };
   }
 
-  function render(r, result) {
+  function render(r, result, lag) {
     const view = document.getElementById("view");
     let nodes;
     if (r.name === "group" && result.status === 404) nodes = renderNotFound(r.id, result.body);
-    else if (r.name === "group") nodes = renderGroup(result.body);
+    else if (r.name === "group") nodes = renderGroup(result.body, lag);
     else if (r.name === "topics") nodes = renderTopics(result.body);
-    else nodes = renderGroups(result.body);
+    else nodes = renderGroups(result.body, lag);
     view.replaceChildren(...nodes);
     view.setAttribute("data-view", r.name);
   }
@@ -254,14 +264,15 @@
   async function refresh(mine) {
     const r = route();
     try {
-      const result = await getJSON(r.api);
+      // the lag history is an extra: a server without it (an older version) still shows everything else
+      const [result, lag] = await Promise.all([getJSON(r.api), r.lag ? getJSON(r.lag).catch(() => null) : null]);
       if (mine !== seq) return;
       if (!result.ok && !(r.name === "group" && result.status === 404)) {
         throw new Error(r.api + ": HTTP " + result.status + (result.body && result.body.error ? " " + result.body.error : ""));
       }
-      const key = result.status + " " + result.text;
+      const key = result.status + " " + result.text + "\u0000" + (lag ? lag.text : "");
       if (key !== lastBody) {
-        render(r, result);
+        render(r, result, lag);
         lastBody = key;
       }
       showError(null);
