@@ -15,23 +15,28 @@ from datetime import datetime
 import pytest
 
 from coordinator.cluster.session import PROBE_EVERY_S, answer_within_s
-from tests.support.cluster import SESSION_MS, wait_until
+from tests.support.cluster import HEARTBEAT_MS, SESSION_MS, wait_until
 from tests.support.pg_failover import RUN_AFTER_RESUME_S, check_nothing_acknowledged_lost, established_to, ha_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]  # bound by wall-clock time: run alone
 
 PROMOTE_AFTER_S = 0.5  # how long the cluster runs with no primary (an HA manager's detection time)
-# docs/CLUSTER.md: a node gives up a silent primary within answer_within_s + PROBE_EVERY_S (2 s at this test's 3 s
-# session timeout), and serves again on a promoted standby that is writable by then within RETAKE_S more.
+# docs/CLUSTER.md: a node gives up a silent primary within answer_within_s + PROBE_EVERY_S (2 s at the tests' 3 s
+# session timeout, 4 s at the default 9 s), and serves again on a promoted standby that is writable by then within
+# RETAKE_S more.
 RETAKE_S = 3.0
 THAWED_S = 3.0  # how long the clients go on after the old primary thawed
 ROWS = "SELECT topic_id || '/' || partition || '/' || base_offset || '/' || md5(data) FROM kc_batches"
 
 
-def test_a_frozen_primary_is_given_up_within_the_bound_and_gets_no_write_when_it_thaws(tmp_path):
-    with ha_cluster(tmp_path) as ha:
+@pytest.mark.parametrize(("heartbeat_ms", "session_ms"), [(HEARTBEAT_MS, SESSION_MS), (2000, 9000)],
+                         ids=["tests' timings", "default timings"])
+def test_a_frozen_primary_is_given_up_within_the_bound_and_gets_no_write_when_it_thaws(tmp_path, heartbeat_ms,
+                                                                                         session_ms):
+    timings = {"broker.heartbeat.interval.ms": str(heartbeat_ms), "broker.session.timeout.ms": str(session_ms)}
+    with ha_cluster(tmp_path, **timings) as ha:
         primary, standby, cluster, clients = ha
-        given_up_s = answer_within_s(SESSION_MS) + PROBE_EVERY_S
+        given_up_s = answer_within_s(session_ms) + PROBE_EVERY_S
         nodes = [cluster.nodes[node_id].process.pid for node_id in (1, 2)]
         frozen, frozen_at = time.monotonic(), time.time()
         primary.freeze()

@@ -119,9 +119,9 @@ class HaCluster(NamedTuple):
 
 
 @contextmanager
-def ha_cluster(tmp_path: Path) -> Iterator[HaCluster]:
-    """Two nodes on a primary with a synchronous standby, clients committing and producing (20 of each done);
-    everything stopped afterwards."""
+def ha_cluster(tmp_path: Path, **settings: str) -> Iterator[HaCluster]:
+    """Two nodes (with `settings` over ClusterNodes' own) on a primary with a synchronous standby, clients
+    committing and producing (20 of each done); everything stopped afterwards."""
     primary = server_or_skip().start()
     standby: PostgresServer | None = None
     cluster: ClusterNodes | None = None
@@ -131,7 +131,7 @@ def ha_cluster(tmp_path: Path) -> Iterator[HaCluster]:
         database = primary.new_database().rsplit("/", 1)[1]
         url = (f"postgresql://postgres:{PASSWORD}@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/{database}"
                "?target_session_attrs=read-write")
-        cluster = ClusterNodes(url, tmp_path)
+        cluster = ClusterNodes(url, tmp_path, **settings)
         cluster.start_all(2)
         create_topic(cluster.bootstrap(), TOPIC, PARTITIONS)
         cluster.settled({1, 2})
