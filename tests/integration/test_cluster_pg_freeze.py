@@ -30,7 +30,7 @@ ROWS = "SELECT topic_id || '/' || partition || '/' || base_offset || '/' || md5(
 
 
 @pytest.mark.parametrize(("heartbeat_ms", "session_ms"), [(HEARTBEAT_MS, SESSION_MS), (2000, 9000)],
-                         ids=["tests' timings", "default timings"])
+                         ids=["test-timings", "default-timings"])
 def test_a_frozen_primary_is_given_up_within_the_bound_and_gets_no_write_when_it_thaws(tmp_path, heartbeat_ms,
                                                                                          session_ms):
     timings = {"broker.heartbeat.interval.ms": str(heartbeat_ms), "broker.session.timeout.ms": str(session_ms)}

@@ -280,14 +280,16 @@ class PostgresServer:
 
 
 def _alive(pid: int) -> bool:
+    state = _state(pid)  # a zombie is dead: reaped by nobody here (the postmaster is not our child)
+    return state is not None and state != "Z"
+
+
+def _state(pid: int) -> str | None:
+    """The state letter /proc gives `pid` (R, S, T: stopped, Z: zombie...); None when it is gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead: reaped by nobody here (the postmaster is not our child)
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
 
 
 def _children(parent: int) -> list[int]:
@@ -304,15 +306,9 @@ def _children(parent: int) -> list[int]:
 
 
 def _wait_state(pid: int, state: str, timeout: float = 10) -> None:
-    """Until /proc says `pid` is in `state` (T: stopped), or it is gone (or a zombie: it has ended)."""
+    """Until `pid` is in `state` (T: stopped), or has ended (gone, or a zombie)."""
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            current = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            return
-        if current in (state, "Z"):
-            return
+    while (current := _state(pid)) not in (state, "Z", None):
         if time.monotonic() > deadline:
             raise RuntimeError(f"process {pid} not in state {state} within {timeout} s (it is {current})")
         time.sleep(0.005)
