@@ -37,7 +37,7 @@ from coordinator.security.listener_config import (
     listener_env_names,
     listener_security,
 )
-from coordinator.txn.config_settings import TXN_SETTINGS
+from coordinator.transactions.runtime.config_settings import TXN_SETTINGS
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 from storage.pg.url import redact
 

@@ -45,7 +45,7 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
-from coordinator.txn.markers import MarkerWriter
+from coordinator.transactions.runtime.markers import MarkerWriter
 from storage.pg import cluster_meta, txn_markers, txn_verify
 from storage.pg.connect import connect
 from storage.pg.errors import NodeIdInUseError

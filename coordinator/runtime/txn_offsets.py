@@ -12,7 +12,7 @@ runtime's transactional writes and scheduleTransactionCompletion, over coordinat
   the transaction coordinator sends it again.
 
 Pending offsets whose producer's transaction is over (no marker will come) are ended by an ABORT marker written
-through `complete` as well (txn/orphans.py), so the same replay and loading apply.
+through `complete` as well (transactions/runtime/orphans.py), so the same replay and loading apply.
 
 Loading does the same from the log: storage.latest.LatestRecords holds transactional records per producer
 until their marker and applies it by the same rules; what has no marker by the log end is replayed here as

@@ -4,7 +4,7 @@ UNSTABLE_OFFSET_COMMIT, a plain one the committed offset -- still pending after 
 committed by EndTxn's marker; offsets for a group the transaction never added are refused (KIP-890's
 verification, Kafka's error per request version) and nothing stays pending after EndTxn; offsets an earlier
 version left pending outside their transaction are aborted once the transaction is known over (at the load,
-when it completes) and stay so across restarts (txn/orphans.py)."""
+when it completes) and stay so across restarts (transactions/runtime/orphans.py)."""
 
 from __future__ import annotations
 

@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import structlog
 
 from coordinator.runtime.shard import Shard, ShardState
-from coordinator.transactions.metadata import TxnMetadata
-from coordinator.transactions.views import by_producer, markers_may_come
-from coordinator.txn.coordinator import Loading
+from coordinator.transactions.descriptions import by_producer, markers_may_come
+from coordinator.transactions.runtime.txn_coordinator import Loading
+from coordinator.transactions.txn_metadata import TxnMetadata
 
 if TYPE_CHECKING:
     from coordinator.runtime.coordinator import GroupCoordinator
-    from coordinator.txn.coordinator import TransactionCoordinator
+    from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 
 log = structlog.get_logger(__name__)
 
