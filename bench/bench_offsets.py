@@ -74,8 +74,8 @@ def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
 
 def measure_load(root: str) -> tuple[float, int, int]:
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.coordinator import GroupCoordinator
     from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.loader import load_shard
     from coordinator.runtime.timers import FakeScheduler
 

@@ -28,7 +28,7 @@ from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey

@@ -11,12 +11,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from coordinator.cli.admin import EARLIEST, LATEST, Admin
+from coordinator.cli.admin_client import EARLIEST, LATEST, Admin
 from coordinator.cli.client import CliError
 from coordinator.cli.history import fetch_history
-from coordinator.cli.model import GroupDescription, Member, OffsetRow
 from coordinator.cli.render import progress, render_delete, render_describe, render_list, render_plan
 from coordinator.cli.reset import ResetSpec, compute_plan, parse_datetime, parse_topic, select_partitions
+from coordinator.cli.view_model import GroupDescription, Member, OffsetRow
 from protocol.consumer_assignment import TopicPartition, decode_assignment
 from protocol.error_codes import error_name
 

@@ -41,7 +41,7 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.known_topics import merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer
 from coordinator.offsets.txn_commit import producer_epoch_error, txn_commit_error
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType

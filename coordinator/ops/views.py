@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coordinator.groups.classic_group import ClassicGroup, GroupState, RebalanceRecord
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import ConsumerGroupMember
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.services import Services
 from protocol.consumer_assignment import decode_assignment

@@ -86,7 +86,7 @@ from coordinator.offsets.pending import StaleMarks
 from coordinator.offsets.store import OffsetStore
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
-from coordinator.runtime.migration import ShardMigration
+from coordinator.runtime.online_migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog

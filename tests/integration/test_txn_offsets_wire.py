@@ -18,8 +18,8 @@ from kio.static.primitive import i16, i32, i64
 
 from coordinator.groups.settings import GroupSettings
 from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from storage.placement import partition_for

@@ -17,7 +17,7 @@ from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.groups.settings import GroupSettings
 from coordinator.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from coordinator.offsets.manager import fetch
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 from coordinator.transactions.runtime.markers import MarkerWriter

@@ -168,7 +168,7 @@ def test_a_member_comes_back_from_its_records():
 
 def test_the_shard_hands_consumer_group_records_to_its_consumer_replay():
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.timers import FakeScheduler
     from coordinator.runtime.writes import MemoryLog
 

@@ -87,7 +87,7 @@ def test_describe_with_history_renders_it(base_url: str, monkeypatch: pytest.Mon
     is replaced by a fixed description)."""
     from coordinator.__main__ import main
     from coordinator.cli import groups
-    from coordinator.cli.model import GroupDescription
+    from coordinator.cli.view_model import GroupDescription
 
     class FakeAdmin:
         def __init__(self, *args: object) -> None:

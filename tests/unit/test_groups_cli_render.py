@@ -6,8 +6,8 @@ import io
 import json
 import struct
 
-from coordinator.cli.model import GroupDescription, GroupListing, Member, OffsetRow
 from coordinator.cli.render import render_delete, render_describe, render_list, render_plan
+from coordinator.cli.view_model import GroupDescription, GroupListing, Member, OffsetRow
 from protocol.consumer_assignment import decode_assignment
 
 

@@ -11,8 +11,8 @@ from kio.schema.errors import ErrorCode
 from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.timers import FakeScheduler

@@ -9,8 +9,8 @@ import asyncio
 from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
 from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from storage.dump import iter_log_records

@@ -122,7 +122,7 @@ def test_bulk_load_carries_live_consumer_group_records_into_the_snapshot(spark, 
 
     # the loader replays them into the shard's consumer_replay, before the offsets
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.loader import _replay_snapshot
     from coordinator.runtime.timers import FakeScheduler
     from coordinator.runtime.writes import MemoryLog

@@ -20,7 +20,7 @@ from coordinator.record_types import (
     OffsetCommitRecord,
     OffsetValue,
 )
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import CONTROL_MASK, build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError, InvalidRecordError

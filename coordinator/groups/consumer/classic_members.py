@@ -26,7 +26,7 @@ from coordinator.errors import KafkaError, write_error_code
 from coordinator.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
-from coordinator.groups.consumer.heartbeat import ConsumerGroupOps, _error
+from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps, _error
 from coordinator.groups.consumer.leaving import fence, fence_members_records, member_tombstones
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
 from coordinator.groups.membership import JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM

@@ -40,7 +40,7 @@ from coordinator.transactions.runtime.txn_coordinator import Loading
 from coordinator.transactions.txn_metadata import TxnMetadata
 
 if TYPE_CHECKING:
-    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 
 log = structlog.get_logger(__name__)

@@ -27,7 +27,7 @@ from coordinator.errors import KafkaError
 from coordinator.groups.classic_group import ClassicGroup, JoinResult, SyncResult
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.records import consumer_group_tombstones
-from coordinator.groups.migration import (
+from coordinator.groups.kind_conversion import (
     classic_group_from_consumer,
     classic_group_record,
     consumer_group_from_classic,

@@ -128,7 +128,7 @@ def check_member_epoch(member: ConsumerGroupMember, received: int, owned: Assign
 
 
 class Migration(Protocol):
-    """The online migration between classic and consumer groups (runtime/migration.py)."""
+    """The online migration between classic and consumer groups (runtime/online_migration.py)."""
 
     def upgrade(self, group_id: str, records: list[Record]) -> ConsumerGroup: ...
 
