@@ -27,7 +27,7 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.marker_consumer import MarkerConsumer
 from coordinator.cluster.marker_queue import MarkerQueue
-from coordinator.cluster.membership import ClusterMembership
+from coordinator.cluster.node_leases import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
