@@ -45,8 +45,8 @@ from bench.lib.report import machine_facts, markdown_table, median, write_sectio
 
 def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
     """Write one partition of about `megabytes` MB; returns (records, bytes)."""
-    from coordinator.record_codec import offset_key, offset_value
-    from coordinator.record_types import OffsetValue
+    from coordinator.records.log_codec import offset_key, offset_value
+    from coordinator.records.types import OffsetValue
     from coordinator.runtime.durable_log import DurableLog
     from storage.batch import build_batch
 

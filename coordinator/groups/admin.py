@@ -18,7 +18,7 @@ from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 
 S = GroupState
 GROUP_TYPE_CLASSIC = "classic"

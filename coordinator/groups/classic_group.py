@@ -18,7 +18,7 @@ from enum import Enum
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import FencedInstanceId, UnknownMemberId
-from coordinator.record_types import GroupMetadataValue, MemberMetadata
+from coordinator.records.types import GroupMetadataValue, MemberMetadata
 
 UNKNOWN_MEMBER_ID = ""
 NO_LEADER = ""

@@ -20,7 +20,7 @@ from typing import Literal
 from coordinator.groups.admin import group_tombstones
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
+from coordinator.records.types import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
 from storage.expiry_rules import expire_group
 
 S = GroupState

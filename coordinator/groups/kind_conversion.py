@@ -18,7 +18,7 @@ from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.topic_view import TopicView
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 from storage.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from storage.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, protocol_version
 

@@ -33,7 +33,7 @@ from coordinator.groups.classic_group import (
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.result import GroupResult, combined, store_group
-from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue
+from coordinator.records.types import GroupMetadataRecord, GroupMetadataValue
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from coordinator.record_types import OffsetValue
+from coordinator.records.types import OffsetValue
 
 Key = tuple[str, str, int]  # group, topic, partition
 

@@ -14,7 +14,7 @@ from struct import Struct
 from typing import Any
 
 from coordinator.offsets.pending import PendingTxnOffsets
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 
 Key = tuple[str, str, int]
 

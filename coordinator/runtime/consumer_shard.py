@@ -31,7 +31,7 @@ from coordinator.groups.consumer.replay import ConsumerGroupReplay, Saved
 from coordinator.groups.consumer.topic_view import TopicView
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 
 if TYPE_CHECKING:
     from coordinator.groups.classic_group import ClassicGroup

@@ -34,7 +34,7 @@ from coordinator.groups.kind_conversion import (
     consumer_group_records,
     uses_consumer_protocol,
 )
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 from storage.consumer_protocol import SubscriptionError
 
 if TYPE_CHECKING:

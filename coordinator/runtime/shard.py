@@ -84,7 +84,7 @@ from coordinator.groups.stats import GroupStats
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.pending import StaleMarks
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
 from coordinator.runtime.online_migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler

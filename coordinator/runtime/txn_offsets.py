@@ -36,7 +36,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import InvalidProducerEpoch, KafkaError, NotCoordinator
 from coordinator.offsets.pending import PendingOffset, PendingTxnOffsets
-from coordinator.record_types import OffsetCommitRecord, Record
+from coordinator.records.types import OffsetCommitRecord, Record
 from coordinator.runtime.writes import PendingWrite
 from storage.control_records import ControlMarker
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from coordinator.completion import Completion
-from coordinator.record_types import Record
+from coordinator.records.types import Record
 from storage.control_records import ControlMarker
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all

@@ -13,7 +13,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.transactions.descriptions import by_producer, markers_may_come
 from coordinator.transactions.lifecycle import TxnState
 from coordinator.transactions.txn_metadata import TxnMetadata

@@ -32,7 +32,7 @@ from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, M
 from coordinator.groups.membership import JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
-from coordinator.record_types import Record
+from coordinator.records.types import Record
 from storage.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from storage.consumer_protocol import SubscriptionError, decode_subscription, encode_assignment, protocol_version
 

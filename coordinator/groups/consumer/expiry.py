@@ -11,7 +11,7 @@ from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.offset_rules import is_subscribed
 from coordinator.groups.consumer.records import consumer_group_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import OffsetCommitRecord, Record
+from coordinator.records.types import OffsetCommitRecord, Record
 
 
 def expired(group: ConsumerGroup, store: OffsetStore, now_ms: int, retention_ms: int) -> tuple[list[Record], bool]:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState, TopicMetadata
-from coordinator.record_types import (
+from coordinator.records.types import (
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
     ConsumerGroupMemberMetadataValue,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, TopicMetadata
 from coordinator.groups.consumer.records import member_with_current_assignment, member_with_subscription
-from coordinator.record_types import (
+from coordinator.records.types import (
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
     ConsumerGroupMemberMetadataValue,

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.groups.consumer.model import Assignment, MemberState
-from coordinator.record_types import (
+from coordinator.records.types import (
     CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,

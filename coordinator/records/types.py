@@ -1,7 +1,7 @@
 """The durable records the group coordinator writes, as plain values.
 
 One type per record kind, shared by the live path and the loader; they become bytes
-only at the log boundary (record_codec.py):
+only at the log boundary (records/log_codec.py):
 
 * `GroupMetadataRecord(group_id, value)`: GroupMetadataKey v2 + GroupMetadataValue
   (storage.records' value type, Kafka's schema field for field); `value=None` is the
