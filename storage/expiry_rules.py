@@ -39,8 +39,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from rules.consumer_protocol import SubscriptionError, subscribed_topics
+
 from . import consumer_group_records as consumer_groups
-from .consumer_protocol import SubscriptionError, subscribed_topics
 from .records import GroupMetadataValue
 
 CONSUMER_PROTOCOL_TYPE = "consumer"

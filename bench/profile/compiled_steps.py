@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("primitives", "protocol", "storage", "coordinator", "bench")
+PACKAGES = ("primitives", "rules", "protocol", "storage", "coordinator", "bench")
 #: The modules a pipelined OffsetCommit runs through (framing to answer, log append and flush).
 HOT_MODULES = (
     "protocol/framing.py", "protocol/header.py", "protocol/codec.py", "protocol/bounds.py",

@@ -20,7 +20,7 @@ from coordinator.transactions.runtime.txn_coordinator import TransactionCoordina
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from storage.placement import OFFSETS_TOPIC, partition_for
+from rules.placement import OFFSETS_TOPIC, partition_for
 
 
 class AddOffsetsToTxnHandler:

@@ -48,7 +48,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
-from storage.placement import OFFSETS_TOPIC
+from rules.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger("coordinator.offsets.txn")
 

@@ -31,7 +31,7 @@ from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import log_codec
 from coordinator.records.types import OffsetCommitRecord, OffsetValue
-from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
+from rules.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 if TYPE_CHECKING:
     from coordinator.groups.membership import Membership

@@ -32,11 +32,11 @@ from coordinator.records import log_codec
 from coordinator.records.types import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
 from primitives.histogram import Histogram
+from rules.placement import OFFSETS_TOPIC
 from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.control_records import build_marker_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
-from storage.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger(__name__)
 

@@ -35,7 +35,7 @@ from coordinator.groups.kind_conversion import (
     uses_consumer_protocol,
 )
 from coordinator.records.types import GroupMetadataRecord, Record
-from storage.consumer_protocol import SubscriptionError
+from rules.consumer_protocol import SubscriptionError
 
 if TYPE_CHECKING:
     from coordinator.groups.membership import Membership

@@ -22,7 +22,7 @@ from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
-from storage.placement import partition_for
+from rules.placement import partition_for
 from tests.support.offsets import commit_request, fetch_request, fetched, schema, wait_loaded
 from tests.support.server_process import ServerProcess, start_server
 from tests.support.txn_wire import add_offsets, add_partitions, end_txn, init_producer_id

@@ -25,7 +25,7 @@ from coordinator.transactions.runtime.orphans import OrphanedOffsets
 from coordinator.transactions.runtime.settings import TxnRuntimeSettings
 from coordinator.transactions.runtime.state_log import TxnStateLog
 from coordinator.transactions.runtime.txn_coordinator import Loading, TransactionCoordinator
-from storage.placement import OFFSETS_TOPIC, partition_for
+from rules.placement import OFFSETS_TOPIC, partition_for
 from tests.support.offsets import schema
 
 OFFSETS_PARTITIONS = 3

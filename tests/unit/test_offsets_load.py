@@ -16,7 +16,7 @@ from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.timers import FakeScheduler
-from storage.placement import partition_for
+from rules.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
 from storage.snapshot import write_snapshot
 from tests.support.groups import subscription

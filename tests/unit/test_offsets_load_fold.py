@@ -13,8 +13,8 @@ from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
+from rules.placement import partition_for
 from storage.dump import iter_log_records
-from storage.placement import partition_for
 from storage.records import GroupMetadataValue
 from tests.support.offsets_log import snapshot_of
 

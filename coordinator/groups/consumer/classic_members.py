@@ -33,8 +33,8 @@ from coordinator.groups.membership import JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
 from coordinator.records.types import Record
+from rules.consumer_protocol import SubscriptionError, decode_subscription, encode_assignment, protocol_version
 from storage.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
-from storage.consumer_protocol import SubscriptionError, decode_subscription, encode_assignment, protocol_version
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 
+from rules.placement import TRANSACTION_STATE_TOPIC
 from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.log_compaction import CompactionPolicy
-from storage.placement import TRANSACTION_STATE_TOPIC
 from storage.txn_log_records import (
     TxnLogKey,
     TxnLogValue,

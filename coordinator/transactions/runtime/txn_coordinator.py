@@ -35,7 +35,7 @@ from coordinator.transactions.runtime.settings import TxnRuntimeSettings
 from coordinator.transactions.runtime.state_log import TxnStateLog
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from coordinator.transactions.txn_metadata import TxnMetadata
-from storage.placement import transaction_partition_for
+from rules.placement import transaction_partition_for
 
 log = structlog.get_logger(__name__)
 

@@ -13,8 +13,8 @@ ConsumerProtocolSubscription.json)::
 
 No version is flexible. Kafka's ClassicGroup.computeSubscribedTopics parses every
 version with the v0 schema (v0 is a prefix of all of them, so unknown future versions
-still yield their topics); ``subscribed_topics`` does the same. Kept here, not in
-``protocol/``, so the Spark jobs (which import ``storage`` only) can use it.
+still yield their topics); ``subscribed_topics`` does the same. In rules/, not
+``protocol/``, so the Spark jobs (which import no protocol/) and the server share it.
 """
 
 from __future__ import annotations
