@@ -11,7 +11,7 @@ is never read for it nor rewritten) decides what each closed segment keeps, and 
 task per segment writes the cleaned copy (storage.cleaner, Kafka's retention rules
 incl. the delete horizon) into the partition's staging directory; (4) expiry: the
 latest state of every group over the whole log (active segment included) goes
-through storage.expiry (Kafka's ClassicGroup/OffsetMetadataManager rules; a KIP-848
+through rules.offset_expiry (Kafka's ClassicGroup/OffsetMetadataManager rules; a KIP-848
 consumer group's by ConsumerGroup's: its records are never expired, its offsets of
 subscribed topics kept, the group itself never deleted here) and the
 expired offsets, plus classic groups left empty with no offsets, become tombstones;
@@ -126,7 +126,8 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval, decided):
 
 def _expire_task(row, now_ms, retention_ms):
     """Task: KIP-211 decisions for one group's latest state."""
-    from storage.expiry_rules import consumer_group_subscribed, expire_consumer_group, expire_group
+    from rules.offset_expiry import expire_consumer_group, expire_group
+    from storage.consumer_group_records import consumer_group_subscribed
     from storage.records import GroupMetadataKey, OffsetCommitValue, decode_value, read_offset_value
 
     group, value, value_offset, offsets, consumer = row.group, None, None, [], []

@@ -22,7 +22,7 @@ only at the log boundary (records/log_codec.py):
 Offset records are NamedTuples, not dataclasses: an OffsetCommit of 10 partitions
 builds 20 of them on the hot path, and tuple construction is several times cheaper
 than a frozen dataclass. `OffsetValue` has the field names of
-storage.records.OffsetCommitValue, so storage.expiry's KIP-211 rules read it as is.
+storage.records.OffsetCommitValue, so rules/offset_expiry.py's KIP-211 rules read it as is.
 """
 
 from __future__ import annotations
