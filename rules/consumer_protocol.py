@@ -151,3 +151,20 @@ def decode_assignment(data: bytes) -> tuple[int, tuple[tuple[str, tuple[int, ...
     partitions = tuple((r.string(), tuple(r.fixed(_I32) for _ in range(r.count()))) for _ in range(r.count()))
     n = r.fixed(_I32)
     return version, partitions, (None if n < 0 else r.raw(n))
+
+
+TopicPartition = tuple[str, int]
+
+
+def assigned_partitions(data: bytes | None) -> tuple[TopicPartition, ...]:
+    """The topic-partitions of a ConsumerProtocolAssignment, sorted, for the views (the groups command, the
+    console): `decode_assignment` read leniently. Bytes that are not an assignment (a group of another protocol
+    type, a member still joining, garbage) give no partitions rather than an error: a describe shows what it
+    can."""
+    if not data:
+        return ()
+    try:
+        _version, partitions, _user_data = decode_assignment(data)
+    except SubscriptionError:
+        return ()
+    return tuple(sorted((topic, partition) for topic, numbers in partitions for partition in numbers))
