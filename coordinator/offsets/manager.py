@@ -12,7 +12,7 @@ Reads see durable state. While a commit is appended but not yet durable its key 
 answers what survived a crash (Kafka reads at the last committed offset), one with
 require_stable answers UNSTABLE_OFFSET_COMMIT, and a failed write puts the durable value
 back (Kafka reverts its timeline to the last committed offset). A key with a pending
-transactional offset (TxnOffsetCommit, coordinator/offsets/pending.py) answers
+transactional offset (TxnOffsetCommit, rules/pending_offsets.py) answers
 UNSTABLE_OFFSET_COMMIT to require_stable too, until its transaction's marker.
 
 Hot path: a commit builds one OffsetValue and one OffsetCommitRecord tuple per

@@ -82,7 +82,6 @@ from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.offsets.manager import offset_tombstones
-from coordinator.offsets.pending import StaleMarks
 from coordinator.offsets.store import OffsetStore
 from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
@@ -90,6 +89,7 @@ from coordinator.runtime.online_migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog
+from rules.pending_offsets import StaleMarks
 
 log = structlog.get_logger(__name__)
 

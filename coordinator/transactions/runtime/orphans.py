@@ -154,7 +154,7 @@ class OrphanedOffsets:
             return 0
         # never below the epoch of the producer's offsets here (the marker would be refused as a zombie's)
         epoch = max(verdict.producer_epoch, pending.epochs.get(producer_id, 0), 0)
-        groups = sorted(pending.groups_of.get(producer_id, ()))
+        groups = sorted(map(str, pending.groups_of.get(producer_id, ())))  # group ids
         count = len(pending.by_producer[producer_id])
         self._writing.add(key)
         write = shard.txn.complete(producer_id, epoch, False, verdict.coordinator_epoch)
