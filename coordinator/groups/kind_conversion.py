@@ -13,7 +13,8 @@ Both raise rules.consumer_protocol.SubscriptionError when a member's consumer-pr
 
 from __future__ import annotations
 
-from coordinator.groups.classic_group import ClassicGroup, GroupState, Member
+from coordinator.groups.classic_group import ClassicGroup, GroupState
+from coordinator.groups.classic_member import Member
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState

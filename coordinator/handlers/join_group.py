@@ -17,7 +17,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion
-from coordinator.groups.classic_group import JoinResult, dedupe_protocols
+from coordinator.groups.classic_member import JoinResult, dedupe_protocols
 from coordinator.groups.params import JoinParams
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.authorized import group_guarded

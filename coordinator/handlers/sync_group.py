@@ -9,7 +9,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion
-from coordinator.groups.classic_group import SyncResult
+from coordinator.groups.classic_member import SyncResult
 from coordinator.groups.params import SyncParams
 from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE

@@ -22,7 +22,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.groups.classic_group import JoinResult, JoinWaiter, SyncResult
+from coordinator.groups.classic_member import JoinResult, JoinWaiter, SyncResult
 from coordinator.groups.consumer.classic_members import ClassicMembers
 from coordinator.groups.consumer.group import ConsumerGroup, ConsumerGroupState
 from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps

@@ -24,7 +24,8 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.groups.classic_group import ClassicGroup, JoinResult, SyncResult
+from coordinator.groups.classic_group import ClassicGroup
+from coordinator.groups.classic_member import JoinResult, SyncResult
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.records import consumer_group_tombstones
 from coordinator.groups.kind_conversion import (

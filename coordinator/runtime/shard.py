@@ -68,7 +68,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import NotCoordinator
 from coordinator.groups.admin import deletion_error, group_tombstones
-from coordinator.groups.classic_group import ClassicGroup, GroupState, JoinResult, JoinWaiter, SyncResult, SyncWaiter
+from coordinator.groups.classic_group import ClassicGroup, GroupState
+from coordinator.groups.classic_member import JoinResult, JoinWaiter, SyncResult, SyncWaiter
 from coordinator.groups.consumer.expiry import expiry_records as consumer_expiry_records
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.consumer.records import consumer_group_tombstones

@@ -23,7 +23,8 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError, write_error_code
-from coordinator.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
+from coordinator.groups.classic_group import UNKNOWN_MEMBER_ID
+from coordinator.groups.classic_member import JoinResult, SyncResult
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
 from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps, _error
