@@ -35,8 +35,9 @@ import structlog
 from storage import batch as batch_format
 from storage.cleaner import CleanStats
 from storage.errors import CorruptRecordError, LogClosedError, OffsetOutOfRangeError, StorageError
-from storage.log import AppendResult, FlushPolicy, PartitionLog, TimestampOffset
+from storage.log import AppendResult, FlushPolicy, PartitionLog
 from storage.log_compaction import CompactionPolicy
+from storage.log_timestamps import TimestampOffset
 from storage.retention_rules import SegmentInfo
 from storage.segment import segment_name
 
