@@ -209,7 +209,7 @@ class PgPartitionLog:
             except asyncio.CancelledError:
                 self._fail(StoreUnavailableError("append cancelled: its commit outcome is unknown"), waiting)
                 raise
-            except Exception as exc:  # noqa: BLE001 - any other error: the outcome is unknown too
+            except Exception as exc:  # any other error: the outcome is unknown too
                 self._fail(exc if isinstance(exc, StorageError) else _unknown(exc), waiting)
                 return
         finally:

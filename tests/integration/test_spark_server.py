@@ -395,7 +395,7 @@ class Committer:
                                 self.errors.append((group, t.name, p.partition_index, p.error_code))
                     self.commits += 1
                 time.sleep(self.pause)
-        except Exception as exc:  # noqa: BLE001 -- reported by the test
+        except Exception as exc:  # reported by the test
             self.errors.append(repr(exc))
 
     def __enter__(self) -> Committer:

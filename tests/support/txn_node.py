@@ -31,7 +31,7 @@ from tests.support.offsets import schema
 OFFSETS_PARTITIONS = 3
 
 
-def OFFSETS(group: str) -> tuple[str, int]:  # noqa: N802 -- reads as the partition AddOffsetsToTxn adds
+def OFFSETS(group: str) -> tuple[str, int]:  # reads as the partition AddOffsetsToTxn adds
     return OFFSETS_TOPIC, partition_for(group, OFFSETS_PARTITIONS)
 
 

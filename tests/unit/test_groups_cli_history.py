@@ -25,7 +25,7 @@ class Handler(BaseHTTPRequestHandler):
     paths: list[str] = []
     authorizations: list[str | None] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # http.server's name
         Handler.paths.append(self.path)
         Handler.authorizations.append(self.headers.get("Authorization"))
         if self.path == "/groups/g%2F1/rebalances":
