@@ -33,7 +33,7 @@ class GroupShard(Protocol):
 
 
 class GroupShards(Protocol):
-    """What the admin views read of the coordinator (runtime.coordinator.GroupCoordinator)."""
+    """What the admin views read of the coordinator (runtime.group_coordinator.GroupCoordinator)."""
 
     def shard_for(self, group_id: str) -> GroupShard: ...
 

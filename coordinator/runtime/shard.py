@@ -140,7 +140,7 @@ class Shard:
     def write(self, records: list[Record], tails: list[bytes] | None = None) -> PendingWrite:
         """Apply `records` through `replay_all`, append them; the result completes when durable
         (a failed one is taken back first: see the module docstring). `tails`, if given, must be
-        record_codec.encode_tails(records) (the log uses them)."""
+        log_codec.encode_tails(records) (the log uses them)."""
         if self.state is ShardState.UNLOADED:
             pending = PendingWrite(records, tails)
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))

@@ -19,8 +19,8 @@ until their marker and applies it by the same rules; what has no marker by the l
 pending (`replay` with the flag the fold computed), so a restart mid-transaction keeps it pending.
 
 A non-transactional commit that marks a pending offset stale and then fails to be written takes the mark back
-(offsets/pending.StaleMarks). Known gaps: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write fails
-does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key); a
+(rules/pending_offsets.StaleMarks). Known gaps: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write
+fails does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key); a
 commit written after the producer's COMMIT marker, still in flight when the marker is durable, keeps the marker
 from materializing the key's pending offset (right when that commit is durable: it is newer) -- should that
 commit fail, the key keeps its older committed offset until a reload gives the pending one.

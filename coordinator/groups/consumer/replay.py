@@ -75,7 +75,7 @@ class ConsumerGroupReplay:
     # --- the records ---------------------------------------------------------------------------------------
 
     def apply(self, record: Record) -> None:
-        """Replay one consumer-group record (the shard's hook for record_types.ConsumerGroupRecord)."""
+        """Replay one consumer-group record (the shard's hook for records.types.ConsumerGroupRecord)."""
         if isinstance(record, ConsumerGroupCurrentAssignmentRecord):
             self.current_assignment(record.group_id, record.member_id, record.value)
         elif isinstance(record, ConsumerGroupTargetAssignmentRecord):
