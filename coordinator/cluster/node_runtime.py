@@ -27,7 +27,7 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.marker_consumer import MarkerConsumer
 from coordinator.cluster.marker_queue import MarkerQueue
-from coordinator.cluster.membership import ClusterMembership
+from coordinator.cluster.node_leases import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
@@ -45,7 +45,7 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
-from coordinator.txn.markers import MarkerWriter
+from coordinator.transactions.runtime.markers import MarkerWriter
 from storage.pg import cluster_meta, txn_markers, txn_verify
 from storage.pg.connect import ConnectionSet
 from storage.pg.errors import NodeIdInUseError
