@@ -53,7 +53,9 @@ def replicas(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list
 
 
 def led_by_owner_with_all(listed: dict[int, tuple[int, list[int], list[int]]], live: set[int]) -> bool:
-    return bool(listed) and all(leader == nodes[0] and nodes == isr and set(nodes) == live
+    """Every partition led by its first replica, the replicas = the ISR = the live nodes. While a dead node's
+    partitions are taken over, Metadata answers them LEADER_NOT_AVAILABLE with no replicas: not yet."""
+    return bool(listed) and all(nodes and leader == nodes[0] and nodes == isr and set(nodes) == live
                                 for leader, nodes, isr in listed.values())
 
 

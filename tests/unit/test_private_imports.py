@@ -16,13 +16,18 @@ PACKAGES = ("primitives", "rules", "protocol", "coordinator", "storage", "spark_
 ALLOWED = {"kio": "protocol/kio_fields.py", "aiokafka": "storage/record_readers.py"}
 
 
+def is_dunder(name: str) -> bool:
+    """`__future__`, `__main__`: special names, not a library's internals."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
 def private_imports(path: Path) -> list[str]:
     """Modules imported by `path` that have a private component (`kio.serial._introspect`)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
-        found += [n for n in names if any(part.startswith("_") and part != "__future__" for part in n.split("."))]
+        found += [n for n in names if any(part.startswith("_") and not is_dunder(part) for part in n.split("."))]
     return found
 
 
