@@ -109,8 +109,8 @@ def test_a_plain_commit_that_fails_takes_back_its_stale_mark():
     coordinator, log = make()
     txn_commit(coordinator, log, PID, rec(5))
     shard = coordinator.shard_for("g")
-    failed = shard.write([rec(9)])
-    held = shard.write([rec(10, 1)])  # another key: its write is durable
+    held = shard.write([rec(10, 1)])  # another key: its write is durable (written before: a failed write fails
+    failed = shard.write([rec(9)])  # every later one in flight, runtime/journal.py)
     failed.resolve(KafkaError("disk gone", E.kafka_storage_error))
     log.complete()
     assert failed.exception() is not None and held.exception() is None
@@ -123,7 +123,7 @@ def test_of_two_plain_commits_in_flight_the_durable_one_keeps_the_pending_offset
     coordinator, log = make()
     txn_commit(coordinator, log, PID, rec(5))
     shard = coordinator.shard_for("g")
-    failed, durable = shard.write([rec(9)]), shard.write([rec(11)])
+    durable, failed = shard.write([rec(11)]), shard.write([rec(9)])  # the failed one last: it fails alone
     failed.resolve(KafkaError("disk gone", E.kafka_storage_error))
     log.complete()
     assert durable.exception() is None and committed(coordinator) == 11
