@@ -80,10 +80,8 @@ class ConsumerGroups:
                 journal.add(partial(self._simple_back, classic))
 
     def _simple_back(self, classic: ClassicGroup) -> None:
-        """Take back `_created`'s drop of a simple group (unless its id was taken in memory meanwhile)."""
-        group_id = classic.group_id
-        if group_id not in self.shard.groups and group_id not in self.groups:
-            self.shard.groups[group_id] = classic
+        """Take back `_created`'s drop of a simple group (unless a JoinGroup made a group of that id meanwhile)."""
+        self.shard.groups.setdefault(classic.group_id, classic)
 
     # --- writes --------------------------------------------------------------------------------------------
 

@@ -134,7 +134,8 @@ class WritesInFlight:
         return taken
 
     def revert(self, journal: Journal) -> None:
-        """Take back what `journal` holds, newest first (the offsets are independent of the other parts' state)."""
+        """Take back what `journal` holds, newest first. Each part's undos put back that part's own state, so only
+        their order within a part matters (the offsets, apart, go back after the others)."""
         undos = journal.undos
         if undos:
             for undo in reversed(undos):

@@ -253,7 +253,7 @@ class Shard:
         timers (Rebalancer.restore_group) -- unless a group of that id was made in memory meanwhile (a JoinGroup),
         which stays (classic groups' in-memory state machine is their truth)."""
         group_id = removed.group.group_id
-        if group_id not in self.groups and group_id not in self.consumer_groups:
+        if group_id not in self.groups:
             self.membership.restore_group(removed)
             log.info("group deletion not written; group restored", partition=self.partition, group=group_id)
 
