@@ -43,6 +43,14 @@ class NotCoordinator(KafkaError):
     code = ErrorCode.not_coordinator
 
 
+class EarlierWriteFailed(KafkaError):
+    """A shard's write taken back because an earlier one failed alone (the log refused it: too large, cannot be
+    encoded; runtime/journal.py): it was never written. Retriable, as Kafka answers a coordinator write that did
+    not reach the log."""
+
+    code = ErrorCode.coordinator_not_available
+
+
 # --- classic group membership (GroupMetadataManager / ClassicGroup) -------------
 
 class UnknownMemberId(KafkaError):

@@ -22,10 +22,11 @@ materialization of another producer's pending offset written later (`end`). The 
 position only grows between two tombstones of the key, and a tombstone drops the key's pending offsets
 (`deleted`, as Kafka's replay of a tombstone), so "stale" is exactly "older than the committed one".
 
-A live non-transactional commit replays before it is durable: it marks the offsets it finds current as marked
-by it (`StaleMarks`), and they become stale only once it is durable -- a commit whose write fails takes its marks
-back, so the marker still materializes what it would have (the pending offset is newer in the log than any
-committed one then).
+A live write replays before it is durable, and a write that fails is taken back (the shard's journal,
+coordinator/runtime/journal.py: with it every later write in flight, newest first). Every change here therefore
+takes an optional `undo`: a function handed one function of no argument per change that puts the change back
+(the journal's `add`); loading and the fold pass none. So a live commit marks pending offsets stale at once, as
+loading does, and a commit whose write fails takes the mark back.
 
 A marker ends the producer's offsets replayed before it (`end(..., upto)`): those with a smaller `seq`.
 Deviation from Kafka, on purpose: a producer whose pending offsets of a group were all removed by tombstones
@@ -35,59 +36,32 @@ no offset of the group to end -- and the group can never expire meanwhile); a re
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
+from functools import partial
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=tuple[Hashable, ...])  # a key; its first item names its scope (the group)
 V = TypeVar("V")  # what is held: the offset's value
 
+Undo = Callable[[], None]
+Register = Callable[[Undo], None]  # takes how to put one change back (a live write's journal: Journal.add)
+
 
 class PendingOffset(Generic[V]):
-    __slots__ = ("value", "seq", "stale", "marks")
+    __slots__ = ("value", "seq", "stale")
 
     def __init__(self, value: V, seq: int, stale: bool = False) -> None:
         self.value = value
         self.seq = seq  # its place in the log, relative to the other pending offsets and markers
         self.stale = stale  # a committed offset newer in the log exists: a COMMIT will not materialize it
-        self.marks: list[StaleMarks] | None = None  # in-flight commits of its key: stale once one is durable
-
-    @property
-    def is_stale(self) -> bool:
-        """Stale, or about to be (a commit of its key in flight: writes settle in log order, before a marker)."""
-        return self.stale or bool(self.marks)
 
     def __repr__(self) -> str:
-        return f"PendingOffset({self.value!r}, seq={self.seq}, stale={self.stale}, marks={len(self.marks or ())})"
+        return f"PendingOffset({self.value!r}, seq={self.seq}, stale={self.stale})"
 
 
-class StaleMarks:
-    """The pending offsets one live write's non-transactional commits found current: stale once the write is
-    durable (`settle(None)`), as they were if it failed."""
-
-    __slots__ = ("entries",)
-
-    def __init__(self) -> None:
-        self.entries: list[PendingOffset] = []  # of any value type
-
-    def mark(self, entry: PendingOffset) -> None:
-        if entry.marks is None:
-            entry.marks = [self]
-        elif self not in entry.marks:
-            entry.marks.append(self)
-        else:
-            return
-        self.entries.append(entry)
-
-    def settle(self, error: BaseException | None) -> None:
-        for entry in self.entries:
-            marks = entry.marks
-            if marks is not None and self in marks:
-                marks.remove(self)
-                if not marks:
-                    entry.marks = None
-                if error is None:
-                    entry.stale = True
-        self.entries = []
+def _fresh_again(entries: list[PendingOffset]) -> None:
+    for entry in entries:
+        entry.stale = False
 
 
 class PendingTxnOffsets(Generic[K, V]):
@@ -108,32 +82,36 @@ class PendingTxnOffsets(Generic[K, V]):
 
     # --- replay -----------------------------------------------------------------------------
 
-    def add(self, producer_id: int, key: K, value: V, stale: bool = False) -> PendingOffset[V] | None:
+    def add(self, producer_id: int, key: K, value: V, stale: bool = False,
+            undo: Register | None = None) -> PendingOffset[V] | None:
         """The replay of a transactional offset record; returns the pending offset it replaced (None: none)."""
         offsets = self.by_producer.get(producer_id)
         if offsets is None:
             offsets = self.by_producer[producer_id] = {}
+        group = key[0]
+        if undo is not None:
+            undo(partial(self._take_back_add, producer_id, key, offsets.get(key),
+                         producer_id not in self.by_group.get(group, ())))
         previous = offsets.get(key)
         offsets[key] = PendingOffset(value, self.next_seq(), stale)
-        group = key[0]
         self.by_group.setdefault(group, set()).add(producer_id)
         self.groups_of.setdefault(producer_id, set()).add(group)
         return previous
 
-    def committed(self, key: K, marks: StaleMarks | None = None) -> None:
-        """A non-transactional commit of `key` was replayed: it is newer than every pending offset of the key
-        (`marks`: a live write's, not durable yet: the offsets become stale when it is)."""
+    def committed(self, key: K, undo: Register | None = None) -> None:
+        """A non-transactional commit of `key` was replayed: it is newer than every pending offset of the key."""
         producers = self.by_group.get(key[0])
         if producers:
+            marked: list[PendingOffset] = []
             for producer_id in producers:
                 entry = self.by_producer[producer_id].get(key)
                 if entry is not None and not entry.stale:
-                    if marks is None:
-                        entry.stale = True
-                    else:
-                        marks.mark(entry)
+                    entry.stale = True
+                    marked.append(entry)
+            if marked and undo is not None:
+                undo(partial(_fresh_again, marked))
 
-    def deleted(self, key: K) -> None:
+    def deleted(self, key: K, undo: Register | None = None) -> None:
         """An offset tombstone of `key` was replayed: it removes the key's pending offsets (Kafka's replay); a
         producer left with no pending offset in the group is no longer open in it (see the module docstring)."""
         group = key[0]
@@ -141,19 +119,30 @@ class PendingTxnOffsets(Generic[K, V]):
         if producers:
             for producer_id in list(producers):
                 offsets = self.by_producer[producer_id]
-                if offsets.pop(key, None) is not None and not any(k[0] == group for k in offsets):
+                entry = offsets.pop(key, None)
+                if entry is None:
+                    continue
+                if undo is not None:
+                    undo(partial(self._take_back_delete, producer_id, key, offsets, entry))
+                if not any(k[0] == group for k in offsets):
                     self._close(producer_id, group)
                     if not offsets and producer_id not in self.groups_of:
                         del self.by_producer[producer_id]
 
-    def saw_epoch(self, producer_id: int, epoch: int) -> None:
-        if epoch > self.epochs.get(producer_id, -1):
+    def saw_epoch(self, producer_id: int, epoch: int, undo: Register | None = None) -> None:
+        known = self.epochs.get(producer_id)
+        if epoch > (-1 if known is None else known):
+            if undo is not None:
+                undo(partial(self._set_epoch, producer_id, known))
             self.epochs[producer_id] = epoch
 
-    def end(self, producer_id: int, commit: bool, upto: int) -> list[tuple[K, V]]:
+    def end(self, producer_id: int, commit: bool, upto: int, undo: Register | None = None) -> list[tuple[K, V]]:
         """The producer's marker, placed at `upto` in the order: its offsets replayed before it leave the pending
         ones; on COMMIT, returns those to commit (not stale), in log order. Later offsets of the producer stay."""
         offsets = self.by_producer.get(producer_id)
+        if undo is not None:
+            undo(partial(self._take_back_end, producer_id, offsets, set(self.groups_of.get(producer_id, ())),
+                         self.epochs.get(producer_id)))
         if offsets is None:
             self.epochs.pop(producer_id, None)
             return []
@@ -179,23 +168,28 @@ class PendingTxnOffsets(Generic[K, V]):
         if not commit:
             return []
         out: list[tuple[K, V]] = []
+        marked: list[PendingOffset] = []
         for key, entry in sorted(ended.items(), key=lambda item: item[1].seq):
-            if entry.is_stale:
+            if entry.stale:
                 continue
             out.append((key, entry.value))
-            self._older_now_stale(key, entry.seq)
+            self._older_now_stale(key, entry.seq, marked)
+        if marked and undo is not None:
+            undo(partial(_fresh_again, marked))
         return out
 
-    def _older_now_stale(self, key: K, seq: int) -> None:
+    def _older_now_stale(self, key: K, seq: int, marked: list[PendingOffset]) -> None:
         producers = self.by_group.get(key[0])
         if producers:
             for other in producers:
                 entry = self.by_producer[other].get(key)
-                if entry is not None and entry.seq < seq:
+                if entry is not None and entry.seq < seq and not entry.stale:
                     entry.stale = True
+                    marked.append(entry)
 
-    def undo_add(self, producer_id: int, key: K, previous: PendingOffset[V] | None, opened: bool) -> None:
-        """Take back one `add` of a write that failed (`opened`: that add opened the producer in the group)."""
+    # --- taking a failed live write back (the functions `undo` is handed) ----------------------------------
+
+    def _take_back_add(self, producer_id: int, key: K, previous: PendingOffset[V] | None, opened: bool) -> None:
         offsets = self.by_producer.get(producer_id)
         if offsets is None:
             return
@@ -207,7 +201,33 @@ class PendingTxnOffsets(Generic[K, V]):
             self._close(producer_id, key[0])
         if not offsets and producer_id not in self.groups_of:
             del self.by_producer[producer_id]
+
+    def _take_back_delete(self, producer_id: int, key: K, offsets: dict[K, PendingOffset[V]],
+                          entry: PendingOffset[V]) -> None:
+        self.by_producer[producer_id] = offsets  # the same dict: nothing after the tombstone replaced it
+        offsets[key] = entry
+        self.by_group.setdefault(key[0], set()).add(producer_id)
+        self.groups_of.setdefault(producer_id, set()).add(key[0])
+
+    def _take_back_end(self, producer_id: int, offsets: dict[K, PendingOffset[V]] | None, groups: set[Hashable],
+                       epoch: int | None) -> None:
+        if offsets is None:
+            self.by_producer.pop(producer_id, None)
+        else:
+            self.by_producer[producer_id] = offsets  # `end` replaced or dropped it, never changed it
+        for group in self.groups_of.pop(producer_id, set()) - groups:
+            self._close(producer_id, group)
+        if groups:
+            self.groups_of[producer_id] = groups
+            for group in groups:
+                self.by_group.setdefault(group, set()).add(producer_id)
+        self._set_epoch(producer_id, epoch)
+
+    def _set_epoch(self, producer_id: int, epoch: int | None) -> None:
+        if epoch is None:
             self.epochs.pop(producer_id, None)
+        else:
+            self.epochs[producer_id] = epoch
 
     def _close(self, producer_id: int, group: Hashable) -> None:
         producers = self.by_group.get(group)

@@ -3,18 +3,18 @@
 A million offsets must fit in little memory (the target: <= 150 bytes of server RSS an
 offset, bench/bench_memory.py): an offset is one bytes object (`unpack_value` gives the
 OffsetValue back), and a topic's offsets sit in a list indexed by partition while the
-partitions are dense. Only `Shard.replay_all` (through `apply_all`) and the end of a
-write that failed (`end`) change the store; coordinator/offsets/manager.py reads it.
+partitions are dense. Only `Shard.replay_all` (through `apply_all`) and a write that
+failed (`revert`, runtime/journal.py) change the store; coordinator/offsets/manager.py reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from struct import Struct
-from typing import Any
 
 from coordinator.offsets.pending import ShardPendingOffsets
 from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from coordinator.runtime.journal import WritesInFlight
 
 Key = tuple[str, str, int]
 
@@ -54,18 +54,17 @@ def _packed_items(partitions: Partitions) -> Iterable[tuple[int, bytes]]:
 
 
 class OffsetStore:
-    """group -> topic -> partitions (see Partitions) -> packed value, plus the writes in
-    flight.
+    """group -> topic -> partitions (see Partitions) -> packed value, and the shard's writes
+    in flight.
 
     Values go in as OffsetValue and come out as OffsetValue; in between they are held
     packed (unpack_value), which is what makes a million offsets fit in ~100 MB.
 
-    A live write is applied at once (reads of the live state see it) and registered in
-    `inflight` with its undo list: the packed value (or None) each of its offset records
-    replaced, in record order. The durable value of a key is the undo value of the first
-    write in flight that changed it, else the live one (`durable_view`). A write that
-    becomes durable costs nothing per key (`end` drops it); only a failed one walks its
-    keys, and the writes after it.
+    A live write is applied at once (reads of the live state see it); its journal
+    (runtime/journal.py) holds the packed value (or None) each of its offset records
+    replaced, in record order. The durable value of a key is the replaced value of the
+    first write in flight that changed it, else the live one (`durable_view`). A write that
+    becomes durable costs nothing per key; only a failed one walks its keys (`revert`).
     """
 
     __slots__ = ("by_group", "inflight", "txn")
@@ -74,9 +73,9 @@ class OffsetStore:
         self.by_group: dict[str, dict[str, Partitions]] = {}
         # the pending transactional offsets (TxnOffsetCommit), apart from the committed ones until their marker
         self.txn = ShardPendingOffsets()
-        # a write in flight (its token: the shard's PendingWrite) -> (its records, its undo
-        # list), in write order
-        self.inflight: dict[Any, tuple[list, list]] = {}
+        # the writes in flight of the shard that holds this store (Shard.inflight), with their journals: they go
+        # with the state they would take back (a shard that unloads drops both)
+        self.inflight = WritesInFlight(self.revert)
 
     def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
@@ -175,47 +174,48 @@ class OffsetStore:
 
     # --- writes in flight ------------------------------------------------------------
 
-    def begin(self, token: Any, records: list, undo: list) -> None:
-        """`records` (applied with `apply_all(records, undo)`) are in flight until `end(token)`."""
-        self.inflight[token] = (records, undo)
+    def packed(self, group: str, topic: str, partition: int) -> bytes | None:
+        """The packed value of a key (None: none), as a journal keeps it."""
+        topics = self.by_group.get(group)
+        partitions = None if topics is None else topics.get(topic)
+        return None if partitions is None else _packed(partitions, partition)
 
-    def end(self, token: Any, error: BaseException | None) -> None:
-        """The write is durable (error None: nothing to do per key) or failed: each key it
-        changed goes back to its value from before the write, unless a later write in
-        flight changed the key too; that write then remembers the value as durable (and
-        the live value stays its own, which a failure of its own would take back)."""
-        if error is None:
-            self.inflight.pop(token, None)
-            return
-        if token not in self.inflight:
-            return
-        later: list[tuple[list, list]] = []
-        found = False
-        for other, entry in self.inflight.items():
-            if found:
-                later.append(entry)
-            elif other is token:
-                found = True
-        records, undo = self.inflight.pop(token)
-        before: dict[Key, bytes | None] = {}
-        for record, raw in zip(_offset_records(records), undo):
-            before.setdefault((record[0], record[1], record[2]), raw)  # the first change of a key
-        for later_records, later_undo in later:
-            for i, record in enumerate(_offset_records(later_records)):
-                key = (record[0], record[1], record[2])
-                if key in before:
-                    later_undo[i] = before.pop(key)
-            if not before:
-                break
-        for (group, topic, partition), raw in before.items():
-            self.apply(group, topic, partition, None if raw is None else unpack_value(raw))
+    def revert(self, records: list, replaced: list[bytes | None]) -> None:
+        """Take back a failed write's `apply_all`: the key of each OffsetCommit record of `records` gets back the
+        packed value it replaced (`replaced`, in record order; shorter when the replay stopped early), newest
+        first, so a key the write changed twice ends with its value from before the write."""
+        changes = list(zip(_offset_records(records), replaced))
+        for (group, topic, partition, _value), raw in reversed(changes):
+            if raw is None:
+                topics = self.by_group.get(group)
+                if topics is not None:
+                    self._remove(group, topics, topic, partition)
+            else:
+                self._put(group, topic, partition, raw)
+
+    def _put(self, group: str, topic: str, partition: int, raw: bytes) -> None:
+        topics = self.by_group.setdefault(group, {})
+        partitions = topics.get(topic)
+        if partitions is None:
+            partitions = topics[topic] = []
+        if type(partitions) is list:
+            size = len(partitions)
+            if 0 <= partition < size:
+                partitions[partition] = raw
+                return
+            if 0 <= partition < 2 * size + _DENSE_SLACK:
+                partitions += [None] * (partition - size)
+                partitions.append(raw)
+                return
+            partitions = topics[topic] = dict(_packed_items(partitions))
+        partitions[partition] = raw
 
     def durable_view(self, group: str) -> dict[tuple[str, int], bytes | None]:
         """{(topic, partition): durable packed value or None} of the group's keys that a
         write in flight changed (`unpack_value` reads a value); empty when none did."""
         view: dict[tuple[str, int], bytes | None] = {}
-        for records, undo in self.inflight.values():
-            for record, raw in zip(_offset_records(records), undo):
+        for journal in self.inflight.journals():
+            for record, raw in zip(_offset_records(journal.records), journal.offsets):
                 if record[0] == group:
                     view.setdefault((record[1], record[2]), raw)
         return view

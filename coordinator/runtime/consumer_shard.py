@@ -9,16 +9,16 @@ its committed offsets stay). A classic group with members keeps its id (GROUP_ID
 heartbeat) unless it can be upgraded (runtime/online_migration.py). Classic-protocol members of a consumer group are
 served by groups/consumer/classic_members.py.
 
-Failed writes: each write's replay works on copies of the groups it touches (ConsumerGroupReplay); when the
-write fails, the groups as they were before it come back, and later writes in flight no longer restore those
-groups (what they saw was built on the failed write).
+Failed writes: each write's replay works on copies of the groups it touches, and the write's journal holds the
+groups as they were before it (ConsumerGroupReplay; runtime/journal.py): a failed write, taken back with every
+later write in flight, gives them back.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
@@ -27,7 +27,7 @@ from coordinator.groups.consumer.classic_members import ClassicMembers
 from coordinator.groups.consumer.group import ConsumerGroup, ConsumerGroupState
 from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps
 from coordinator.groups.consumer.params import ConsumerGroupSettings, HeartbeatAnswer, HeartbeatParams
-from coordinator.groups.consumer.replay import ConsumerGroupReplay, Saved
+from coordinator.groups.consumer.replay import ConsumerGroupReplay
 from coordinator.groups.consumer.topic_view import TopicView
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
@@ -35,6 +35,7 @@ from coordinator.records.types import GroupMetadataRecord, Record
 
 if TYPE_CHECKING:
     from coordinator.groups.classic_group import ClassicGroup
+    from coordinator.runtime.journal import Journal
     from coordinator.runtime.writes import PendingWrite
 
 
@@ -45,21 +46,19 @@ class Shard(Protocol):
     groups: dict[str, ClassicGroup]
     timers: Any
     scheduler: Any
+    journal: Journal | None
 
     def write(self, records: list[Record]) -> PendingWrite: ...
-
-log = structlog.get_logger(__name__)
 
 
 class ConsumerGroups:
     def __init__(self, shard: Shard, settings: ConsumerGroupSettings, topics: TopicView) -> None:
         self.shard = shard
         self.groups: dict[str, ConsumerGroup] = {}
-        self.replay = ConsumerGroupReplay(self.groups, self._created)
+        self.replay = ConsumerGroupReplay(self.groups, self._created, lambda: shard.journal)
         self.ops = ConsumerGroupOps(self.groups, settings, topics, shard.timers, shard.scheduler,
                                     self._classic_is_busy, self._classic_tombstones)
         self.classic = ClassicMembers(self.ops)
-        self._inflight: list[tuple[PendingWrite, Saved]] = []
 
     # --- the classic namespace -----------------------------------------------------------------------------
 
@@ -72,37 +71,23 @@ class ConsumerGroups:
         return [] if group is None or not group.protocol_type else [GroupMetadataRecord(group_id, None)]
 
     def _created(self, group_id: str) -> None:
-        classic = self.shard.groups.get(group_id)
+        groups = self.shard.groups
+        classic = groups.get(group_id)
         if classic is not None and not classic.protocol_type and not classic.members:
-            del self.shard.groups[group_id]  # a simple group: offsets only, no records of its own
+            del groups[group_id]  # a simple group: offsets only, no records of its own
+            journal = self.shard.journal
+            if journal is not None:
+                journal.add(partial(self._simple_back, classic))
+
+    def _simple_back(self, classic: ClassicGroup) -> None:
+        """Take back `_created`'s drop of a simple group (unless a JoinGroup made a group of that id meanwhile)."""
+        self.shard.groups.setdefault(classic.group_id, classic)
 
     # --- writes --------------------------------------------------------------------------------------------
 
     def heartbeat(self, params: HeartbeatParams) -> tuple[HeartbeatAnswer, PendingWrite | None]:
         answer, records = self.ops.heartbeat(params)
         return answer, (self.shard.write(records) if records else None)
-
-    def watch(self, pending: PendingWrite, saved: Saved) -> None:
-        """Take the groups in `saved` back if `pending` fails (see the module docstring)."""
-        entry = (pending, saved)
-        self._inflight.append(entry)
-
-        def settled(error: BaseException | None) -> None:
-            try:
-                index = self._inflight.index(entry)
-            except ValueError:
-                return
-            del self._inflight[index]
-            if error is None or not saved:
-                return
-            for _later, later_saved in self._inflight[index:]:
-                for group_id in saved:
-                    later_saved.pop(group_id, None)
-            self.replay.restore(saved)
-            log.info("consumer group write failed; groups restored", partition=self.shard.partition,
-                     groups=sorted(saved))
-
-        pending.add_callback(settled)
 
     # --- classic-protocol members (JoinGroup / SyncGroup / Heartbeat / LeaveGroup to a consumer group) ---------
 
@@ -134,7 +119,6 @@ class ConsumerGroups:
         self.ops.deadlines.clear()
         self.ops.resolved_at.clear()
         self.ops.regexes.forget()
-        self._inflight.clear()
 
     def arm_after_load(self) -> None:
         """onLoaded: every member's session timer, and the rebalance timer of members revoking partitions."""

@@ -14,8 +14,10 @@ write_error_code map them to wire codes.
 As Kafka refuses a coordinator write whose batch is larger than the offsets topic's
 max.message.bytes (CoordinatorRuntime: RecordTooLargeException), a write whose records
 pass `max_batch_bytes` fails alone with RecordTooLargeError (a group record is judged
-before it is encoded). Any failure while batching (MemoryError included) fails exactly
-the writes of that batch; the log goes on.
+before it is encoded): the log refuses it (`PendingWrite.refuse`) and goes on -- a shard then
+takes back the later writes it had in flight too, which fail with EarlierWriteFailed and are
+never appended (runtime/journal.py). Any failure while batching (MemoryError included) fails
+exactly the writes of that batch (and, for a shard, those after them); the log goes on.
 """
 
 from __future__ import annotations
@@ -193,10 +195,10 @@ def _encode_writes(writes: list[PendingWrite], now: int,
                 raise RecordTooLargeError(f"a write of {size} bytes passes the offsets log's "
                                           f"max.message.bytes {max_batch_bytes}")
         except ValueError as exc:  # a string too long for its field: the commit is too large
-            pending.resolve(RecordTooLargeError(str(exc)))
+            pending.refuse(RecordTooLargeError(str(exc)))
             continue
         except Exception as exc:  # e.g. a number out of its field's range, MemoryError
-            pending.resolve(exc)
+            pending.refuse(exc)
             continue
         if tails and len(tails) + len(encoded) > BATCH_RECORDS:
             _close_run(run, tails, now, batches, members)
@@ -246,10 +248,10 @@ def _own_batch(pending: PendingWrite, now: int, max_batch_bytes: int, batches: l
             producer_id, producer_epoch = pending.producer
             batch = build_tail_batch(encoded, now, producer_id, producer_epoch, 0, True)
     except ValueError as exc:  # a string too long for its field: the commit is too large
-        pending.resolve(RecordTooLargeError(str(exc)))
+        pending.refuse(RecordTooLargeError(str(exc)))
         return
     except Exception as exc:
-        pending.resolve(exc)
+        pending.refuse(exc)
         return
     batches.append(batch)
     members.append(pending)

@@ -131,7 +131,7 @@ class OffsetsRuntime:
         await self._cancel_load(partition)
         shard = self.coordinator.shards.get(partition)
         if shard is not None and shard.state is ShardState.ACTIVE:
-            writes = list(shard.offsets.inflight)  # every write of the shard until it settles
+            writes = shard.inflight.writes()  # every write of the shard until it settles
             self.durable.flush_queued()
             await _settled(writes)
         self.coordinator.unload(partition)

@@ -11,13 +11,15 @@ session runs with its classic session timeout.
 Downgrade: the last consumer-protocol member leaves or is fenced and only classic-protocol members remain. The
 write holds the consumer group's tombstones and the classic group's GroupMetadata record; as in Kafka, the classic
 group itself is put in place at once (its record describes it, live classic groups are not replayed), its members'
-sessions start, and a rebalance begins (the members learn it from their next Heartbeat). If that write fails, the
-classic group goes again (the consumer group comes back through the consumer groups' own restore).
+sessions start, and a rebalance begins (the members learn it from their next Heartbeat). Putting the classic group
+in place goes into the journal of the write that follows (Shard.open_journal, runtime/journal.py): if that write
+fails, the classic group goes again, and the replay of the consumer group's tombstones is taken back with the rest
+of the write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -41,7 +43,7 @@ from rules.consumer_protocol import SubscriptionError
 if TYPE_CHECKING:
     from coordinator.groups.membership import Membership
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.writes import PendingWrite
+    from coordinator.runtime.journal import Journal
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -54,6 +56,8 @@ class Shard(Protocol):
     membership: Membership
     consumer: Any  # runtime.consumer_shard.ConsumerGroups
 
+    def open_journal(self) -> Journal: ...
+
 
 def _not_found(message: str) -> KafkaError:
     return KafkaError(message, ErrorCode.group_id_not_found)
@@ -62,13 +66,6 @@ def _not_found(message: str) -> KafkaError:
 class ShardMigration:
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
-        self.undo: list[Callable[[BaseException | None], None]] = []  # for the write that comes next
-
-    def attach(self, pending: PendingWrite) -> None:
-        """Give the write the shard is making the undo of the downgrades its records hold."""
-        for undo in self.undo:
-            pending.add_callback(undo)
-        self.undo.clear()
 
     # --- upgrade -------------------------------------------------------------------------------------------
 
@@ -127,6 +124,7 @@ class ShardMigration:
         records += consumer_group_tombstones(group)
         records.append(classic_group_record(classic))
         shard.groups[group_id] = classic
+        shard.open_journal().add(partial(self._take_back, classic))
         for member in classic.members.values():
             membership.touch_session(classic, member)
         result = membership.prepare_rebalance(classic, "downgrade",
@@ -134,18 +132,15 @@ class ShardMigration:
                                               "leaving.")
         if result is not None:
             records += result.records
-        self.undo.append(self._undo(classic))
         log.info("converted the consumer group to a classic group", group=group_id, members=len(classic.members))
         return True
 
-    def _undo(self, classic: ClassicGroup) -> Callable[[BaseException | None], None]:
-        def undo(error: BaseException | None) -> None:
-            shard = self.shard
-            if error is not None and shard.groups.get(classic.group_id) is classic:
-                shard.membership.remove_group(classic)
-                log.info("group downgrade not written; classic group removed", group=classic.group_id)
-
-        return undo
+    def _take_back(self, classic: ClassicGroup) -> None:
+        """The downgrade's write failed: the classic group it put in place goes (Dead, its timers stopped)."""
+        shard = self.shard
+        if shard.groups.get(classic.group_id) is classic:
+            shard.membership.remove_group(classic)
+            log.info("group downgrade not written; classic group removed", group=classic.group_id)
 
 
 def _answer_waiters(classic: ClassicGroup, code: ErrorCode) -> None:

@@ -5,8 +5,9 @@ shards run on one event loop; each has its own `KeyedTimers` (over the shared sc
 so that timers of one shard never see another's keys, and its own `write`.
 
 `Shard.write(records)` is the durability seam ("records are the truth") and the one
-caller of `RecordLog.append`: it applies the records to the shard's state through
-`replay_all` -- the one function loading uses -- hands them to the log and returns a
+caller of `RecordLog.append` (with `write_with`, its form for transactional writes and
+markers): it applies the records to the shard's state through `replay_all` -- the one
+function loading uses -- hands them to the log and returns a
 `PendingWrite`, which both the domain (synchronous callbacks, run the moment the log
 completes it) and handlers (`await`) can wait on. Whatever depends on the records being
 durable -- an OffsetCommit answer, the Stable transition and every SyncGroup answer, a
@@ -41,17 +42,33 @@ What replay does with each record, live and on load:
   classic groups), the state machine changes the live ClassicGroup itself (join, sync,
   leave, timers) and the record only describes the result.
 
-When a write fails, the shard takes back what its replay did: the offsets it changed
-(OffsetStore.end restores the values it replaced, for later writes in flight too) and
-the groups its tombstones removed (Rebalancer.restore_group: the same group object, its
-state, members and session timers as before; its offsets come back with the offsets),
-so OffsetFetch and DescribeGroups answer as before the write. What a failed GroupMetadata
-value does not undo is the in-memory state machine it describes: that state is the
-truth and the record its copy; its writers react to the failure themselves (a failed
-assignment write makes the members rejoin, a failed static-member replacement is
-reverted, other failures are logged), as Kafka's classic groups do. A group removed by a
-failed write is not restored over a group of the same id created meanwhile (e.g. by an
-OffsetCommit to the deleted id), nor after the shard was unloaded.
+Failed writes (runtime/journal.py; the same text in docs/DESIGN.md, "Taking back a failed write"):
+
+* Every live write -- `write`, a TxnOffsetCommit or a transaction marker (`write_with`) -- replays at once
+  into its journal, then is in flight (`inflight`, in write order) until the log settles it. The log makes
+  the writes durable in that order: a write is durable only after every earlier one is.
+* A write that fails fails every later write of the shard still in flight. They are lost with it or must be:
+  a failed flush fails every append in it and after it and the log cuts itself back to its last good position
+  (storage/log_repair.py; the PostgreSQL log fails every later append); a write the log refuses alone (too
+  large, cannot be encoded: `PendingWrite.refuse`) takes the later ones with it, which fail with
+  EarlierWriteFailed (COORDINATOR_NOT_AVAILABLE, retriable) before they reach the log. The journals of the failed
+  write and of every later one are reverted, newest first -- as Kafka reverts its snapshot registry to the
+  failed batch's base offset -- so the state is again a replay of exactly the records that are durable, and
+  only then are the writes' waiters told, the failed one's first, in write order. What they write then comes
+  after, on that state.
+* A journal holds what the replay changed: the offsets each commit or tombstone replaced (OffsetStore), the
+  pending transactional offsets a TxnOffsetCommit added, a commit made stale, a tombstone removed or a marker
+  ended or committed (rules/pending_offsets.py), the classic groups a tombstone removed (Rebalancer.restore_group:
+  the same object, its state and session timers) or a commit made (a simple group), the consumer groups as they
+  were before their records (groups/consumer/replay.py), and, from the operation before its records, the classic
+  group an online downgrade put in place (runtime/online_migration.py). OffsetFetch and DescribeGroups answer
+  as before the write.
+* Not in a journal: the in-memory state machine a classic group's GroupMetadata value describes. That state is
+  the truth and the record its copy; its writers react to the failure themselves (a failed assignment write makes
+  the members rejoin, a failed static-member replacement is reverted, other failures are logged), as Kafka's
+  classic groups do. A classic group is not restored, nor a simple one dropped, over what a JoinGroup made of
+  that id in memory meanwhile.
+* An unload drops the state and fails the writes in flight (NOT_COORDINATOR) without taking anything back.
 
 A shard is LOADING (its groups answer COORDINATOR_LOAD_IN_PROGRESS), ACTIVE, or
 UNLOADED (NOT_COORDINATOR: another node owns it, or it was never ours).
@@ -61,6 +78,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from enum import Enum
+from functools import partial
 from typing import Any
 
 import structlog
@@ -86,11 +104,11 @@ from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
 from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
+from coordinator.runtime.journal import Journal
 from coordinator.runtime.online_migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog
-from rules.pending_offsets import StaleMarks
 
 log = structlog.get_logger(__name__)
 
@@ -118,14 +136,15 @@ class Shard:
         self.error: ErrorCode | None = None  # the answer for this shard's groups when not ACTIVE
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
+        self.inflight = self.offsets.inflight  # every write of the shard until it settles, with its journal
+        self.journal: Journal | None = None  # the write being made (open_journal); None: replay is loading
         self.txn = ShardTxnOffsets(self)  # TxnOffsetCommit's writes and the transaction markers
-        self._marks: StaleMarks | None = None  # the stale marks of the live write being replayed, if any
         self.timers = KeyedTimers(self.scheduler, on_error=self._timer_failed, on_result=self.write_result)
         self.membership = Membership(GroupContext(self.groups, settings, scheduler, self.timers, stats))
         self.consumer = ConsumerGroups(self, settings.consumer, topics if topics is not None else NO_TOPICS)
         self.consumer_groups = self.consumer.groups
         self.consumer_replay = self.consumer.replay.apply  # the replay of KIP-848 records, live and on load
-        self.migration = self.consumer.ops.migration = ShardMigration(self)
+        self.consumer.ops.migration = ShardMigration(self)
         # Heartbeat, the hot path: the classic operation itself; a group id that is not a classic group's goes on
         # to the consumer groups' classic-protocol members
         self.membership.other_heartbeat = self._consumer_group_heartbeat
@@ -139,93 +158,104 @@ class Shard:
 
     def write(self, records: list[Record], tails: list[bytes] | None = None) -> PendingWrite:
         """Apply `records` through `replay_all`, append them; the result completes when durable
-        (a failed one is taken back first: see the module docstring). `tails`, if given, must be
-        log_codec.encode_tails(records) (the log uses them)."""
+        (a failed one is taken back first, with every later write in flight: see the module
+        docstring). `tails`, if given, must be log_codec.encode_tails(records) (the log uses them)."""
         if self.state is ShardState.UNLOADED:
             pending = PendingWrite(records, tails)
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))
             return pending
-        undo: list = []
-        consumer_replay = self.consumer.replay
-        consumer_replay.begin_write()
+        journal = self.journal
+        if journal is None:
+            journal = self.journal = Journal(records)
+        else:  # changes the operation made before its records (the online downgrade) are in it already
+            journal.records = records
         try:
-            removed = self.replay_all(records, True, undo)
-        except BaseException as exc:  # records that contradict the state (a bug): nothing of them stays
-            consumer_replay.restore(consumer_replay.end_write())
-            if self._marks is not None:
-                self._marks.settle(exc)
-                self._marks = None
+            self.replay_all(records)
+        except BaseException:  # records that contradict the state (a bug): nothing of them stays
+            self.journal = None
+            self.inflight.revert(journal)
             raise
-        saved = consumer_replay.end_write()
-        store = self.offsets
-        pending = PendingWrite(records, tails, store)
-        store.begin(pending, records, undo)
-        marks = self._marks
-        if marks is not None:  # pending transactional offsets its commits make stale, once it is durable
-            self._marks = None
-            pending.add_callback(marks.settle)
-        if removed is not None:  # the first callback: later ones see the groups back
-            pending.add_callback(self._restore_on_failure(removed))
-        if saved:
-            self.consumer.watch(pending, saved)
-        if self.migration.undo:  # a downgrade's classic group, put in place before its records
-            self.migration.attach(pending)
+        self.journal = None
+        pending = PendingWrite(records, tails)
+        self.inflight.add(pending, journal)
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
             pending.resolve(exc)
         return pending
 
-    def _restore_on_failure(self, removed: list[RemovedGroup]) -> Callable[[BaseException | None], None]:
-        def restore(error: BaseException | None) -> None:
-            if error is None or self.state is ShardState.UNLOADED:
-                return
-            for group in reversed(removed):
-                if group.group.group_id not in self.groups:
-                    self.membership.restore_group(group)
-                    log.info("group deletion not written; group restored", partition=self.partition,
-                             group=group.group.group_id)
+    def open_journal(self) -> Journal:
+        """The journal of the write being made (runtime/journal.py), opened if none is: what an operation changes
+        before it hands its records to `write` (the online downgrade's classic group) goes here, and the write
+        carries it. While records are replayed live it is theirs: None means loading."""
+        journal = self.journal
+        if journal is None:
+            journal = self.journal = Journal()
+        return journal
 
-        return restore
+    def write_with(self, pending: PendingWrite, replay: Callable[..., object], *args: Any) -> PendingWrite:
+        """A live write whose records `replay(*args)` applies (a transactional write, a marker: runtime/txn_offsets.py),
+        as `write` does with `replay_all`: into the open journal, then in flight and to the log."""
+        journal = self.open_journal()
+        try:
+            replay(*args)
+        except BaseException:
+            self.journal = None
+            self.inflight.revert(journal)
+            raise
+        self.journal = None
+        self.inflight.add(pending, journal)
+        try:
+            self.record_log.append(self.partition, pending)
+        except Exception as exc:
+            pending.resolve(exc)
+        return pending
 
-    def replay(self, record: Record, live: bool = False) -> None:
+    def replay(self, record: Record) -> None:
         """Apply one record: `replay_all` of one."""
-        self.replay_all((record,), live)
+        self.replay_all((record,))
 
-    def replay_all(self, records: Iterable[Record], live: bool = False,
-                   undo: list | None = None) -> list[RemovedGroup] | None:
-        """Apply records to this shard's state, in order: the one path for live writes
-        (`live`; `undo` gets what each offset record replaced, see OffsetStore) and loading.
-        Returns the groups that tombstones removed (None: none), for a failed write to restore.
+    def replay_all(self, records: Iterable[Record]) -> None:
+        """Apply records to this shard's state, in order: the one path for live writes (the
+        shard's open journal, `self.journal`, gets what they change: runtime/journal.py) and
+        loading (no journal).
 
         Runs of OffsetCommit records go to the store in one `apply_all` call; the common
         case, a write of commits only, is one run.
         """
+        journal = self.journal
         run: list = []
-        removed: list[RemovedGroup] | None = None
         for record in records:
             if type(record) is OffsetCommitRecord:
                 run.append(record)
                 continue
             if run:
-                self._replay_offsets(run, undo)
+                self._replay_offsets(run, journal)
                 run = []
             if type(record) is not GroupMetadataRecord:
                 self.consumer_replay(record)
                 continue
             group_id, value = record.group_id, record.value
             if value is not None:
-                if not live:  # live, classic groups change in memory first; the record describes them
+                if journal is None:  # live, classic groups change in memory first; the record describes them
                     self.groups[group_id] = ClassicGroup.from_metadata(group_id, value)
                 continue
             group = self.groups.get(group_id)
             if group is not None:
-                if removed is None:
-                    removed = []
-                removed.append(self.membership.remove_group(group))
+                removed = self.membership.remove_group(group)
+                if journal is not None:
+                    journal.add(partial(self._restore_group, removed))
         if run:
-            self._replay_offsets(run, undo)
-        return removed
+            self._replay_offsets(run, journal)
+
+    def _restore_group(self, removed: RemovedGroup) -> None:
+        """Take back a tombstone's removal of a classic group: the same group object, its state and session
+        timers (Rebalancer.restore_group) -- unless a group of that id was made in memory meanwhile (a JoinGroup),
+        which stays (classic groups' in-memory state machine is their truth)."""
+        group_id = removed.group.group_id
+        if group_id not in self.groups:
+            self.membership.restore_group(removed)
+            log.info("group deletion not written; group restored", partition=self.partition, group=group_id)
 
     # --- operations that write --------------------------------------------------------
 
@@ -326,27 +356,33 @@ class Shard:
             return 0, 0, None
         return offsets, groups, self.write(records)
 
-    def _replay_offsets(self, records: list, undo: list | None) -> None:
+    def _replay_offsets(self, records: list, journal: Journal | None) -> None:
         store = self.offsets
-        store.apply_all(records, undo, self._offset_committed_to)
+        store.apply_all(records, None if journal is None else journal.offsets, self._offset_committed_to)
         txn = store.txn
         if txn.by_group:  # open transactions: a commit makes their older offsets of the key stale, a tombstone
-            for group, topic, partition, value in records:  # removes them (OffsetMetadataManager.replay)
+            undo = None if journal is None else journal.add  # removes them (OffsetMetadataManager.replay)
+            for group, topic, partition, value in records:
                 if group in txn.by_group:
                     if value is None:
-                        txn.deleted((group, topic, partition))
-                    elif undo is None:  # loading: durable
-                        txn.committed((group, topic, partition))
-                    else:  # a live write (Shard.write): stale once it is durable
-                        if self._marks is None:
-                            self._marks = StaleMarks()
-                        txn.committed((group, topic, partition), self._marks)
+                        txn.deleted((group, topic, partition), undo)
+                    else:
+                        txn.committed((group, topic, partition), undo)
 
     def _offset_committed_to(self, group_id: str) -> None:
         if group_id not in self.groups and group_id not in self.consumer_groups:
             # OffsetMetadataManager.replay: offsets without a group make a "simple"
             # group, an Empty classic group without protocol type
-            self.groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
+            group = self.groups[group_id] = ClassicGroup(group_id, self.scheduler.wall_ms())
+            journal = self.journal
+            if journal is not None:
+                journal.add(partial(self._drop_simple_group, group))
+
+    def _drop_simple_group(self, group: ClassicGroup) -> None:
+        """Take back the simple group a commit made -- unless members joined it in memory meanwhile."""
+        if self.groups.get(group.group_id) is group and not group.protocol_type and not group.members \
+                and not group.pending_join_members:
+            del self.groups[group.group_id]
 
     # --- unloading --------------------------------------------------------------------
 
@@ -369,11 +405,12 @@ class Shard:
                 group.transition_to(GroupState.DEAD, now)
         self.groups.clear()
         self.consumer.unload()
-        writes = list(self.offsets.inflight)
-        self.offsets.inflight.clear()  # the store goes with the partition: nothing to take back
+        writes = self.inflight.drop()  # the state goes with the partition: nothing to take back
+        self.journal = None
+        self.offsets = OffsetStore()
+        self.inflight = self.offsets.inflight
         for pending in writes:
             pending.resolve(NotCoordinator(f"partition {self.partition} was unloaded"))
-        self.offsets = OffsetStore()
         log.info("partition unloaded", partition=self.partition)
 
     def _timer_failed(self, key: Any, exc: BaseException) -> None:

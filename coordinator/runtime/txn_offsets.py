@@ -1,15 +1,20 @@
 """A shard's transactional offsets: TxnOffsetCommit's writes and the transaction markers of its partition.
 
 Kafka's OffsetMetadataManager.replay with a producer id, replayEndTransactionMarker, and the coordinator
-runtime's transactional writes and scheduleTransactionCompletion, over rules/pending_offsets.py:
+runtime's transactional writes and completeTransaction, over rules/pending_offsets.py:
 
 * `write(producer_id, producer_epoch, records)`: the TxnOffsetCommit records, replayed at once as pending
   offsets of the producer (`replay`: the function loading uses too), then appended as one transactional batch
-  (PendingWrite.producer); a failed write takes its pending offsets back.
-* `complete(producer_id, producer_epoch, commit, coordinator_epoch)`: appends the marker (a control batch);
-  once it is durable, `replay_marker` ends the producer's pending offsets replayed before it: committed
-  (where newer in the log than the committed offset) or dropped. A marker whose write failed changes nothing;
-  the transaction coordinator sends it again.
+  (PendingWrite.producer).
+* `complete(producer_id, producer_epoch, commit, coordinator_epoch)`: the marker, replayed at once
+  (`replay_marker`: it ends the producer's pending offsets replayed before it: committed where newer in the log
+  than the committed offset, or dropped), then appended (a control batch), as Kafka's completeTransaction
+  replays the marker before it appends it.
+
+Both are live writes of the shard (runtime/shard.py): their replay goes into the write's journal
+(runtime/journal.py), and a write that fails is taken back with every later write of the shard in flight -- a
+failed marker changes nothing (the transaction coordinator sends it again), and a commit written after a COMMIT
+marker that fails gives the key back the offset the marker committed.
 
 Pending offsets whose producer's transaction is over (no marker will come) are ended by an ABORT marker written
 through `complete` as well (transactions/runtime/orphans.py), so the same replay and loading apply.
@@ -17,37 +22,27 @@ through `complete` as well (transactions/runtime/orphans.py), so the same replay
 Loading does the same from the log: storage.latest.LatestRecords holds transactional records per producer
 until their marker and applies it by the same rules; what has no marker by the log end is replayed here as
 pending (`replay` with the flag the fold computed), so a restart mid-transaction keeps it pending.
-
-A non-transactional commit that marks a pending offset stale and then fails to be written takes the mark back
-(rules/pending_offsets.StaleMarks). Known gaps: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write
-fails does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key); a
-commit written after the producer's COMMIT marker, still in flight when the marker is durable, keeps the marker
-from materializing the key's pending offset (right when that commit is durable: it is newer) -- should that
-commit fail, the key keeps its older committed offset until a reload gives the pending one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import InvalidProducerEpoch, KafkaError, NotCoordinator
-from coordinator.offsets.pending import Key, ShardPendingOffsets
-from coordinator.records.types import OffsetCommitRecord, OffsetValue, Record
+from coordinator.offsets.pending import ShardPendingOffsets
+from coordinator.records.types import OffsetCommitRecord, Record
+from coordinator.runtime.journal import Journal
 from coordinator.runtime.writes import PendingWrite
-from rules.pending_offsets import PendingOffset
 from storage.control_records import ControlMarker
 
 if TYPE_CHECKING:
     from coordinator.offsets.store import OffsetStore
-    from coordinator.runtime.writes import RecordLog
 
 log = structlog.get_logger(__name__)
-
-Undo = list[tuple[int, Key, "PendingOffset[OffsetValue] | None", bool]]
 
 
 class Shard(Protocol):
@@ -56,11 +51,13 @@ class Shard(Protocol):
     partition: int
     error: ErrorCode | None
     offsets: OffsetStore
-    record_log: RecordLog
+    journal: Journal | None
 
     def _offset_committed_to(self, group_id: str) -> None: ...
 
-    def replay_all(self, records: Iterable[Record], live: bool = False, undo: list | None = None) -> object: ...
+    def replay_all(self, records: Iterable[Record]) -> None: ...
+
+    def write_with(self, pending: PendingWrite, replay: Callable[..., object], *args: Any) -> PendingWrite: ...
 
 
 class ShardTxnOffsets:
@@ -79,12 +76,14 @@ class ShardTxnOffsets:
     # --- replay ---------------------------------------------------------------------------------
 
     def replay(self, producer_id: int, records: Iterable[OffsetCommitRecord], stale: bool = False,
-               undo: Undo | None = None, producer_epoch: int = -1) -> None:
-        """Transactional offset records of `producer_id`, live and on load. A tombstone applies at once (Kafka's
-        replay ignores the producer for tombstones); a value becomes pending (its group is created if need be,
-        as any committed offset's replay does)."""
+               producer_epoch: int = -1) -> None:
+        """Transactional offset records of `producer_id`, live (into the shard's open journal) and on load. A
+        tombstone applies at once (Kafka's replay ignores the producer for tombstones); a value becomes pending
+        (its group is created if need be, as any committed offset's replay does)."""
         pending = self.pending
-        pending.saw_epoch(producer_id, producer_epoch)
+        journal = self.shard.journal
+        undo = None if journal is None else journal.add
+        pending.saw_epoch(producer_id, producer_epoch, undo)
         tombstones = []
         for record in records:
             if record.value is None:
@@ -92,22 +91,35 @@ class ShardTxnOffsets:
                 continue
             group = record.group
             self.shard._offset_committed_to(group)
-            key = (group, record.topic, record.partition)
-            opened = producer_id not in pending.by_group.get(group, ())
-            previous = pending.add(producer_id, key, record.value, stale)
-            if undo is not None:
-                undo.append((producer_id, key, previous, opened))
+            pending.add(producer_id, (group, record.topic, record.partition), record.value, stale, undo)
         if tombstones:
+            if journal is not None:
+                journal.records = tombstones  # the records its offsets list belongs to
             self.shard.replay_all(tombstones)
 
     def replay_marker(self, producer_id: int, commit: bool, upto: int) -> int:
-        """The producer's marker (placed at `upto` in the pending offsets' order): returns the offsets committed."""
-        committed = self.pending.end(producer_id, commit, upto)
-        if committed:
-            self.shard.offsets.apply_all(
-                ((group, topic, partition, value) for (group, topic, partition), value in committed),
-                None, self.shard._offset_committed_to)
-        log.debug("transaction marker replayed", partition=self.shard.partition, producer_id=producer_id,
+        """The producer's marker (placed at `upto` in the pending offsets' order), live (into the shard's open
+        journal) or not: returns the offsets committed. Live, the journal lists every key the marker ends, a
+        committed one with the value it replaced, the others with their unchanged value: OffsetFetch reads them
+        as in flight (require_stable: UNSTABLE_OFFSET_COMMIT) until the marker is durable, as Kafka reads at the
+        last committed offset."""
+        shard = self.shard
+        pending, store, journal = self.pending, shard.offsets, shard.journal
+        ended = [] if journal is None else [
+            key for key, entry in pending.by_producer.get(producer_id, {}).items() if entry.seq < upto]
+        committed = pending.end(producer_id, commit, upto, None if journal is None else journal.add)
+        records = [OffsetCommitRecord(group, topic, partition, value)
+                   for (group, topic, partition), value in committed]
+        if records:
+            store.apply_all(records, None if journal is None else journal.offsets, shard._offset_committed_to)
+        if journal is not None:
+            done = {record[:3] for record in records}
+            for key in ended:
+                if key not in done:
+                    records.append(OffsetCommitRecord(*key, None))
+                    journal.offsets.append(store.packed(*key))
+            journal.records = records
+        log.debug("transaction marker replayed", partition=shard.partition, producer_id=producer_id,
                   commit=commit, committed=len(committed))
         return len(committed)
 
@@ -122,24 +134,8 @@ class ShardTxnOffsets:
         if shard.error is ErrorCode.not_coordinator:
             pending_write.resolve(NotCoordinator(f"partition {shard.partition} is not loaded here"))
             return pending_write
-        undo: Undo = []
-        self.replay(producer_id, [r for r in records if type(r) is OffsetCommitRecord], undo=undo,
-                    producer_epoch=producer_epoch)
-        pending_write.add_callback(self._undo_on_failure(undo, self.pending))
-        try:
-            shard.record_log.append(shard.partition, pending_write)
-        except Exception as exc:
-            pending_write.resolve(exc)
-        return pending_write
-
-    def _undo_on_failure(self, undo: Undo, pending: ShardPendingOffsets) -> Callable[[BaseException | None], None]:
-        def taken_back(error: BaseException | None) -> None:
-            if error is None or pending is not self.pending:  # durable, or the shard was unloaded meanwhile
-                return
-            for producer_id, key, previous, opened in reversed(undo):
-                pending.undo_add(producer_id, key, previous, opened)
-
-        return taken_back
+        return shard.write_with(pending_write, self.replay, producer_id,
+                                [r for r in records if type(r) is OffsetCommitRecord], False, producer_epoch)
 
     # --- verification guards ---------------------------------------------------------------------
 
@@ -160,7 +156,7 @@ class ShardTxnOffsets:
         return True
 
     def complete(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> PendingWrite:
-        """Write the producer's marker; its pending offsets end once it is durable (`replay_marker`)."""
+        """Write the producer's marker, replayed at once (`replay_marker`) and taken back if its write fails."""
         shard = self.shard
         self.verifying.pop(producer_id, None)  # the transaction ends here: verifications in flight are void
         marker = ControlMarker(producer_id, producer_epoch, commit, coordinator_epoch)
@@ -174,15 +170,4 @@ class ShardTxnOffsets:
             write.resolve(InvalidProducerEpoch(f"marker of producer {producer_id} at epoch {producer_epoch}, "
                                                f"its transaction here is at epoch {known}"))
             return write
-        upto = pending.next_seq()
-
-        def written(error: BaseException | None) -> None:
-            if error is None and pending is self.pending:
-                self.replay_marker(producer_id, commit, upto)
-
-        write.add_callback(written)
-        try:
-            shard.record_log.append(shard.partition, write)
-        except Exception as exc:
-            write.resolve(exc)
-        return write
+        return shard.write_with(write, self.replay_marker, producer_id, commit, pending.next_seq())

@@ -1,24 +1,24 @@
 """Writes of records: `PendingWrite` (the completion of one append), the `RecordLog` interface
 and `MemoryLog`, the in-memory log of unit tests.
 
-A shard's write first settles its own bookkeeping (the offset store's writes in flight),
-then runs the callbacks; `runtime.durable_log.DurableLog` is the real `RecordLog`.
+A shard's write first settles its journal (runtime/journal.py: a failed write is taken back,
+with every later write of the shard still in flight), then runs the callbacks;
+`runtime.durable_log.DurableLog` is the real `RecordLog`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import structlog
 
 from coordinator.completion import Completion
+from coordinator.errors import EarlierWriteFailed
 from coordinator.records.types import Record
+from coordinator.runtime.journal import Journal, WritesInFlight
 from storage.control_records import ControlMarker
-
-if TYPE_CHECKING:
-    from coordinator.offsets.store import OffsetStore
 
 log = structlog.get_logger(__name__)
 
@@ -27,39 +27,58 @@ WriteCallback = Callable[[BaseException | None], None]
 
 class PendingWrite(Completion):
     """The completion of one append: a Completion (settled with None, or the write's error)
-    carrying its records. A shard's write first settles its own bookkeeping (`_store`'s
-    writes in flight), then the waiters run, synchronously: slots, not a closure per write.
+    carrying its records. A shard's write first settles its journal (`inflight`: the shard's
+    writes in flight, runtime/journal.py), then the waiters run, synchronously: slots, not a
+    closure per write.
     """
 
-    __slots__ = ("records", "tails", "_store", "producer", "marker")
+    __slots__ = ("records", "tails", "producer", "marker", "journal", "inflight")
 
     def __init__(self, records: list[Record], tails: list[bytes] | None = None,
-                 store: OffsetStore | None = None, producer: tuple[int, int] | None = None,
-                 marker: ControlMarker | None = None) -> None:
-        """`store`: the offset store that tracks this write in flight (OffsetStore.begin), settled first.
-        `producer`: (producer id, epoch) of a transactional write (TxnOffsetCommit): its records go into a
+                 producer: tuple[int, int] | None = None, marker: ControlMarker | None = None) -> None:
+        """`producer`: (producer id, epoch) of a transactional write (TxnOffsetCommit): its records go into a
         batch of their own with the transactional attribute and those header fields, as Kafka's coordinator
         runtime writes them. `marker`: a transaction marker (no records): the log writes its control batch."""
         Completion.__init__(self)
         self.records = records
         self.tails = tails  # log_codec.encode_tails(records), when the writer made them already
-        self._store = store
         self.producer = producer
         self.marker = marker
+        self.journal: Journal | None = None  # what the write changed, while it is in flight (a shard's write)
+        self.inflight: WritesInFlight | None = None  # the shard's writes in flight, until this one settles
 
     def resolve(self, error: BaseException | None = None) -> None:
-        """What the log calls once the records are durable (None) or will not be (the error)."""
+        """What the log calls once the records are durable (None) or will not be (the error: the log failed,
+        and every later write of the shard in flight fails with the same error)."""
+        self._finish(error, error)
+
+    def refuse(self, error: BaseException) -> None:
+        """What the log calls when it refuses this write alone (too large, cannot be encoded) and goes on: it
+        fails with `error`; the later writes of its shard in flight fail with EarlierWriteFailed (retriable)."""
+        self._finish(error, None)
+
+    def _finish(self, error: BaseException | None, later_error: BaseException | None) -> None:
         if self._done:
             return
-        store = self._store
-        if store is not None:
-            self._store = None
+        inflight = self.inflight
+        later = None
+        if inflight is not None:
             try:
-                store.end(self, error)
+                later = inflight.settle(self, error)
             except Exception:
-                log.exception("settling a write's offsets failed")
+                log.exception("settling a write's journal failed")
+        self.journal = None
         self._error = error  # settled with None, or the error
         self._settle()
+        if later:  # taken back with this one (runtime/journal.py): told after it, in write order
+            if later_error is None:
+                later_error = EarlierWriteFailed(f"an earlier write of the partition failed: {error!r}")
+            for write in later:
+                write.resolve(later_error)
+
+    def cancel(self) -> bool:
+        """A write cannot be called off: only its log settles it."""
+        return False
 
     def add_callback(self, callback: WriteCallback) -> None:
         """`callback(error or None)` once settled: the form the group operations use

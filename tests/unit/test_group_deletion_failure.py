@@ -15,7 +15,7 @@ from coordinator.groups.admin import describe_groups
 from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord
 from storage.errors import StorageError
 from tests.support.groups import finish
-from tests.support.offsets import OffsetsHarness, commit_request, fetch_request, fetched
+from tests.support.offsets import OffsetsHarness, codes, commit_request, fetch_request, fetched
 
 E = ErrorCode
 RETENTION = 10 * 60_000
@@ -114,16 +114,40 @@ async def test_failed_expiry_brings_back_the_group_and_its_offsets():
     assert committed(h) == {("t", 0): -1, ("t", 1): -1}
 
 
-async def test_a_group_created_meanwhile_is_not_replaced():
-    """A simple commit to the deleted id while the tombstones are in flight makes a new
-    group; the failed deletion leaves that one in place (the offsets come back, though)."""
+async def test_a_commit_made_meanwhile_is_taken_back_with_the_failed_deletion():
+    """A simple commit to the deleted id while the tombstones are in flight makes a new group; its write comes
+    after theirs in the log, so it fails with them and is taken back too: the deleted group comes back, not the
+    simple one, and the commit is answered with the error."""
+    h = OffsetsHarness()
+    empty_group_with_offsets(h)
+    group = h.group()
+    deleting = h.coordinator.delete_groups(["g"])
+    deleting.send(None)
+    commit = h.commit(commit_request(9, "g", {("u", 0): 1}), complete=False)
+    fresh = h.coordinator.group("g")
+    assert fresh is not None and fresh is not group and fresh.protocol_type is None
+    h.log.fail(StorageError("disk"))
+    finish(deleting)
+    assert h.coordinator.group("g") is group
+    assert committed(h) == {("t", 0): 5, ("t", 1): 7}
+    assert h.send(fetch_request(9, "g", {"u": [0]})).groups[0].topics[0].partitions[0].committed_offset == -1
+    assert {code for code in codes(h.answer(commit_request(9, "g", {("u", 0): 1}), commit)).values()} == {
+        E.not_coordinator}
+
+
+async def test_a_group_joined_meanwhile_is_not_replaced():
+    """A JoinGroup to the deleted id while the tombstones are in flight makes a group in memory (no write): the
+    failed deletion leaves that one in place (a classic group's in-memory state machine is its truth); the
+    offsets come back."""
     h = OffsetsHarness()
     empty_group_with_offsets(h)
     deleting = h.coordinator.delete_groups(["g"])
     deleting.send(None)
-    h.commit(commit_request(9, "g", {("u", 0): 1}), complete=False)
+    [joined] = h.join()  # v9 without a member id: MEMBER_ID_REQUIRED, a pending member of a new Empty group
+    assert joined.error is E.member_id_required
     fresh = h.coordinator.group("g")
-    assert fresh is not None and fresh.protocol_type is None
+    assert fresh is not None and fresh.pending_join_members
     h.log.fail(StorageError("disk"))
     finish(deleting)
     assert h.coordinator.group("g") is fresh
+    assert committed(h) == {("t", 0): 5, ("t", 1): 7}

@@ -30,10 +30,11 @@ def test_group_modules_have_no_way_to_write():
     assert not hasattr(GroupContext, "write")
     # stats: event counters for /metrics (groups/stats.py), plain ints that reach no log
     assert set(GroupContext.__slots__) == {"clock", "groups", "settings", "timers", "stats"}
-    # of runtime/, groups/ knows only the timers' types: no PendingWrite, no log, no shard
+    # of runtime/, groups/ knows only the timers' types and the journal a failed write is taken back with (the
+    # consumer groups' replay registers what it changed): no PendingWrite, no log, no shard
     runtime = {target for module, targets in import_graph().items() if module.startswith("coordinator.groups.")
                for target in targets if target.startswith("coordinator.runtime.")}
-    assert runtime == {"coordinator.runtime.timers"}
+    assert runtime == {"coordinator.runtime.timers", "coordinator.runtime.journal"}
 
 
 def test_join_and_sync_return_their_records_and_the_shard_writes_them():

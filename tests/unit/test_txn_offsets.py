@@ -109,8 +109,8 @@ def test_a_plain_commit_that_fails_takes_back_its_stale_mark():
     coordinator, log = make()
     txn_commit(coordinator, log, PID, rec(5))
     shard = coordinator.shard_for("g")
-    failed = shard.write([rec(9)])
-    held = shard.write([rec(10, 1)])  # another key: its write is durable
+    held = shard.write([rec(10, 1)])  # another key: its write is durable (written before: a failed write fails
+    failed = shard.write([rec(9)])  # every later one in flight, runtime/journal.py)
     failed.resolve(KafkaError("disk gone", E.kafka_storage_error))
     log.complete()
     assert failed.exception() is not None and held.exception() is None
@@ -123,7 +123,7 @@ def test_of_two_plain_commits_in_flight_the_durable_one_keeps_the_pending_offset
     coordinator, log = make()
     txn_commit(coordinator, log, PID, rec(5))
     shard = coordinator.shard_for("g")
-    failed, durable = shard.write([rec(9)]), shard.write([rec(11)])
+    durable, failed = shard.write([rec(11)]), shard.write([rec(9)])  # the failed one last: it fails alone
     failed.resolve(KafkaError("disk gone", E.kafka_storage_error))
     log.complete()
     assert durable.exception() is None and committed(coordinator) == 11
@@ -319,3 +319,94 @@ def test_handler_acls_unknown_topics_and_the_pending_write():
     assert answer(result.result()) == {("denied", 0): E.topic_authorization_failed,
                                        ("unknown", 0): E.unknown_topic_or_partition, ("t", 0): E.none}
     assert log.txn_writes[0][0].producer == (PID, 1)
+
+
+# --- failed writes (runtime/journal.py): the state is a replay of what is durable ------------------------------
+
+def test_a_failed_offset_tombstone_brings_back_the_pending_offsets_it_removed():
+    """Formerly a known gap: the tombstone's replay removed the key's pending offsets, and its failure did not
+    bring them back (their marker then committed nothing for the key)."""
+    coordinator, log = make()
+    txn_commit(coordinator, log, PID, rec(5), rec(6, 1))
+    deleting = coordinator.shard_for("g").write([rec(None), rec(None, 1)])
+    assert not coordinator.shard_for("g").offsets.txn.has_open("g")
+    log.fail(OSError("disk"))
+    assert isinstance(deleting.exception(), OSError)
+    assert coordinator.shard_for("g").offsets.txn.has_open("g")
+    assert stable_fetch(coordinator, (0, 1)) == [(0, -1, E.unstable_offset_commit), (1, -1, E.unstable_offset_commit)]
+    end(coordinator, log, PID, True)
+    assert (committed(coordinator), committed(coordinator, 1)) == (5, 6)
+
+
+def test_a_failed_commit_after_a_commit_marker_gives_back_what_the_marker_committed():
+    """Formerly a known gap: a commit written after the producer's COMMIT marker, in flight when the marker
+    became durable, kept the marker from committing the key; its failure left the key at its older committed
+    offset until a reload. The marker now replays when written: the commit's failure gives the key back."""
+    coordinator, log = make()
+    shard = coordinator.shard_for("g")
+    shard.write([rec(3)])
+    log.complete()
+    txn_commit(coordinator, log, PID, rec(5))
+    marker = shard.txn.complete(PID, 0, True, 0)
+    later = shard.write([rec(9)])
+    marker_write, later_write = log.pending
+    log.pending = [later_write]
+    marker_write.resolve()
+    log.fail(OSError("disk"))
+    assert marker.exception() is None and isinstance(later.exception(), OSError)
+    assert committed(coordinator) == 5 and stable_fetch(coordinator) == [(0, 5, E.none)]
+    assert len(shard.offsets.txn) == 0
+
+
+def test_a_marker_replays_when_written_and_reads_see_it_in_flight_until_durable():
+    """Kafka's completeTransaction replays the marker, then appends it; OffsetFetch reads at the last committed
+    offset: the keys the marker ends answer their durable value (require_stable: UNSTABLE_OFFSET_COMMIT)."""
+    coordinator, log = make()
+    shard = coordinator.shard_for("g")
+    shard.write([rec(3), rec(1, 2)])
+    log.complete()
+    txn_commit(coordinator, log, PID, rec(5), rec(6, 1))
+    shard.write([rec(7, 1)])  # makes the pending 6 stale: the marker ends it without committing it
+    log.complete()
+    shard.txn.complete(PID, 0, True, 0)
+    assert (committed(coordinator), committed(coordinator, 1)) == (5, 7)  # replayed at once
+    assert len(shard.offsets.txn) == 0
+    unstable = E.unstable_offset_commit
+    assert stable_fetch(coordinator, (0, 1, 2)) == [(0, -1, unstable), (1, -1, unstable), (2, 1, E.none)]
+    plain = fetch(shard, "g", [SimpleNamespace(name="t", partition_indexes=[0, 1])], False)
+    assert plain == [("t", [(0, 3, -1, "", E.none), (1, 7, -1, "", E.none)])]  # the durable values
+    log.complete()
+    assert stable_fetch(coordinator, (0, 1, 2)) == [(0, 5, E.none), (1, 7, E.none), (2, 1, E.none)]
+
+
+def test_a_failed_marker_takes_back_what_it_committed_and_every_later_write():
+    coordinator, log = make()
+    shard = coordinator.shard_for("g")
+    txn_commit(coordinator, log, PID, rec(5), rec(6, 1))
+    txn_commit(coordinator, log, OTHER, rec(4, 1))
+    marker = shard.txn.complete(PID, 0, True, 0)
+    later = shard.write([rec(9, 1)])
+    log.fail(OSError("disk"))
+    assert isinstance(marker.exception(), OSError) and isinstance(later.exception(), OSError)
+    assert (committed(coordinator), committed(coordinator, 1)) == (None, None)
+    pending = shard.offsets.txn
+    assert {(pid, key, entry.value.offset, entry.stale) for pid, key, entry in pending.entries()} == {
+        (PID, ("g", "t", 0), 5, False), (PID, ("g", "t", 1), 6, False), (OTHER, ("g", "t", 1), 4, False)}
+    assert pending.epochs == {PID: 0, OTHER: 0}
+    end(coordinator, log, PID, True)  # sent again
+    assert (committed(coordinator), committed(coordinator, 1)) == (5, 6)
+    end(coordinator, log, OTHER, True)  # its record is newer in the log than PID's: it wins
+    assert committed(coordinator, 1) == 4
+
+
+def test_a_failed_transactional_write_takes_back_the_epoch_it_raised():
+    coordinator, log = make()
+    shard = coordinator.shard_for("g")
+    txn_commit(coordinator, log, PID, rec(5), epoch=0)
+    write = shard.txn.write(PID, 1, [rec(6, 1)])
+    assert shard.offsets.txn.epochs[PID] == 1
+    log.fail(OSError("disk"))
+    assert isinstance(write.exception(), OSError)
+    assert shard.offsets.txn.epochs[PID] == 0  # as a reload finds it: the epoch-1 batch is not in the log
+    end(coordinator, log, PID, True, epoch=0)  # a marker at epoch 0 is not refused as older
+    assert committed(coordinator) == 5

@@ -1,15 +1,17 @@
 """The one way consumer groups change: replaying their records (GroupMetadataManager.replay of the
 ConsumerGroup* records), live and on load alike.
 
-Live writes replay into a copy of each group they touch (`begin_write` ... `end_write`): if the write fails,
-`restore` puts back the group as it was before it (Kafka reverts its state to the last committed offset).
-Loading replays in place.
+A live write's records replay into a copy of each group they touch, and the write's journal
+(runtime/journal.py) gets the groups as they were before it: if the write fails, they come back (Kafka reverts
+its timeline to the last committed offset). Loading replays in place.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, TopicMetadata
@@ -27,6 +29,9 @@ from coordinator.records.types import (
     Record,
 )
 
+if TYPE_CHECKING:
+    from coordinator.runtime.journal import Journal
+
 Saved = dict[str, ConsumerGroup | None]  # group id -> the group before a write (None: there was none)
 
 
@@ -38,21 +43,18 @@ class ConsumerGroupReplay:
     """Applies consumer-group records to `groups`. `on_created(group_id)` runs when a group is made (the shard
     drops a "simple" classic group of that id, one made only by offset commits: Kafka replaces it)."""
 
-    def __init__(self, groups: dict[str, ConsumerGroup], on_created: Callable[[str], None]) -> None:
+    def __init__(self, groups: dict[str, ConsumerGroup], on_created: Callable[[str], None],
+                 journal: Callable[[], Journal | None] = lambda: None) -> None:
         self.groups = groups
         self.on_created = on_created
-        self._saved: Saved | None = None  # the groups as they were before the live write in progress
+        self.journal = journal  # the journal of the live write being replayed (None: loading): Shard.journal
+        self._journal: Journal | None = None  # the live write whose records were replayed last
+        self._saved: Saved | None = None  # the groups as they were before that write
 
     # --- live writes ---------------------------------------------------------------------------------------
 
-    def begin_write(self) -> None:
-        self._saved = {}
-
-    def end_write(self) -> Saved:
-        saved, self._saved = self._saved or {}, None
-        return saved
-
-    def restore(self, saved: Saved) -> None:
+    def _restore(self, saved: Saved) -> None:
+        """Take back a failed write: each group it touched as it was before it."""
         for group_id, group in saved.items():
             if group is None:
                 self.groups.pop(group_id, None)
@@ -75,7 +77,15 @@ class ConsumerGroupReplay:
     # --- the records ---------------------------------------------------------------------------------------
 
     def apply(self, record: Record) -> None:
-        """Replay one consumer-group record (the shard's hook for records.types.ConsumerGroupRecord)."""
+        """Replay one consumer-group record (the shard's hook for records.types.ConsumerGroupRecord), live (into
+        the write's journal) or on load."""
+        journal = self.journal()
+        if journal is not self._journal:  # the first record of another write (or of loading)
+            self._journal = journal
+            self._saved = None
+            if journal is not None:
+                saved = self._saved = {}
+                journal.add(partial(self._restore, saved))
         if isinstance(record, ConsumerGroupCurrentAssignmentRecord):
             self.current_assignment(record.group_id, record.member_id, record.value)
         elif isinstance(record, ConsumerGroupTargetAssignmentRecord):
