@@ -37,6 +37,7 @@ from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.control_records import build_marker_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
 
@@ -58,7 +59,7 @@ class DurableLog:
         self.flush_policy = FlushPolicy(flush_policy.lower())
         self.flush_interval_ms = flush_interval_ms
         self.segment_bytes = segment_bytes  # Kafka's offsets.topic.segment.bytes default
-        self.logs: dict[int, PartitionLog] = {}
+        self.logs: dict[int, PartitionLogProtocol] = {}
         self._fsync = fsync
         self._queued: dict[int, list[PendingWrite]] = {}  # partition -> writes of this loop turn
         self._append_scheduled = False
@@ -82,11 +83,11 @@ class DurableLog:
         plog = self.logs[partition] = self.new_log(partition)
         return plog
 
-    def attach(self, partition: int, plog) -> None:
+    def attach(self, partition: int, plog: PartitionLogProtocol) -> None:
         """Use a log opened elsewhere (cluster mode: a PgPartitionLog) for the partition."""
         self.logs[partition] = plog
 
-    def detach(self, partition: int):
+    def detach(self, partition: int) -> PartitionLogProtocol | None:
         """Stop writing to the partition's log (writes queued for it fail NOT_COORDINATOR); the
         caller closes it."""
         return self.logs.pop(partition, None)

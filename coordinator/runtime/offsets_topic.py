@@ -31,6 +31,7 @@ from coordinator.runtime.loader import load_all, load_logged
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staging import check_all
 from primitives.histogram import Histogram
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
@@ -91,7 +92,7 @@ class OffsetsRuntime:
 
     # --- ownership at run time (cluster mode) -------------------------------------------
 
-    async def take(self, partition: int, plog: Any) -> None:
+    async def take(self, partition: int, plog: PartitionLogProtocol) -> None:
         """Own `partition` with its opened log: the shard is LOADING (its groups answer
         COORDINATOR_LOAD_IN_PROGRESS) until the load, started here in the background, makes
         it ACTIVE and re-arms the members' session timers (loader.on_loaded)."""

@@ -31,6 +31,7 @@ from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staged_tombstones import append_tombstones, offered_tombstones
 from coordinator.runtime.staging_store import check_store_partition
 from storage.compaction import list_staging, validate_staging
+from storage.log import PartitionLog
 from storage.pg.pg_log import PgPartitionLog
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str,
     problems = validate_staging(durable.path(partition), manifest, deep=False)
     if problems:
         return problems
+    assert isinstance(plog, PartitionLog)  # local mode's (check_partition sends cluster mode's to staging_store)
     plog.close_sync()
     path = durable.path(partition)
     try:

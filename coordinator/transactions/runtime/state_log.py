@@ -22,6 +22,7 @@ from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.log_compaction import CompactionPolicy
+from storage.log_protocol import PartitionLogProtocol
 from storage.txn_log_records import (
     TxnLogKey,
     TxnLogValue,
@@ -46,11 +47,11 @@ class TxnStateLog:
         self.flush_policy = FlushPolicy(flush_policy.lower())
         self.flush_interval_ms = flush_interval_ms
         self.segment_bytes = segment_bytes
-        self.logs: dict[int, PartitionLog] = {}
+        self.logs: dict[int, PartitionLogProtocol] = {}
         self._fsync = fsync
         self._executor: ThreadPoolExecutor | None = None
 
-    def open(self, partition: int) -> PartitionLog:
+    def open(self, partition: int) -> PartitionLogProtocol:
         if partition not in self.logs:
             path = partition_dir(self.root, TRANSACTION_STATE_TOPIC, partition)
             self.logs[partition] = PartitionLog.open(path, segment_bytes=self.segment_bytes,
@@ -58,7 +59,7 @@ class TxnStateLog:
                                                      flush_interval_ms=self.flush_interval_ms, fsync=self._fsync)
         return self.logs[partition]
 
-    def adopt(self, partition: int, log_: PartitionLog) -> None:
+    def adopt(self, partition: int, log_: PartitionLogProtocol) -> None:
         """Host a log opened elsewhere (cluster mode: the partition's PostgreSQL log)."""
         self.logs[partition] = log_
 

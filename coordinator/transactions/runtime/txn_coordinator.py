@@ -36,6 +36,7 @@ from coordinator.transactions.runtime.state_log import TxnStateLog
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from coordinator.transactions.txn_metadata import TxnMetadata
 from rules.placement import transaction_partition_for
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +125,7 @@ class TransactionCoordinator:
             asyncio.ensure_future(self._every(COMPACTION_INTERVAL_MS, self._compact)),
         ]
 
-    async def take(self, partition: int, coordinator_epoch: int, log_: Any = None) -> None:
+    async def take(self, partition: int, coordinator_epoch: int, log_: PartitionLogProtocol | None = None) -> None:
         """Cluster mode: host `partition` (its log given) at the ownership epoch, load it, then serve."""
         if log_ is not None:
             self.state_log.adopt(partition, log_)
