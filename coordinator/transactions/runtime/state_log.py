@@ -102,14 +102,11 @@ class TxnStateLog:
     async def compact(self, now_ms: int, policy: CompactionPolicy = COMPACTION) -> int:
         """Compact the closed segments of every hosted log that is dirty enough; how many were cleaned."""
         cleaned = 0
-        for partition, log_ in list(self.logs.items()):
-            compact = getattr(log_, "compact", None)  # cluster mode's PostgreSQL logs are compacted elsewhere
-            if compact is None:
-                continue
+        for partition, log_ in list(self.logs.items()):  # cluster mode's PgPartitionLog then replaces its rows
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-log-compaction")
             try:
-                cleaned += await compact(policy, now_ms, self._executor) is not None
+                cleaned += await log_.compact(policy, now_ms, self._executor) is not None
             except Exception as exc:  # one failing log must not stop the others
                 log.warning("transaction state log compaction failed", partition=partition, error=repr(exc))
         return cleaned
