@@ -38,6 +38,7 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 TOPIC, BROKER = 2, 4
 RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
@@ -68,7 +69,7 @@ class ConfigsHandler:
             raise KafkaError("Authorization failed.", ErrorCode.cluster_authorization_failed)
 
     # ----------------------------------------------------------------- describe
-    def describe(self, ctx: RequestContext, request) -> object:
+    def describe(self, ctx: RequestContext, request: DescribeConfigsRequest) -> object:
         results = []
         for resource in request.resources:
             try:
@@ -81,7 +82,7 @@ class ConfigsHandler:
         return build(API_TABLE[ApiKey.DESCRIBE_CONFIGS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      results=results)
 
-    def _describe_one(self, resource, request) -> list[dict]:
+    def _describe_one(self, resource, request: DescribeConfigsRequest) -> list[dict]:
         synonyms, docs = request.include_synonyms, getattr(request, "include_documentation", False)
         keys = resource.configuration_keys
         if resource.resource_type == TOPIC:
@@ -118,13 +119,13 @@ class ConfigsHandler:
                 "resource_name": resource.resource_name, **more}
 
     # -------------------------------------------------------------------- alter
-    def alter(self, ctx: RequestContext, request) -> object:
+    def alter(self, ctx: RequestContext, request: AlterConfigsRequest) -> object:
         return self._alter(ctx, request, ApiKey.ALTER_CONFIGS, self._replaced)
 
-    def incremental_alter(self, ctx: RequestContext, request) -> object:
+    def incremental_alter(self, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> object:
         return self._alter(ctx, request, ApiKey.INCREMENTAL_ALTER_CONFIGS, self._incremented)
 
-    def _alter(self, ctx: RequestContext, request, api: ApiKey,
+    def _alter(self, ctx: RequestContext, request: AlterConfigsRequest | IncrementalAlterConfigsRequest, api: ApiKey,
                new_set: Callable[[TopicInfo, tuple], dict[str, str]]) -> object:
         counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
         results: list[dict] = []

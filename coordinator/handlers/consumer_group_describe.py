@@ -8,8 +8,6 @@ DESCRIBE turns the group into TOPIC_AUTHORIZATION_FAILED (Kafka 4's KafkaApis).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.consumer.group import ConsumerGroup
@@ -24,6 +22,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import ConsumerGroupDescribeRequest
 
 MEMBER_TYPE_CLASSIC = 0  # v1 MemberType: 0 classic, 1 consumer
 MEMBER_TYPE_CONSUMER = 1
@@ -87,7 +86,7 @@ class ConsumerGroupDescribeHandler:
             return _failed(group_id, ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         return self.described(ctx, group, with_ops)
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> object:
         with_ops = request.include_authorized_operations
         cls = API_TABLE[ApiKey.CONSUMER_GROUP_DESCRIBE].responses[ctx.api_version]
         if len(request.group_ids) > sliced_encoding.SLICE:  # described, built and encoded a slice per loop turn

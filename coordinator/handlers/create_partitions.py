@@ -26,6 +26,7 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import CreatePartitionsRequest
 
 
 def _result(name: str, code: ErrorCode = ErrorCode.none, message: str | None = None) -> dict:
@@ -48,7 +49,7 @@ class CreatePartitionsHandler:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         return check_growth(self.data, topic.name, topic.count, assignments, set(self.data.live_brokers()))
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: CreatePartitionsRequest) -> object:
         version = ctx.api_version
         counts = Counter(t.name for t in request.topics)
         results = [_result(name, ErrorCode.invalid_request, "Duplicate topic name.")

@@ -30,6 +30,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import DeleteRecordsRequest
 from storage.errors import OffsetOutOfRangeError, StorageError
 
 SLICE = 1024
@@ -58,7 +59,7 @@ class DeleteRecordsHandler:
         except (KafkaError, OffsetOutOfRangeError, StorageError) as exc:
             return -1, error_code_for(exc)
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DeleteRecordsRequest) -> object:
         wanted: dict[tuple[str, int], int] = {}
         for topic in request.topics:
             for p in topic.partitions:

@@ -23,6 +23,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import DescribeLogDirsRequest
 
 
 def log_size(lg) -> int:
@@ -38,7 +39,7 @@ class DescribeLogDirsHandler:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.DESCRIBE_LOG_DIRS].responses[version]
         if not self.access.cluster(ctx, Op.DESCRIBE):  # KafkaApis: DESCRIBE on the cluster

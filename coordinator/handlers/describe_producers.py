@@ -24,6 +24,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import DescribeProducersRequest
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict:
@@ -47,7 +48,7 @@ class DescribeProducersHandler:
         return {"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
                 "active_producers": producers}
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeProducersRequest) -> object:
         topics = []
         for topic in request.topics:
             name = topic.name

@@ -28,6 +28,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import DescribeTopicPartitionsRequest
 from rules.placement import OFFSETS_TOPIC
 
 MAX_PARTITIONS_PER_RESPONSE = 2000  # Kafka's max.request.partition.size.limit default
@@ -50,7 +51,7 @@ class DescribeTopicPartitionsHandler:
                         "eligible_leader_replicas": [], "last_known_elr": [], "offline_replicas": []})
         return out
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> object:
         cls = API_TABLE[ApiKey.DESCRIBE_TOPIC_PARTITIONS].responses[ctx.api_version]
         fetch_all = not request.topics
         cursor = request.cursor

@@ -35,7 +35,7 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -49,6 +49,7 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import Encoded
+from protocol.request_types import FetchRequest, FetchV4, FetchV5, FetchV6
 from storage.batch import LOG_OVERHEAD
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
@@ -110,7 +111,8 @@ class FetchHandler:
         self.data = data
         self.access = access or Access()
 
-    def plan(self, version: int, request, ctx: RequestContext | None = None) -> list[tuple[dict, list[tuple]]]:
+    def plan(self, version: int, request: FetchRequest,
+             ctx: RequestContext | None = None) -> list[tuple[dict, list[tuple]]]:
         """[(topic response fields, [(index, partition or error code, offset, max bytes, leader epoch)])],
         one row per distinct partition (see `distinct_partitions`). With an authorizer (`ctx` given), a topic
         the principal may not READ answers TOPIC_AUTHORIZATION_FAILED."""
@@ -187,12 +189,15 @@ class FetchHandler:
             topics.append({**head, "partitions": parts})
         return topics, total, errors, keys
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: FetchRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.FETCH].responses[version]
-        if version >= 7 and request.session_epoch not in (0, -1):
-            return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
-                         session_id=0, responses=[])
+        if version >= 7:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path): v7+ have fetch sessions
+                assert not isinstance(request, FetchV4 | FetchV5 | FetchV6)
+            if request.session_epoch not in (0, -1):
+                return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
+                             session_id=0, responses=[])
         planned = self.plan(version, request, ctx)
         max_bytes = min(request.max_bytes, self.data.settings.fetch_max_bytes)
         read_committed = request.isolation_level == 1

@@ -32,6 +32,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import ListOffsetsRequest
 from storage.errors import RecordError, StorageError
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -67,7 +68,7 @@ class ListOffsetsHandler:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: ListOffsetsRequest) -> object:
         data = self.data
         version = ctx.api_version
         counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)

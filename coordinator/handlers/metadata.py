@@ -40,6 +40,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import MetadataRequest
 
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
@@ -154,11 +155,10 @@ class MetadataHandler:
 
         return after_creation()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: MetadataRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.METADATA].responses[version]
         requested = request.topics
-        all_topics = requested is None or (version == 0 and not requested)
         topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
             else NOT_REQUESTED
         cluster_ops = self.access.cluster_operations(ctx, CLUSTER_OPERATIONS) \
@@ -178,7 +178,7 @@ class MetadataHandler:
                                                      after=4 if 8 <= version <= 10 else 0)
             return build(cls, **head, topics=topics)
 
-        if all_topics:
+        if requested is None or (version == 0 and not requested):  # all topics
             visible = [t for t in self.catalog.all() if not self.access.enabled or self.visible(ctx, t.name)]
             return respond([self.described(topic, self.topic_ops(ctx, topic.name, topic_ops), live)
                             for topic in visible])

@@ -3,10 +3,12 @@ group-level error answers at top level; the answer waits for the tombstones to b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic
 
 from coordinator.errors import write_error_code
 from coordinator.handlers.wire_values import NO_THROTTLE
@@ -17,6 +19,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import OffsetDeleteRequest
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
@@ -38,9 +41,10 @@ class OffsetDeleteHandler:
         self.shard_for = groups.shard_for
         self.access = access
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: OffsetDeleteRequest) -> object:
         group_id = request.group_id
-        topics, denied = request.topics, []
+        topics: Sequence[OffsetDeleteRequestTopic] = request.topics
+        denied: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         access = self.access
         if access.enabled:  # KafkaApis: DELETE on the group, then READ on each topic
             if not access.group(ctx, Op.DELETE, group_id):

@@ -27,6 +27,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import OffsetForLeaderEpochRequest
 
 UNDEFINED = -1
 
@@ -61,7 +62,7 @@ class OffsetForLeaderEpochHandler:
         epoch, offset = end_offset_for(asked.leader_epoch, ours, lg.log_start_offset, lg.log_end_offset)
         return _answer(index, ErrorCode.none, epoch, offset)
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> object:
         access = self.access  # KafkaApis: DESCRIBE on each topic
         topics = [{"topic": t.topic, "partitions": [
             self.partition(t.topic, p) if access.topic(ctx, Op.DESCRIBE, t.topic)

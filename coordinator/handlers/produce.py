@@ -48,6 +48,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import ProduceRequest
 from storage.errors import RecordError, StorageError
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
@@ -109,7 +110,7 @@ class ProduceHandler:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: ProduceRequest) -> object:
         data = self.data
         version = ctx.api_version
         acks = request.acks

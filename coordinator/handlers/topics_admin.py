@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -39,6 +40,7 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicsV6
 
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
 
@@ -71,7 +73,7 @@ class CreateTopicsHandler:
         return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
                 "num_partitions": partitions, "replication_factor": factor, "configs": self.config_list(overrides)}
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: CreateTopicsRequest) -> object:
         data = self.data
         created = self.created
         spec = API_TABLE[ApiKey.CREATE_TOPICS]
@@ -147,19 +149,27 @@ class CreateTopicsHandler:
         return in_slices()
 
 
+def _wanted(version: int, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    """The topics to delete as (name, id): v6 names each by name or by id, v1-v5 by name."""
+    if version >= 6:
+        if TYPE_CHECKING:  # annotations only (no code on the request's path)
+            assert isinstance(request, DeleteTopicsV6)
+        return [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+    if TYPE_CHECKING:
+        assert not isinstance(request, DeleteTopicsV6)
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
 class DeleteTopicsHandler:
     def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DeleteTopicsRequest) -> object:
         data = self.data
         spec = API_TABLE[ApiKey.DELETE_TOPICS]
         version = ctx.api_version
-        if version >= 6:
-            wanted = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
-        else:
-            wanted = [(name, ZERO_UUID) for name in request.topic_names]
+        wanted = _wanted(version, request)
         results: list[dict] = []
         detached: list[tuple[TopicInfo, list]] = []
         names = Counter(n for n, i in wanted if n is not None)

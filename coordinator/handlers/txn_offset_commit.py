@@ -29,7 +29,7 @@ INVALID_TXN_STATE (Kafka's verification guard).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -48,6 +48,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
+from protocol.request_types import TxnOffsetCommitRequest, TxnOffsetCommitV0, TxnOffsetCommitV1, TxnOffsetCommitV2
 from rules.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger("coordinator.offsets.txn")
@@ -116,7 +117,7 @@ class TxnOffsetCommitHandler:
         self.access = access
         self.txn = txn  # None: no transaction coordinator to ask (unit tests of the rest)
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
         version = ctx.api_version
         access = self.access
         denied: list = []
@@ -128,9 +129,10 @@ class TxnOffsetCommitHandler:
             denied = [t for t in request.topics if not access.topic(ctx, Op.READ, t.name)]
         return self.commit(version, request, denied)
 
-    def commit(self, version: int, request: Any, denied: list, verdict: ErrorCode | None = _UNASKED) -> Any:
+    def commit(self, version: int, request: TxnOffsetCommitRequest, denied: list,
+               verdict: ErrorCode | None = _UNASKED) -> Any:
         """`verdict`: the verification's error for every partition (None: none), once the coordinator was asked."""
-        topics = list(request.topics)
+        topics: list[Any] = list(request.topics)  # of the version's nested topic class
         refused: list = []
         if denied:
             names = {t.name for t in denied}
@@ -168,7 +170,7 @@ class TxnOffsetCommitHandler:
 
         return write.then(written, failed)
 
-    async def when_verified(self, version: int, request: Any, denied: list,
+    async def when_verified(self, version: int, request: TxnOffsetCommitRequest, denied: list,
                             asked: Coroutine[Any, Any, ErrorCode | None]) -> Any:
         try:
             verdict = await asked
@@ -177,13 +179,17 @@ class TxnOffsetCommitHandler:
             verdict = E.unknown_server_error
         return await settled(self.commit(version, request, denied, verdict))
 
-    def coordinate(self, version: int, request: Any, topics: list, verdict: ErrorCode | None) -> tuple[list, Any]:
+    def coordinate(self, version: int, request: TxnOffsetCommitRequest, topics: list,
+                   verdict: ErrorCode | None) -> tuple[list, Any]:
         """The coordinator's part: (the answer, the write to wait for or None)."""
         group_id = request.group_id
         if not group_id:
             return error_answer(topics, E.invalid_group_id), None
         shard = self.shard_for(group_id)
+        generation: int
         if version >= TXN_MEMBER_FROM:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path)
+                assert not isinstance(request, TxnOffsetCommitV0 | TxnOffsetCommitV1 | TxnOffsetCommitV2)
             member_id, instance_id, generation = request.member_id, request.group_instance_id, request.generation_id
         else:
             member_id, instance_id, generation = "", None, -1
@@ -198,7 +204,8 @@ class TxnOffsetCommitHandler:
             return answer, None
         return answer, shard.txn.write(request.producer_id, request.producer_epoch, records, tails)
 
-    def ask(self, version: int, request: Any) -> ErrorCode | None | Coroutine[Any, Any, ErrorCode | None]:
+    def ask(self, version: int,
+            request: TxnOffsetCommitRequest) -> ErrorCode | None | Coroutine[Any, Any, ErrorCode | None]:
         """The verification's error for every partition (None: the offsets may be written), or the coroutine
         that asks the node coordinating the transaction (see the module docstring)."""
         txn = self.txn
