@@ -36,7 +36,7 @@ no offset of the group to end -- and the group can never expire meanwhile); a re
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=tuple[Hashable, ...])  # a key; its first item names its scope (the group)
 V = TypeVar("V")  # what is held: the offset's value
@@ -67,9 +67,9 @@ class StaleMarks:
     __slots__ = ("entries",)
 
     def __init__(self) -> None:
-        self.entries: list[PendingOffset] = []  # of any value type
+        self.entries: list[PendingOffset[Any]] = []  # of any value type
 
-    def mark(self, entry: PendingOffset) -> None:
+    def mark(self, entry: PendingOffset[Any]) -> None:
         if entry.marks is None:
             entry.marks = [self]
         elif self not in entry.marks:
