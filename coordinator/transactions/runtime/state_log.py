@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import structlog
@@ -42,7 +43,7 @@ class TxnStateLog:
     """The logs of the `__transaction_state` partitions this node hosts."""
 
     def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
-                 segment_bytes: int = 100 * 1024 * 1024, fsync=os.fsync) -> None:
+                 segment_bytes: int = 100 * 1024 * 1024, fsync: Callable[[int], None] = os.fsync) -> None:
         self.root = root
         self.flush_policy = FlushPolicy(flush_policy.lower())
         self.flush_interval_ms = flush_interval_ms
@@ -64,7 +65,7 @@ class TxnStateLog:
         self.logs[partition] = log_
 
     def append(self, partition: int, txn_id: str, value: TxnLogValue | None,
-               timestamp_ms: int | None = None) -> asyncio.Future:
+               timestamp_ms: int | None = None) -> asyncio.Future[None]:
         """Append one record; the returned future completes when it is durable (or with the error)."""
         log_ = self.logs.get(partition)
         if log_ is None:
