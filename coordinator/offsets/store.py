@@ -14,7 +14,7 @@ from struct import Struct
 from typing import Any
 
 from coordinator.offsets.pending import ShardPendingOffsets
-from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue, Record
 
 Key = tuple[str, str, int]
 
@@ -37,7 +37,7 @@ def unpack_value(raw: bytes) -> OffsetValue:
 # A topic's offsets in a group: a list indexed by partition while the partitions are
 # dense (8 bytes a slot instead of ~45 for a dict entry), a dict {partition: packed}
 # from the first partition far past the list's end (or negative).
-Partitions = list | dict
+Partitions = list[bytes | None] | dict[int, bytes]
 _DENSE_SLACK = 16  # a list grows to 2 * its length + this, no further
 
 
@@ -76,13 +76,14 @@ class OffsetStore:
         self.txn = ShardPendingOffsets()
         # a write in flight (its token: the shard's PendingWrite) -> (its records, its undo
         # list), in write order
-        self.inflight: dict[Any, tuple[list, list]] = {}
+        self.inflight: dict[Any, tuple[list[Record], list[bytes | None]]] = {}
 
     def apply(self, group: str, topic: str, partition: int, value: OffsetValue | None) -> None:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
         self.apply_all(((group, topic, partition, value),))
 
-    def apply_all(self, records: Iterable[tuple], undo: list | None = None,
+    def apply_all(self, records: Iterable[tuple[str, str, int, OffsetValue | None]],
+                  undo: list[bytes | None] | None = None,
                   committed_to: Callable[[str], None] | None = None) -> None:
         """The replay of OffsetCommit records (group, topic, partition, value-or-None), in
         order: the one way the store changes. With `undo` (a live write), the packed value
@@ -138,7 +139,7 @@ class OffsetStore:
                 undo.append(partitions.get(partition))  # type: ignore[union-attr]  # a dict, as above
             partitions[partition] = raw
 
-    def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:
+    def _remove(self, group: str, topics: dict[str, Any], topic: str, partition: int) -> None:  # Any: Partitions
         partitions = topics.get(topic)
         if partitions is None:
             return
@@ -175,7 +176,7 @@ class OffsetStore:
 
     # --- writes in flight ------------------------------------------------------------
 
-    def begin(self, token: Any, records: list, undo: list) -> None:
+    def begin(self, token: Any, records: list[Record], undo: list[bytes | None]) -> None:
         """`records` (applied with `apply_all(records, undo)`) are in flight until `end(token)`."""
         self.inflight[token] = (records, undo)
 
@@ -189,7 +190,7 @@ class OffsetStore:
             return
         if token not in self.inflight:
             return
-        later: list[tuple[list, list]] = []
+        later: list[tuple[list[Record], list[bytes | None]]] = []
         found = False
         for other, entry in self.inflight.items():
             if found:
@@ -221,7 +222,7 @@ class OffsetStore:
         return view
 
 
-def _offset_records(records: list) -> Iterable[tuple]:
+def _offset_records(records: list[Record]) -> Iterable[OffsetCommitRecord]:
     return (r for r in records if type(r) is OffsetCommitRecord)
 
 
