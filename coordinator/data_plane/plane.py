@@ -18,7 +18,7 @@ import os
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -48,6 +48,9 @@ from storage.log import PartitionLog, partition_dir
 from storage.log_dirs import delete_dir_path, is_delete_dir
 from storage.log_protocol import PartitionLogProtocol
 
+if TYPE_CHECKING:
+    from coordinator.config import Config
+
 log = structlog.get_logger(__name__)
 
 MAX_PARTITIONS_PER_TOPIC = 1000  # each partition holds 3 open files; Kafka has no such cap
@@ -72,7 +75,7 @@ class DataPlaneSettings:
     fetch_max_bytes: int = 57671680  # Kafka's fetch.max.bytes default, 55 MiB
 
     @classmethod
-    def from_config(cls, config: Any) -> DataPlaneSettings:
+    def from_config(cls, config: Config) -> DataPlaneSettings:
         return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,

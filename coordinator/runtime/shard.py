@@ -193,7 +193,7 @@ class Shard:
         self.replay_all((record,), live)
 
     def replay_all(self, records: Iterable[Record], live: bool = False,
-                   undo: list | None = None) -> list[RemovedGroup] | None:
+                   undo: list[bytes | None] | None = None) -> list[RemovedGroup] | None:
         """Apply records to this shard's state, in order: the one path for live writes
         (`live`; `undo` gets what each offset record replaced, see OffsetStore) and loading.
         Returns the groups that tombstones removed (None: none), for a failed write to restore.
@@ -326,7 +326,7 @@ class Shard:
             return 0, 0, None
         return offsets, groups, self.write(records)
 
-    def _replay_offsets(self, records: list, undo: list | None) -> None:
+    def _replay_offsets(self, records: list[OffsetCommitRecord], undo: list[bytes | None] | None) -> None:
         store = self.offsets
         store.apply_all(records, undo, self._offset_committed_to)
         txn = store.txn

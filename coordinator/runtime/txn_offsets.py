@@ -60,7 +60,8 @@ class Shard(Protocol):
 
     def _offset_committed_to(self, group_id: str) -> None: ...
 
-    def replay_all(self, records: Iterable[Record], live: bool = False, undo: list | None = None) -> object: ...
+    def replay_all(self, records: Iterable[Record], live: bool = False,
+                   undo: list[bytes | None] | None = None) -> object: ...
 
 
 class ShardTxnOffsets:
