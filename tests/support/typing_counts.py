@@ -3,7 +3,8 @@
 `Any` is counted with `ast` (each `Any` name in the code, imports left out: in annotations, casts and aliases
 alike); bare generics (`dict`, `Callable`, `asyncio.Task` without type arguments) and functions without annotations
 are what mypy reports under `--disallow-any-generics --disallow-untyped-defs` (codes `type-arg` and
-`no-untyped-def`), counted per package. Run from the repository root:
+`no-untyped-def`) with pyproject.toml's other settings, its per-package strictness and exemptions left out, counted
+per package. Run from the repository root:
 
     .venv/bin/python -m tests.support.typing_counts          # the table
     .venv/bin/python -m tests.support.typing_counts --no-mypy  # the `Any` column only (no mypy run, instant)
@@ -14,6 +15,8 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tempfile
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -71,12 +74,32 @@ def mypy_counts(output: str) -> tuple[Counter[str], Counter[str]]:
     return generics, untyped
 
 
+def counting_config(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """pyproject.toml's mypy settings as an ini file, without the overrides that set `disallow_*` options: a
+    module exempted there (or made strict) is counted as every other (a section's option beats the command line)."""
+    settings = tomllib.loads(pyproject.read_text())["tool"]["mypy"]
+
+    def ini(options: dict[str, object]) -> list[str]:
+        return [f"{key} = {', '.join(value) if isinstance(value, list) else value}"
+                for key, value in options.items() if key not in ("overrides", "module")]
+
+    lines = ["[mypy]", *ini(settings)]
+    for override in settings.get("overrides", []):
+        if not any(key.startswith("disallow_") for key in override):
+            modules = override["module"]
+            lines += [f"[mypy-{','.join(modules) if isinstance(modules, list) else modules}]", *ini(override)]
+    return "\n".join(lines) + "\n"
+
+
 def run_mypy() -> str:
     from mypy import api
 
-    stdout, _, _ = api.run(["--disallow-any-generics", "--disallow-untyped-defs", "--no-error-summary",
-                            "--cache-dir", ".mypy_cache/typing_counts",  # its own: never the lint run's cache
-                            "--show-error-codes", "--no-pretty"])
+    with tempfile.NamedTemporaryFile("w", suffix=".ini") as config:
+        config.write(counting_config())
+        config.flush()
+        stdout, _, _ = api.run(["--config-file", config.name, "--disallow-any-generics", "--disallow-untyped-defs",
+                                "--no-error-summary", "--show-error-codes", "--no-pretty",
+                                "--cache-dir", ".mypy_cache/typing_counts"])  # its own: never the lint run's cache
     return stdout
 
 

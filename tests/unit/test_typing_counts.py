@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.support.typing_counts import any_uses, mypy_counts, table
+from tests.support.typing_counts import any_uses, counting_config, mypy_counts, table
 
 
 def test_any_is_counted_in_annotations_casts_and_string_annotations_not_in_imports_or_text() -> None:
@@ -33,3 +33,12 @@ def test_mypy_report_is_counted_per_package() -> None:
     assert generics == Counter({"coordinator/handlers": 1, "storage": 1})
     assert untyped == Counter({"coordinator/handlers": 1})
     assert table(Counter({"storage": 2}), generics, untyped).splitlines()[-1] == "| total | 2 | 2 | 1 |"
+
+
+def test_the_counting_config_keeps_the_settings_and_drops_strictness_overrides(tmp_path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.mypy]\nfiles = ["a", "b"]\ncheck_untyped_defs = true\n'
+                         '[[tool.mypy.overrides]]\nmodule = ["x.*"]\ndisallow_any_generics = false\n'
+                         '[[tool.mypy.overrides]]\nmodule = ["lib.*", "re2"]\nignore_missing_imports = true\n')
+    assert counting_config(pyproject).splitlines() == [
+        "[mypy]", "files = a, b", "check_untyped_defs = True", "[mypy-lib.*,re2]", "ignore_missing_imports = True"]
