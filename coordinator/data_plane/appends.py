@@ -54,7 +54,7 @@ class Appended(NamedTuple):
     base_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
-    durable: Any
+    durable: asyncio.Future[None] | None
 
 
 def _tell_purgatory(purgatory: FetchPurgatory, part: Partition, size: int, durable: asyncio.Future) -> None:

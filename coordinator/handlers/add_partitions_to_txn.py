@@ -22,14 +22,14 @@ from coordinator.services import Services
 from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.request_types import AddPartitionsToTxnRequest
 
 E = ErrorCode
 
 
 def _response(version: int, results: dict[tuple[str, int], ErrorCode]) -> Any:
-    by_topic: dict[str, list[dict]] = {}
+    by_topic: dict[str, list[Fields]] = {}
     for (topic, partition), code in results.items():
         by_topic.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
     return build(API_TABLE[ApiKey.ADD_PARTITIONS_TO_TXN].responses[version], throttle_time=NO_THROTTLE,

@@ -17,14 +17,14 @@ from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.codec import Encoded
 from protocol.request_types import ApiVersionsRequest, ApiVersionsV0, ApiVersionsV1, ApiVersionsV2
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def _api_keys() -> list[dict]:
+def _api_keys() -> list[Fields]:
     return [
         {"api_key": spec.key, "min_version": spec.min_version, "max_version": spec.max_version}
         for spec in sorted(API_TABLE.values(), key=lambda s: s.key)

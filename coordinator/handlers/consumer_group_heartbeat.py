@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from coordinator.errors import KafkaError, error_message, write_error_code
-from coordinator.groups.consumer.model import Assignment
+from coordinator.groups.consumer.model import Assignment, TopicId
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -62,7 +62,7 @@ def _failed(version: int, _answer: HeartbeatAnswer, error: BaseException) -> Any
 def _owned(topic_partitions: Any) -> Assignment | None:
     if topic_partitions is None:
         return None
-    owned: dict = {}
+    owned: dict[TopicId, frozenset[int]] = {}
     for tp in topic_partitions:
         if tp.partitions:
             owned[tp.topic_id] = owned.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)

@@ -25,7 +25,7 @@ from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.request_types import (
     FindCoordinatorRequest,
     FindCoordinatorV0,
@@ -78,7 +78,7 @@ class FindCoordinatorHandler:
         return None
 
     def locate(self, key_type: int, key: str, listener: str = "",
-               refused: ErrorCode | None = None) -> tuple[ErrorCode, dict]:
+               refused: ErrorCode | None = None) -> tuple[ErrorCode, Fields]:
         """The error and the endpoint (Kafka's "no node" unless the error is NONE) for one key."""
         code = refused or error_for(key_type, key)
         if code is not ErrorCode.none:

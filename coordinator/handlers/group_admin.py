@@ -16,7 +16,7 @@ from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.request_types import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 
 # AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
@@ -24,7 +24,7 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 DESCRIBE_FLEXIBLE_FROM = 5
 
 
-def refused_group(group_id: str) -> dict:
+def refused_group(group_id: str) -> Fields:
     """DescribeGroupsResponse.groupError: a group the principal may not describe."""
     return {"error_code": ErrorCode.group_authorization_failed, "group_id": group_id, "group_state": "",
             "protocol_type": "", "protocol_data": "", "authorized_operations": NOT_REQUESTED, "members": []}
@@ -35,7 +35,7 @@ class GroupAdminHandlers:
         self.groups = groups
         self.access = access
 
-    def described(self, ctx: RequestContext, group_ids: Any, with_ops: bool) -> list[dict]:
+    def described(self, ctx: RequestContext, group_ids: Any, with_ops: bool) -> list[Fields]:
         access = self.access
         ids = list(group_ids)
         refused = set() if not access.enabled else {g for g in ids if not access.group(ctx, Op.DESCRIBE, g)}

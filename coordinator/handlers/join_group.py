@@ -46,7 +46,7 @@ def join_response(version: int, r: JoinResult) -> Any:
         name = None
     cls = _CLASSES[version]
     names = field_shapes(cls)
-    members: tuple = ()
+    members: tuple[object, ...] = ()  # kio's member class of the version
     if r.members:
         member_cls = _MEMBER_CLASSES[version]
         if "group_instance_id" in field_shapes(member_cls):

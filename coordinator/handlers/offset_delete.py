@@ -13,7 +13,7 @@ from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic
 from coordinator.errors import write_error_code
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.offsets.manager import delete_offsets
+from coordinator.offsets.manager import DeleteRow, delete_offsets
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
@@ -26,13 +26,13 @@ log = structlog.get_logger("coordinator.offsets.manager")
 E = ErrorCode
 
 
-def delete_response(code: ErrorCode, answer: list, _written: Any = None) -> Any:
+def delete_response(code: ErrorCode, answer: list[DeleteRow], _written: object = None) -> Any:
     return build(API_TABLE[ApiKey.OFFSET_DELETE].responses[0], error_code=code, throttle_time=NO_THROTTLE, topics=[
         {"name": name, "partitions": [{"partition_index": i, "error_code": c} for i, c in codes]}
         for name, codes in answer])
 
 
-def delete_failed(_code: ErrorCode, _answer: list, error: BaseException) -> Any:
+def delete_failed(_code: ErrorCode, _answer: list[DeleteRow], error: BaseException) -> Any:
     return delete_response(write_error_code(error), [])
 
 

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import settled
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from coordinator.data_plane.topic_catalog import TopicInfo
 from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
@@ -39,20 +41,20 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.request_types import CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicsV6
 
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
 
 
-def _answer(cls: type, field: str, results: list[dict], flexible: bool) -> object:
+def _answer(cls: type, field: str, results: list[Fields], flexible: bool) -> object:
     """The response; past SLICE results, encoded in slices (sliced_encoding)."""
     if len(results) > sliced_encoding.SLICE:
         return sliced_encoding.encode_sliced(cls, {"throttle_time": NO_THROTTLE}, field, results, flexible=flexible)
     return build(cls, throttle_time=NO_THROTTLE, **{field: results})
 
 
-def refused(name: str, code: ErrorCode, message: str) -> dict:
+def refused(name: str, code: ErrorCode, message: str) -> Fields:
     return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
             "num_partitions": -1, "replication_factor": -1, "configs": None}
 
@@ -62,14 +64,14 @@ class CreateTopicsHandler:
         self.data = data
         self.access = access or Access()
 
-    def config_list(self, overrides: dict[str, str]) -> list[dict]:
+    def config_list(self, overrides: dict[str, str]) -> list[Fields]:
         merged = {**self.data.base_configs, **overrides}
         return [{"name": name, "value": value, "read_only": False, "is_sensitive": False,
                  "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
                 for name, value in sorted(merged.items())]
 
     def created(self, name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str],
-                factor: int) -> dict:
+                factor: int) -> Fields:
         return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
                 "num_partitions": partitions, "replication_factor": factor, "configs": self.config_list(overrides)}
 
@@ -86,7 +88,7 @@ class CreateTopicsHandler:
         access = self.access
         may_create_any = not access.enabled or access.cluster(ctx, Op.CREATE)
 
-        def check(topics) -> None:
+        def check(topics: Iterable[Any]) -> None:  # kio's topics of the request's version
             for topic in topics:
                 if counts[topic.name] > 1 or budget.exceeded:
                     continue
@@ -170,12 +172,12 @@ class DeleteTopicsHandler:
         spec = API_TABLE[ApiKey.DELETE_TOPICS]
         version = ctx.api_version
         wanted = _wanted(version, request)
-        results: list[dict] = []
-        detached: list[tuple[TopicInfo, list]] = []
+        results: list[Fields] = []
+        detached: list[tuple[TopicInfo, list[Partition]]] = []
         names = Counter(n for n, i in wanted if n is not None)
         ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
 
-        def answer(name, topic_id, code, message=None) -> None:
+        def answer(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None) -> None:
             results.append({"name": name, "topic_id": topic_id, "error_code": code, "error_message": message})
 
         for name in [n for n, c in names.items() if c > 1]:
@@ -183,7 +185,7 @@ class DeleteTopicsHandler:
         for topic_id in [i for i, c in ids.items() if c > 1]:
             answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
 
-        def detach(chunk) -> None:
+        def detach(chunk: Iterable[tuple[str | None, uuid.UUID]]) -> None:
             for name, topic_id in chunk:
                 if (name is not None and names[name] > 1) or (name is None and ids[topic_id] > 1):
                     continue

@@ -23,7 +23,7 @@ from coordinator.services import Services
 from coordinator.transactions.descriptions import TxnDescription
 from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.request_types import DescribeTransactionsRequest, ListTransactionsRequest
 
 _UTC = datetime.UTC
@@ -49,7 +49,7 @@ class TransactionsAdminHandler:
         return build(API_TABLE[ApiKey.DESCRIBE_TRANSACTIONS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      transaction_states=states)
 
-    def _describe_one(self, ctx: RequestContext, txn_id: str) -> dict:
+    def _describe_one(self, ctx: RequestContext, txn_id: str) -> Fields:
         found = self.txn.describe(txn_id) if self._may_describe(ctx, txn_id) else \
             TxnDescription(txn_id, ErrorCode.transactional_id_authorization_failed)
         access = self.access
