@@ -16,6 +16,10 @@ from typing import Any
 
 from .kio_fields import EntityField, EntityTupleField, classify_field
 
+#: A message's (or a nested struct's) fields by name, as `build` takes them: values of every field type, nested
+#: structs as Fields, arrays as lists of them.
+Fields = dict[str, Any]
+
 
 @cache
 def field_shapes(cls: type) -> dict[str, tuple[type | None, bool]]:

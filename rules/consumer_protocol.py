@@ -93,7 +93,7 @@ def decode_subscription(data: bytes) -> Subscription:
     topics = tuple(r.string() for _ in range(r.count()))
     n = r.fixed(_I32)
     user_data = None if n < 0 else r.raw(n)
-    owned: tuple = ()
+    owned: tuple[tuple[str, tuple[int, ...]], ...] = ()
     generation, rack = -1, None
     if version >= 1:
         owned = tuple((r.string(), tuple(r.fixed(_I32) for _ in range(r.count())))

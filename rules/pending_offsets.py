@@ -59,7 +59,7 @@ class PendingOffset(Generic[V]):
         return f"PendingOffset({self.value!r}, seq={self.seq}, stale={self.stale})"
 
 
-def _fresh_again(entries: list[PendingOffset]) -> None:
+def _fresh_again(entries: list[PendingOffset[V]]) -> None:
     for entry in entries:
         entry.stale = False
 
@@ -102,7 +102,7 @@ class PendingTxnOffsets(Generic[K, V]):
         """A non-transactional commit of `key` was replayed: it is newer than every pending offset of the key."""
         producers = self.by_group.get(key[0])
         if producers:
-            marked: list[PendingOffset] = []
+            marked: list[PendingOffset[V]] = []
             for producer_id in producers:
                 entry = self.by_producer[producer_id].get(key)
                 if entry is not None and not entry.stale:
@@ -168,7 +168,7 @@ class PendingTxnOffsets(Generic[K, V]):
         if not commit:
             return []
         out: list[tuple[K, V]] = []
-        marked: list[PendingOffset] = []
+        marked: list[PendingOffset[V]] = []
         for key, entry in sorted(ended.items(), key=lambda item: item[1].seq):
             if entry.stale:
                 continue
@@ -178,7 +178,7 @@ class PendingTxnOffsets(Generic[K, V]):
             undo(partial(_fresh_again, marked))
         return out
 
-    def _older_now_stale(self, key: K, seq: int, marked: list[PendingOffset]) -> None:
+    def _older_now_stale(self, key: K, seq: int, marked: list[PendingOffset[V]]) -> None:
         producers = self.by_group.get(key[0])
         if producers:
             for other in producers:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import Any
 
 from crc32c import crc32c
 
@@ -37,6 +38,8 @@ STAGING_PREFIX = ".staging-"
 TOMBSTONES_FILE = "tombstones.batch"
 TOMBSTONES_PER_BATCH = 500
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+Manifest = dict[str, Any]  # a staging area's manifest.json, as json.load gives it
 
 
 def fingerprint(path: str, data: bytes | None = None) -> dict:
@@ -87,7 +90,7 @@ def write_json_atomic(path: str, obj: dict) -> None:
         os.close(fd)
 
 
-def list_staging(partition_dir: str) -> list[tuple[str, dict]]:
+def list_staging(partition_dir: str) -> list[tuple[str, Manifest]]:
     """(staging dir, manifest) of every complete staging area of a partition."""
     found = []
     try:
@@ -123,7 +126,7 @@ def _check_file(path: str, meta: dict, what: str, problems: list[str], deep: boo
     return data
 
 
-def validate_staging(partition_dir: str, manifest: dict, deep: bool = True) -> list[str]:
+def validate_staging(partition_dir: str, manifest: Manifest, deep: bool = True) -> list[str]:
     """Problems that forbid applying this staging area to the live partition (empty
     list: safe to swap). ``deep`` also checksums the live and staged files and walks
     the staged batches; without it only sizes and mtimes are compared."""

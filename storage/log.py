@@ -174,6 +174,11 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Ti
         """Appends wait for a flush, or one is running: the files are not at rest."""
         return bool(self._pending_futures) or self._inflight is not None
 
+    @property
+    def failed(self) -> StorageError | None:
+        """The error of a failed write while the log waits for its repair (log_repair.py), else None."""
+        return self._failed
+
     # ------------------------------------------------------------------ appends
     def append(self, data: bytes | bytearray | memoryview, *,
                partition_leader_epoch: int | None = None) -> AppendResult:

@@ -16,7 +16,7 @@ import asyncio
 import uuid
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol
 
 import structlog
 
@@ -24,6 +24,7 @@ from coordinator.cluster.log_factory import LogFactory
 from coordinator.cluster.state import WIRE_LEADER_EPOCH
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
 from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
 
@@ -50,14 +51,46 @@ def runtime_of(topic: TopicInfo) -> Runtime:
 class Owned(NamedTuple):
     topic: TopicInfo
     epoch: int
-    log: Any  # PgPartitionLog
+    log: PartitionLogProtocol  # cluster mode's LogFactory: a PgPartitionLog
+
+
+class OffsetsHost(Protocol):
+    """What of runtime/offsets_topic.py's OffsetsRuntime the hooks call."""
+
+    async def take(self, partition: int, plog: PartitionLogProtocol) -> None: ...
+
+    async def give_up(self, partition: int) -> None: ...
+
+    def lost(self, partition: int) -> None: ...
+
+
+class TxnHost(Protocol):
+    """What of transactions/runtime/txn_coordinator.py's TransactionCoordinator the hooks call."""
+
+    async def take(self, partition: int, coordinator_epoch: int, log_: PartitionLogProtocol | None = None) -> None: ...
+
+    async def give_up(self, partition: int) -> None: ...
+
+    def lost(self, partition: int) -> None: ...
+
+
+class DataHost(Protocol):
+    """What of data_plane/plane.py's DataPlane the hooks call."""
+
+    async def take_partition(self, topic: str, index: int, log_: PartitionLogProtocol,
+                             epoch: int | None = None) -> object: ...
+
+    async def give_up_partition(self, topic: str, index: int) -> None: ...
+
+    def lose_partition(self, topic: str, index: int) -> None: ...
 
 
 class PartitionHooks:
     """`txn`: the TransactionCoordinator (take(partition, coordinator_epoch, log) / give_up / lost), attached
     once built; `taken`: told of each partition taken that markers may be queued for (not __transaction_state)."""
 
-    def __init__(self, topics: TopicCatalog, offsets: Any, data: Any, logs: LogFactory, txn: Any = None) -> None:
+    def __init__(self, topics: TopicCatalog, offsets: OffsetsHost, data: DataHost, logs: LogFactory,
+                 txn: TxnHost | None = None) -> None:
         self.topics = topics
         self.offsets = offsets
         self.data = data
@@ -65,7 +98,7 @@ class PartitionHooks:
         self.txn = txn
         self.owned: dict[PartitionKey, Owned] = {}
         self.taken: Callable[[PartitionKey], None] = lambda key: None
-        self._closing: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def take(self, topic_id: uuid.UUID, partition: int, epoch: int) -> None:
         topic = self.topics.by_id(topic_id)
@@ -98,11 +131,18 @@ class PartitionHooks:
         if runtime is not Runtime.TXN:
             self.taken(key)
 
-    async def _take_txn(self, partition: int, epoch: int, plog: Any) -> None:
+    def _txn_host(self) -> TxnHost:
+        """The transaction coordinator: attached before any __transaction_state partition is taken."""
+        if self.txn is None:
+            raise LookupError("no transaction coordinator on this node yet")
+        return self.txn
+
+    async def _take_txn(self, partition: int, epoch: int, plog: PartitionLogProtocol) -> None:
+        txn = self._txn_host()
         try:
-            await self.txn.take(partition, epoch, plog)  # the ownership epoch is the coordinator epoch
+            await txn.take(partition, epoch, plog)  # the ownership epoch is the coordinator epoch
         except BaseException:
-            self.txn.lost(partition)  # not left half-loaded
+            txn.lost(partition)  # not left half-loaded
             raise
 
     async def give_up(self, topic_id: uuid.UUID, partition: int) -> None:
@@ -113,7 +153,7 @@ class PartitionHooks:
         if runtime is Runtime.OFFSETS:
             await self.offsets.give_up(partition)
         elif runtime is Runtime.TXN:
-            await self.txn.give_up(partition)
+            await self._txn_host().give_up(partition)
         else:
             await self.data.give_up_partition(owned.topic.name, partition)
         log.info("cluster.partition.given_up", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
@@ -126,7 +166,7 @@ class PartitionHooks:
         if runtime is Runtime.OFFSETS:
             self.offsets.lost(partition)
         elif runtime is Runtime.TXN:
-            self.txn.lost(partition)  # forgets the log without closing it: closed here, in the background
+            self._txn_host().lost(partition)  # forgets the log without closing it: closed here, in the background
             closing = asyncio.ensure_future(owned.log.close())
             self._closing.add(closing)
             closing.add_done_callback(self._closed)
@@ -134,7 +174,7 @@ class PartitionHooks:
             self.data.lose_partition(owned.topic.name, partition)
         log.warning("cluster.partition.lost", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
 
-    def _closed(self, task: asyncio.Task) -> None:
+    def _closed(self, task: asyncio.Task[None]) -> None:
         self._closing.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("cluster.partition.close_failed", error=repr(task.exception()))

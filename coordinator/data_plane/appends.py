@@ -28,6 +28,7 @@ from coordinator.data_plane.validation import WalkBudget, check_batch, stamp_log
 from coordinator.errors import KafkaError
 from storage.control_records import build_marker_batch
 from storage.errors import StorageError
+from storage.log_protocol import PartitionLogProtocol
 
 # (transactional_id, producer_id, producer_epoch, topic, partition) -> the error refusing the batch, or None
 TxnVerifier = Callable[[str, int, int, str, int], "ErrorCode | None"]
@@ -53,7 +54,7 @@ class Appended(NamedTuple):
     base_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
-    durable: Any
+    durable: asyncio.Future[None] | None
 
 
 def _tell_purgatory(purgatory: FetchPurgatory, part: Partition, size: int, durable: asyncio.Future) -> None:
@@ -69,7 +70,7 @@ def _tell_purgatory(purgatory: FetchPurgatory, part: Partition, size: int, durab
     durable.add_done_callback(readable)
 
 
-async def _durable_through(log_: Any, last_offset: int) -> None:
+async def _durable_through(log_: PartitionLogProtocol, last_offset: int) -> None:
     """Until the duplicated batch is durable; StorageError if its write failed (the log's high watermark
     never passed it): a retry of a batch whose write failed is never acknowledged for it."""
     await log_.flush()

@@ -25,7 +25,7 @@ from dataclasses import replace
 import structlog
 
 from coordinator.data_plane import replication
-from coordinator.data_plane.partition import Partition
+from coordinator.data_plane.partition import Partition, discard_local
 from coordinator.data_plane.plane import MAX_PARTITIONS_PER_TOPIC, DataPlane
 from coordinator.data_plane.topic_catalog import TopicInfo
 from coordinator.data_plane.topic_configs import EffectiveConfig
@@ -76,15 +76,9 @@ def _open_new(plane: DataPlane, topic: TopicInfo, first: int) -> list[Partition]
                 shutil.rmtree(path)
             opened.append(Partition(topic.name, index, plane.new_log(topic.name, index, config), config))
     except BaseException:
-        _discard(opened)
+        discard_local(opened)
         raise
     return opened
-
-
-def _discard(parts: list[Partition]) -> None:
-    for part in parts:
-        part.log.close_sync()
-        shutil.rmtree(part.log.path, ignore_errors=True)
 
 
 async def grow_topic(plane: DataPlane, old: TopicInfo, new: TopicInfo) -> None:
@@ -94,10 +88,10 @@ async def grow_topic(plane: DataPlane, old: TopicInfo, new: TopicInfo) -> None:
     try:
         shown = await plane.catalog.grow(old, new)
     except BaseException:
-        await loop.run_in_executor(None, _discard, parts)
+        await loop.run_in_executor(None, discard_local, parts)
         raise
     if not shown:  # deleted (or re-created) while the logs opened or the catalog was written
-        await loop.run_in_executor(None, _discard, parts)
+        await loop.run_in_executor(None, discard_local, parts)
         raise UnknownTopicOrPartition("")
     for part in parts:
         plane.partitions[part.key] = part

@@ -15,7 +15,7 @@ broker is no replica), so clients refresh their metadata and go to the owner.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -24,6 +24,7 @@ from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.data_plane.topic_configs import EffectiveConfig
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +49,8 @@ def not_hosted_error(plane: DataPlane, topic: str, index: int) -> ErrorCode:
     return ErrorCode.unknown_topic_or_partition
 
 
-async def take_partition(plane: DataPlane, topic: str, index: int, log_: Any, epoch: int | None = None) -> Partition:
+async def take_partition(plane: DataPlane, topic: str, index: int, log_: PartitionLogProtocol,
+                         epoch: int | None = None) -> Partition:
     """Host the partition on `log_`, led at `epoch` (default: the log's `epoch`, else 0): Fetch and
     ListOffsets check clients' current_leader_epoch against it, Produce stamps it into batches."""
     if epoch is None:

@@ -4,15 +4,18 @@ reports it)."""
 
 from __future__ import annotations
 
+import shutil
+
 from coordinator.data_plane.producer_state import ProducerStateTable
 from coordinator.data_plane.topic_configs import EffectiveConfig
 from storage.log import PartitionLog
+from storage.log_protocol import PartitionLogProtocol
 
 
 class Partition:
     __slots__ = ("topic", "index", "key", "log", "producers", "config", "leader_epoch", "stable_notified")
 
-    def __init__(self, topic: str, index: int, log_: PartitionLog, config: EffectiveConfig,
+    def __init__(self, topic: str, index: int, log_: PartitionLogProtocol, config: EffectiveConfig,
                  leader_epoch: int = 0) -> None:
         self.topic, self.index, self.key = topic, index, (topic, index)
         self.log = log_
@@ -52,3 +55,19 @@ class Partition:
             self.stable_notified = mark
             return gained
         return 0
+
+
+def local_log(part: Partition) -> PartitionLog:
+    """The partition's log as the local PartitionLog the data plane opens itself in local mode (at start, for a
+    new topic or new partitions; cluster mode's come from its LogFactory, taken by `take_partition`)."""
+    log_ = part.log
+    assert isinstance(log_, PartitionLog), f"{part.key}: not a local log"
+    return log_
+
+
+def discard_local(parts: list[Partition]) -> None:
+    """In a worker thread: close and remove the local logs opened for a topic (or partitions) whose creation failed."""
+    for part in parts:
+        log_ = local_log(part)
+        log_.close_sync()
+        shutil.rmtree(log_.path, ignore_errors=True)

@@ -18,14 +18,14 @@ import os
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import appends, ownership, replication, topic_configs, topic_reconfig
 from coordinator.data_plane.appends import Appended, TxnVerifier
-from coordinator.data_plane.partition import Partition
+from coordinator.data_plane.partition import Partition, discard_local, local_log
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
@@ -46,6 +46,10 @@ from storage.compression import MAX_DECOMPRESSED_BYTES
 from storage.errors import OffsetOutOfRangeError, StorageError
 from storage.log import PartitionLog, partition_dir
 from storage.log_dirs import delete_dir_path, is_delete_dir
+from storage.log_protocol import PartitionLogProtocol
+
+if TYPE_CHECKING:
+    from coordinator.config import Config
 
 log = structlog.get_logger(__name__)
 
@@ -71,7 +75,7 @@ class DataPlaneSettings:
     fetch_max_bytes: int = 57671680  # Kafka's fetch.max.bytes default, 55 MiB
 
     @classmethod
-    def from_config(cls, config: Any) -> DataPlaneSettings:
+    def from_config(cls, config: Config) -> DataPlaneSettings:
         return cls(config.log_dirs, config.node_id, config.auto_create_topics_enable, config.num_partitions,
                    config.default_replication_factor, config.log_segment_bytes, config.message_max_bytes,
                    config.log_flush_policy.lower(), config.log_flush_interval_ms, config.log_retention_time_ms,
@@ -160,7 +164,7 @@ class DataPlane:
                                  producers=len(part.producers.entries), batches=batches)
         except BaseException:
             for part in opened:
-                part.log.close_sync()
+                local_log(part).close_sync()
             raise
         return opened
 
@@ -181,18 +185,12 @@ class DataPlane:
                 out.append(exc)
         return out
 
-    @staticmethod
-    def _discard_new(parts: list[Partition]) -> None:
-        """In a worker thread: close and remove the logs of a topic whose creation failed."""
-        for part in parts:
-            part.log.close_sync()
-            shutil.rmtree(part.log.path, ignore_errors=True)
-
     # ---------------------------------------------------------------- topics
     def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    async def take_partition(self, topic: str, index: int, log_: Any, epoch: int | None = None) -> Partition:
+    async def take_partition(self, topic: str, index: int, log_: PartitionLogProtocol,
+                             epoch: int | None = None) -> Partition:
         return await ownership.take_partition(self, topic, index, log_, epoch)
 
     async def give_up_partition(self, topic: str, index: int) -> None:
@@ -247,13 +245,13 @@ class DataPlane:
             try:
                 lost = await self.catalog.commit([t for t, _ in made])
             except BaseException as exc:
-                await loop.run_in_executor(None, self._discard_new, [p for _, parts in made for p in parts])
+                await loop.run_in_executor(None, discard_local, [p for _, parts in made for p in parts])
                 log.warning("data_plane.topic.catalog_write_failed", topics=len(made), error=repr(exc))
                 return [exc for _ in topics]
         finally:
             self.catalog.release([t.name for t in topics])
         if lost:  # cluster mode: another node created these names first; theirs are listed now
-            await loop.run_in_executor(None, self._discard_new, [p for t, parts in made if t.name in lost
+            await loop.run_in_executor(None, discard_local, [p for t, parts in made if t.name in lost
                                                                  for p in parts])
             made = [(t, parts) for t, parts in made if t.name not in lost]
             opened = [TopicAlreadyExists(f"Topic '{t.name}' already exists.") if t.name in lost else parts

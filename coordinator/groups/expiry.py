@@ -43,7 +43,7 @@ def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | Literal[Fals
 
 
 def expired_records(store: OffsetStore, group: ClassicGroup, now_ms: int, retention_ms: int,
-                    only: set[tuple[str, int]] | None = None) -> tuple[list, bool]:
+                    only: set[tuple[str, int]] | None = None) -> tuple[list[OffsetCommitRecord], bool]:
     """(tombstones for the group's expired offsets, whether the group itself goes).
 
     `only` restricts the offsets that may expire (the staging swap's re-check)."""

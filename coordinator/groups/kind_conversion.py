@@ -17,7 +17,7 @@ from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.groups.classic_member import Member
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
-from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
+from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState, TopicId
 from coordinator.groups.consumer.topic_view import TopicView
 from coordinator.records.types import GroupMetadataRecord, Record
 from rules.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, protocol_version
@@ -32,7 +32,7 @@ def uses_consumer_protocol(group: ClassicGroup) -> bool:
 def _assignment(data: bytes, topics: TopicView) -> Assignment:
     """toTopicPartitionMap: a ConsumerProtocolAssignment by topic id (topics that no longer exist dropped)."""
     _version, partitions, _user_data = decode_assignment(data)
-    out: dict = {}
+    out: dict[TopicId, frozenset[int]] = {}
     for name, numbers in partitions:
         topic = topics.topic(name)
         if topic is not None and numbers:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from coordinator.groups.consumer.assignors import default_assignors
 from coordinator.groups.consumer.config_settings import consumer_group_settings
 from coordinator.groups.consumer.params import ConsumerGroupSettings
+
+if TYPE_CHECKING:
+    from coordinator.config import Config
 
 
 class GroupSettings:
@@ -46,7 +49,7 @@ class GroupSettings:
         self.offsets_partitions = offsets_partitions
 
     @classmethod
-    def from_config(cls, config: Any) -> GroupSettings:
+    def from_config(cls, config: Config) -> GroupSettings:
         return cls(config.group_min_session_timeout_ms, config.group_max_session_timeout_ms,
                    config.group_initial_rebalance_delay_ms, config.group_max_size,
                    offsets_partitions=config.offsets_topic_num_partitions,

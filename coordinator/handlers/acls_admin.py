@@ -22,6 +22,7 @@ from coordinator.security.acl_store import Acls
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +52,7 @@ class AclsAdmin:
             return ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED
         return None
 
-    async def create(self, ctx: RequestContext, request: Any) -> Any:
+    async def create(self, ctx: RequestContext, request: CreateAclsRequest) -> object:
         cls = API_TABLE[ApiKey.CREATE_ACLS].responses[ctx.api_version]
         refusal = self._refusal(ctx, Op.ALTER)
         results: list[tuple[ErrorCode, str | None]]
@@ -69,7 +70,7 @@ class AclsAdmin:
         return build(cls, throttle_time=NO_THROTTLE,
                      results=[{"error_code": code, "error_message": message} for code, message in results])
 
-    def describe(self, ctx: RequestContext, request: Any) -> Any:
+    def describe(self, ctx: RequestContext, request: DescribeAclsRequest) -> object:
         cls = API_TABLE[ApiKey.DESCRIBE_ACLS].responses[ctx.api_version]
         refusal = self._refusal(ctx, Op.DESCRIBE)
         if refusal is None:
@@ -89,7 +90,7 @@ class AclsAdmin:
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
                      resources=resources)
 
-    async def delete(self, ctx: RequestContext, request: Any) -> Any:
+    async def delete(self, ctx: RequestContext, request: DeleteAclsRequest) -> object:
         cls = API_TABLE[ApiKey.DELETE_ACLS].responses[ctx.api_version]
         refusal = self._refusal(ctx, Op.ALTER)
         if refusal is not None:

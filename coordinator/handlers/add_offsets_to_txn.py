@@ -20,6 +20,7 @@ from coordinator.transactions.runtime.txn_coordinator import TransactionCoordina
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import AddOffsetsToTxnRequest
 from rules.placement import OFFSETS_TOPIC, partition_for
 
 
@@ -29,7 +30,7 @@ class AddOffsetsToTxnHandler:
         self.offsets_partitions = offsets_partitions
         self.access = access
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> object:
         version = ctx.api_version
 
         def answer(code: ErrorCode) -> Any:

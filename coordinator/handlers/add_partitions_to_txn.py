@@ -22,13 +22,14 @@ from coordinator.services import Services
 from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import AddPartitionsToTxnRequest
 
 E = ErrorCode
 
 
 def _response(version: int, results: dict[tuple[str, int], ErrorCode]) -> Any:
-    by_topic: dict[str, list[dict]] = {}
+    by_topic: dict[str, list[Fields]] = {}
     for (topic, partition), code in results.items():
         by_topic.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
     return build(API_TABLE[ApiKey.ADD_PARTITIONS_TO_TXN].responses[version], throttle_time=NO_THROTTLE,
@@ -42,10 +43,10 @@ class AddPartitionsToTxnHandler:
         self.topics = topics
         self.access = access
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> object:
         version = ctx.api_version
         txn_id = request.v3_and_below_transactional_id
-        wanted = [(t.name, int(p)) for t in request.v3_and_below_topics for p in t.partitions]
+        wanted: list[tuple[str, int]] = [(t.name, int(p)) for t in request.v3_and_below_topics for p in t.partitions]
         access = self.access
         if access.enabled and not access.allows(ctx, Op.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
             return _response(version, {tp: E.transactional_id_authorization_failed for tp in wanted})

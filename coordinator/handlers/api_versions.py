@@ -9,6 +9,7 @@ the answer is INVALID_REQUEST (as ApiVersionsRequest.isValid).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -16,13 +17,14 @@ from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.codec import Encoded
+from protocol.request_types import ApiVersionsRequest, ApiVersionsV0, ApiVersionsV1, ApiVersionsV2
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def _api_keys() -> list[dict]:
+def _api_keys() -> list[Fields]:
     return [
         {"api_key": spec.key, "min_version": spec.min_version, "max_version": spec.max_version}
         for spec in sorted(API_TABLE.values(), key=lambda s: s.key)
@@ -45,12 +47,14 @@ class ApiVersionsHandler:
         }
         self.unsupported = build(spec.responses[0], error_code=ErrorCode.unsupported_version, api_keys=keys)
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: ApiVersionsRequest) -> object:
         version = ctx.api_version
-        if version >= 3 and not (
-            _SOFTWARE.match(request.client_software_name) and _SOFTWARE.match(request.client_software_version)
-        ):
-            return self.invalid[version]
+        if version >= 3:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path): v3+ name the client's software
+                assert not isinstance(request, ApiVersionsV0 | ApiVersionsV1 | ApiVersionsV2)
+            if not (_SOFTWARE.match(request.client_software_name)
+                    and _SOFTWARE.match(request.client_software_version)):
+                return self.invalid[version]
         return self.ok[version]
 
     def too_new(self) -> object:

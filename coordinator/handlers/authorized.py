@@ -5,19 +5,29 @@ LeaveGroup): the handler, or with an authorizer a handler that asks first and an
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol, TypeVar
 
-from coordinator.net.dispatch import Handler, RequestContext
+from coordinator.net.dispatch import RequestContext
 from coordinator.security.access import Access, Op
 
-Refusal = Callable[[int, Any], Any]  # (api version, request) -> the refusing response
+
+class GroupRequest(Protocol):
+    """A request of every version of these APIs: it names its group."""
+
+    @property
+    def group_id(self) -> str: ...
 
 
-def group_guarded(access: Access, operation: Op, handler: Handler, refuse: Refusal) -> Handler:
+R = TypeVar("R", bound=GroupRequest)
+
+
+def group_guarded(access: Access, operation: Op, handler: Callable[[RequestContext, R], object],
+                  refuse: Callable[[int, R], object]) -> Callable[[RequestContext, R], object]:
+    """`refuse(api version, request)`: the refusing response."""
     if not access.enabled:
         return handler
 
-    def guarded(ctx: RequestContext, request: Any) -> Any:
+    def guarded(ctx: RequestContext, request: R) -> object:
         if not access.group(ctx, operation, request.group_id):
             return refuse(ctx.api_version, request)
         return handler(ctx, request)

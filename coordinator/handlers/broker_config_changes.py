@@ -14,6 +14,7 @@ more than halved or doubled -> INVALID_REQUEST. The dynamic configs are data_pla
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from coordinator.config import SETTINGS, Config
 from coordinator.data_plane.broker_config_defs import PER_LISTENER_ONLY, THREAD_POOLS, per_broker
@@ -47,7 +48,7 @@ def _kind(name: str, config: Config) -> ConfigType | None:
     return broker_type(name, config) if name in SETTINGS else None
 
 
-def replaced(configs: tuple) -> dict[str, str]:
+def replaced(configs: tuple[Any, ...]) -> dict[str, str]:  # kio's AlterConfigs entries
     """AlterConfigs: the request's set is the level's new set."""
     nulls = [c.name for c in configs if c.value is None]
     if nulls:
@@ -55,7 +56,8 @@ def replaced(configs: tuple) -> dict[str, str]:
     return {c.name: c.value for c in configs}
 
 
-def incremented(current: Mapping[str, str], configs: tuple, config: Config) -> dict[str, str]:
+def incremented(current: Mapping[str, str], configs: tuple[Any, ...],  # kio's IncrementalAlterConfigs entries
+                config: Config) -> dict[str, str]:
     """IncrementalAlterConfigs: the operations applied in order to the level's stored set."""
     out = dict(current)
     for change in configs:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from coordinator.config import SETTINGS, Config
 from coordinator.data_plane.broker_configs import DynamicBrokerConfigs, broker_config_def, is_dynamic
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigType
+from protocol.build import Fields
 
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
@@ -60,14 +61,14 @@ def broker_value(name: str, config: Config) -> str | None:
 
 
 def broker_synonyms(name: str, config: Config, dynamic: DynamicBrokerConfigs | None = None,
-                    per_broker: bool = True) -> list[dict]:
+                    per_broker: bool = True) -> list[Fields]:
     """ConfigHelper.configSynonyms for a broker config (or a topic config's broker synonyms)."""
     names = next((group[group.index(name):] for group in _BROKER_SYNONYMS if name in group), (name,))
     return synonym_list(names, config, dynamic, per_broker)
 
 
 def synonym_list(names: tuple[str, ...], config: Config, dynamic: DynamicBrokerConfigs | None = None,
-                 per_broker: bool = True) -> list[dict]:
+                 per_broker: bool = True) -> list[Fields]:
     """The set ones: this node's dynamic (unless `per_broker` is False: the cluster default resource),
     the cluster-wide dynamic, the static (STATIC_BROKER_CONFIG), then those with a default (DEFAULT_CONFIG)."""
     out = []
@@ -87,7 +88,7 @@ def synonym_list(names: tuple[str, ...], config: Config, dynamic: DynamicBrokerC
 
 
 def entry(name: str, value: str | None, source: int, kind: ConfigType, *, read_only: bool, sensitive: bool,
-          synonyms: list[dict], doc: str | None) -> dict:
+          synonyms: list[Fields], doc: str | None) -> Fields:
     return {"name": name, "value": None if sensitive else value, "read_only": read_only, "config_source": source,
             "is_sensitive": sensitive, "synonyms": synonyms, "config_type": int(kind), "documentation": doc}
 
@@ -99,7 +100,7 @@ def wanted(names: tuple[str, ...] | None, all_names: list[str]) -> list[str]:
 
 def topic_entries(overrides: Mapping[str, str], base: Mapping[str, str], config: Config,
                   keys: tuple[str, ...] | None, include_synonyms: bool, include_documentation: bool,
-                  dynamic: DynamicBrokerConfigs | None = None) -> list[dict]:
+                  dynamic: DynamicBrokerConfigs | None = None) -> list[Fields]:
     out = []
     for name in wanted(keys, sorted(TOPIC_CONFIG_DEFS)):
         row = TOPIC_CONFIG_DEFS[name]
@@ -126,7 +127,7 @@ def _kind_and_doc(name: str, config: Config) -> tuple[ConfigType, str]:
 
 
 def broker_entries(config: Config, keys: tuple[str, ...] | None, include_synonyms: bool,
-                   include_documentation: bool, dynamic: DynamicBrokerConfigs | None = None) -> list[dict]:
+                   include_documentation: bool, dynamic: DynamicBrokerConfigs | None = None) -> list[Fields]:
     """This node's configs: the settings, then the dynamic configs set that are not settings."""
     extra = [] if dynamic is None else sorted({*dynamic.cluster, *dynamic.broker} - set(SETTINGS))
     out = []
@@ -143,7 +144,7 @@ def broker_entries(config: Config, keys: tuple[str, ...] | None, include_synonym
 
 
 def cluster_default_entries(dynamic: DynamicBrokerConfigs, config: Config, keys: tuple[str, ...] | None,
-                            include_synonyms: bool, include_documentation: bool) -> list[dict]:
+                            include_synonyms: bool, include_documentation: bool) -> list[Fields]:
     """The resource "": the cluster-wide dynamic configs (ConfigHelper, perBrokerConfig = false)."""
     out = []
     for name in wanted(keys, sorted(dynamic.cluster)):

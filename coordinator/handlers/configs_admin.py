@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -37,7 +38,8 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 TOPIC, BROKER = 2, 4
 RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
@@ -49,6 +51,11 @@ def unsupported(resource_type: int) -> InvalidRequest:
     return InvalidRequest(f"Unsupported resource type: {RESOURCE_TYPES.get(resource_type, 'UNKNOWN')}")
 
 
+#: a resource of a DescribeConfigs, AlterConfigs or IncrementalAlterConfigs request, and its config entries in
+#: `configs` (kio's classes of the request's version: their fields differ by API)
+Resource = Any
+
+
 class ConfigsHandler:
     def __init__(self, services: Services) -> None:
         self.config = services.config
@@ -57,7 +64,7 @@ class ConfigsHandler:
         self.dynamic = services.dynamic
         self.access = services.access
 
-    def _authorize(self, ctx: RequestContext, resource, operation: Op) -> None:
+    def _authorize(self, ctx: RequestContext, resource: Resource, operation: Op) -> None:
         """KafkaApis: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker resource."""
         access = self.access
         if not access.enabled:
@@ -68,7 +75,7 @@ class ConfigsHandler:
             raise KafkaError("Authorization failed.", ErrorCode.cluster_authorization_failed)
 
     # ----------------------------------------------------------------- describe
-    def describe(self, ctx: RequestContext, request) -> object:
+    def describe(self, ctx: RequestContext, request: DescribeConfigsRequest) -> object:
         results = []
         for resource in request.resources:
             try:
@@ -81,7 +88,7 @@ class ConfigsHandler:
         return build(API_TABLE[ApiKey.DESCRIBE_CONFIGS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      results=results)
 
-    def _describe_one(self, resource, request) -> list[dict]:
+    def _describe_one(self, resource: Resource, request: DescribeConfigsRequest) -> list[Fields]:
         synonyms, docs = request.include_synonyms, getattr(request, "include_documentation", False)
         keys = resource.configuration_keys
         if resource.resource_type == TOPIC:
@@ -113,21 +120,21 @@ class ConfigsHandler:
         return topic
 
     @staticmethod
-    def _result(resource, code: ErrorCode, message: str | None, **more: object) -> dict:
+    def _result(resource: Resource, code: ErrorCode, message: str | None, **more: object) -> Fields:
         return {"error_code": code, "error_message": message, "resource_type": resource.resource_type,
                 "resource_name": resource.resource_name, **more}
 
     # -------------------------------------------------------------------- alter
-    def alter(self, ctx: RequestContext, request) -> object:
+    def alter(self, ctx: RequestContext, request: AlterConfigsRequest) -> object:
         return self._alter(ctx, request, ApiKey.ALTER_CONFIGS, self._replaced)
 
-    def incremental_alter(self, ctx: RequestContext, request) -> object:
+    def incremental_alter(self, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> object:
         return self._alter(ctx, request, ApiKey.INCREMENTAL_ALTER_CONFIGS, self._incremented)
 
-    def _alter(self, ctx: RequestContext, request, api: ApiKey,
-               new_set: Callable[[TopicInfo, tuple], dict[str, str]]) -> object:
+    def _alter(self, ctx: RequestContext, request: AlterConfigsRequest | IncrementalAlterConfigsRequest, api: ApiKey,
+               new_set: Callable[[TopicInfo, tuple[Any, ...]], dict[str, str]]) -> object:
         counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
-        results: list[dict] = []
+        results: list[Fields] = []
         changes: list[tuple[int, TopicInfo, dict[str, str]]] = []  # (place in results, topic, new set)
         levels: list[tuple[int, str, dict[str, str]]] = []  # (place in results, broker level, new set)
         for resource in request.resources:
@@ -174,7 +181,7 @@ class ConfigsHandler:
         return after_writes() if changes or levels else respond()
 
     @staticmethod
-    def _replaced(topic: TopicInfo, configs: tuple) -> dict[str, str]:
+    def _replaced(topic: TopicInfo, configs: tuple[Any, ...]) -> dict[str, str]:
         """AlterConfigs: the request's set replaces the topic's overrides."""
         nulls = [c.name for c in configs if c.value is None]
         if nulls:
@@ -182,7 +189,7 @@ class ConfigsHandler:
         return {c.name: check_value(c.name, c.value) for c in configs}
 
     @staticmethod
-    def _incremented(topic: TopicInfo, configs: tuple) -> dict[str, str]:
+    def _incremented(topic: TopicInfo, configs: tuple[Any, ...]) -> dict[str, str]:
         """IncrementalAlterConfigs: the operations applied in order to the topic's overrides."""
         out = topic.config_map()
         for change in configs:
@@ -207,7 +214,7 @@ class ConfigsHandler:
                 raise InvalidRequest(f"Unknown operation type {op}")
         return out
 
-    def _broker_change(self, resource, api: ApiKey) -> tuple[str, dict[str, str]]:
+    def _broker_change(self, resource: Resource, api: ApiKey) -> tuple[str, dict[str, str]]:
         """ConfigAdminManager: the node id, the level's new set, then DynamicBrokerConfig.validate."""
         level = broker_config_changes.broker_level(resource.resource_name, self.node_id)
         if api == ApiKey.ALTER_CONFIGS:

@@ -8,8 +8,6 @@ DESCRIBE turns the group into TOPIC_AUTHORIZATION_FAILED (Kafka 4's KafkaApis).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.consumer.group import ConsumerGroup
@@ -23,13 +21,14 @@ from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import ConsumerGroupDescribeRequest
 
 MEMBER_TYPE_CLASSIC = 0  # v1 MemberType: 0 classic, 1 consumer
 MEMBER_TYPE_CONSUMER = 1
 
 
-def _failed(group_id: str, code: ErrorCode, message: str | None = None) -> dict:
+def _failed(group_id: str, code: ErrorCode, message: str | None = None) -> Fields:
     return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
             "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
             "authorized_operations": NOT_REQUESTED}
@@ -41,7 +40,7 @@ class ConsumerGroupDescribeHandler:
         self.access = access
         self.default_assignor = default_assignor
 
-    def names(self, assignment: Assignment) -> list[dict]:
+    def names(self, assignment: Assignment) -> list[Fields]:
         name_of = self.groups.topic_view.name_of
         out = []
         for topic_id, partitions in sorted(assignment.items()):
@@ -50,7 +49,7 @@ class ConsumerGroupDescribeHandler:
                 out.append({"topic_id": topic_id, "topic_name": name, "partitions": sorted(partitions)})
         return out
 
-    def described(self, ctx: RequestContext, group: ConsumerGroup, with_ops: bool) -> dict:
+    def described(self, ctx: RequestContext, group: ConsumerGroup, with_ops: bool) -> Fields:
         members = []
         topics: set[str] = set()
         for member in group.members.values():
@@ -74,7 +73,7 @@ class ConsumerGroupDescribeHandler:
                 "authorized_operations": access.operations(ctx, ResourceType.GROUP, group.group_id, GROUP_OPERATIONS)
                 if with_ops else NOT_REQUESTED}
 
-    def describe_one(self, ctx: RequestContext, group_id: str, with_ops: bool) -> dict:
+    def describe_one(self, ctx: RequestContext, group_id: str, with_ops: bool) -> Fields:
         if self.access.enabled and not self.access.group(ctx, Op.DESCRIBE, group_id):
             return _failed(group_id, ErrorCode.group_authorization_failed)
         shard = self.groups.shard_for(group_id)
@@ -87,7 +86,7 @@ class ConsumerGroupDescribeHandler:
             return _failed(group_id, ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         return self.described(ctx, group, with_ops)
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> object:
         with_ops = request.include_authorized_operations
         cls = API_TABLE[ApiKey.CONSUMER_GROUP_DESCRIBE].responses[ctx.api_version]
         if len(request.group_ids) > sliced_encoding.SLICE:  # described, built and encoded a slice per loop turn

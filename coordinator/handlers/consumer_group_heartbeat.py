@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from coordinator.errors import KafkaError, error_message, write_error_code
-from coordinator.groups.consumer.model import Assignment
+from coordinator.groups.consumer.model import Assignment, TopicId
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -27,6 +27,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import DecodeError, FixedResponse, decode_request
 from protocol.header import plain_body_offset
+from protocol.request_types import ConsumerGroupHeartbeatRequest
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -61,14 +62,14 @@ def _failed(version: int, _answer: HeartbeatAnswer, error: BaseException) -> Any
 def _owned(topic_partitions: Any) -> Assignment | None:
     if topic_partitions is None:
         return None
-    owned: dict = {}
+    owned: dict[TopicId, frozenset[int]] = {}
     for tp in topic_partitions:
         if tp.partitions:
             owned[tp.topic_id] = owned.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)
     return owned
 
 
-def oversized(request: Any, shard: Any) -> tuple[ErrorCode, str] | None:
+def oversized(request: ConsumerGroupHeartbeatRequest, shard: Any) -> tuple[ErrorCode, str] | None:
     """Requests too large to be a member's, refused before any work is spent on them (a hostile client's list of
     millions of names or partitions would otherwise hold the event loop for seconds):
     - subscribed names that cannot fit one record of the offsets log: Kafka would build the record and fail its
@@ -94,7 +95,8 @@ def oversized(request: Any, shard: Any) -> tuple[ErrorCode, str] | None:
 OWNED_WITHOUT_MEMBER = 10_000
 
 
-def params_of(ctx: RequestContext, request: Any, access: Access | None = None) -> HeartbeatParams:
+def params_of(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest,
+              access: Access | None = None) -> HeartbeatParams:
     names = request.subscribed_topic_names
     describable = None
     if access is not None and access.enabled:
@@ -177,7 +179,7 @@ class ConsumerGroupHeartbeatHandler:
             return None
         return request.group_id, request.member_id, request.member_epoch, request.instance_id
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> Any:
         version = ctx.api_version
         access = self.access
         if access.enabled:

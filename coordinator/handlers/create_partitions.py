@@ -14,25 +14,28 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.growth import check_growth, grow_topic
+from coordinator.data_plane.topic_catalog import TopicInfo
 from coordinator.errors import KafkaError, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import CreatePartitionsRequest
 
 
-def _result(name: str, code: ErrorCode = ErrorCode.none, message: str | None = None) -> dict:
+def _result(name: str, code: ErrorCode = ErrorCode.none, message: str | None = None) -> Fields:
     return {"name": name, "error_code": code, "error_message": message}
 
 
-def _refused(name: str, exc: BaseException) -> dict:
+def _refused(name: str, exc: BaseException) -> Fields:
     if isinstance(exc, KafkaError):  # Kafka sends no message for UNKNOWN_TOPIC_OR_PARTITION
         return _result(name, exc.code, None if exc.code == ErrorCode.unknown_topic_or_partition else str(exc))
     return _result(name, error_code_for(exc), f"Cannot create the partitions: {exc}")
@@ -44,11 +47,11 @@ class CreatePartitionsHandler:
         self.access = services.access
         self.lock = asyncio.Lock()  # one request's growths at a time: each checks what the last left
 
-    def check(self, topic) -> tuple:
+    def check(self, topic: Any) -> tuple[TopicInfo, TopicInfo]:  # Any: kio's topic of the request's version
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         return check_growth(self.data, topic.name, topic.count, assignments, set(self.data.live_brokers()))
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: CreatePartitionsRequest) -> object:
         version = ctx.api_version
         counts = Counter(t.name for t in request.topics)
         results = [_result(name, ErrorCode.invalid_request, "Duplicate topic name.")

@@ -29,7 +29,8 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import DeleteRecordsRequest
 from storage.errors import OffsetOutOfRangeError, StorageError
 
 SLICE = 1024
@@ -58,7 +59,7 @@ class DeleteRecordsHandler:
         except (KafkaError, OffsetOutOfRangeError, StorageError) as exc:
             return -1, error_code_for(exc)
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DeleteRecordsRequest) -> object:
         wanted: dict[tuple[str, int], int] = {}
         for topic in request.topics:
             for p in topic.partitions:
@@ -75,7 +76,7 @@ class DeleteRecordsHandler:
                     await asyncio.sleep(0)
                 chunk = items[start:start + SLICE]
                 results += await asyncio.gather(*(self.one(t, i, o, denied) for (t, i), o in chunk))
-            topics: dict[str, list[dict]] = {}
+            topics: dict[str, list[Fields]] = {}
             for (name, index), (low, code) in zip(wanted, results):
                 topics.setdefault(name, []).append(
                     {"partition_index": index, "low_watermark": low, "error_code": code})

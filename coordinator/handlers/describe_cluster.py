@@ -19,6 +19,7 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import DescribeClusterRequest
 
 BROKER, CONTROLLER = 1, 2
 _TYPE_NAMES = {BROKER: "BROKER", CONTROLLER: "CONTROLLER"}
@@ -30,7 +31,7 @@ class DescribeClusterHandler:
         self.view = services.view
         self.access = services.access
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeClusterRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.DESCRIBE_CLUSTER].responses[version]
         wanted = getattr(request, "endpoint_type", BROKER)

@@ -22,10 +22,12 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import DescribeLogDirsRequest
+from storage.log_protocol import PartitionLogProtocol
 
 
-def log_size(lg) -> int:
+def log_size(lg: PartitionLogProtocol) -> int:
     """The bytes of a partition log's segments (a PostgreSQL-backed log: its local replica's)."""
     segments = getattr(lg, "segments", None)
     if segments is not None:
@@ -38,7 +40,7 @@ class DescribeLogDirsHandler:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.DESCRIBE_LOG_DIRS].responses[version]
         if not self.access.cluster(ctx, Op.DESCRIBE):  # KafkaApis: DESCRIBE on the cluster
@@ -52,7 +54,7 @@ class DescribeLogDirsHandler:
                       "total_bytes": -1, "usable_bytes": -1}
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=[result])
         wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
-        topics: dict[str, list[dict]] = defaultdict(list)
+        topics: dict[str, list[Fields]] = defaultdict(list)
         for key, part in sorted(self.data.partitions.items()):
             if wanted is None or key in wanted:
                 topics[part.topic].append({"partition_index": part.index, "partition_size": log_size(part.log),

@@ -23,10 +23,11 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import DescribeProducersRequest
 
 
-def _error(index: int, code: ErrorCode, message: str | None = None) -> dict:
+def _error(index: int, code: ErrorCode, message: str | None = None) -> Fields:
     return {"partition_index": index, "error_code": code, "error_message": message, "active_producers": []}
 
 
@@ -35,7 +36,7 @@ class DescribeProducersHandler:
         self.data = data
         self.access = access or Access()
 
-    def partition(self, topic: str, index: int) -> dict:
+    def partition(self, topic: str, index: int) -> Fields:
         part = self.data.partition(topic, index)
         if part is None:
             return _error(index, not_hosted_error(self.data, topic, index))
@@ -47,7 +48,7 @@ class DescribeProducersHandler:
         return {"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
                 "active_producers": producers}
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeProducersRequest) -> object:
         topics = []
         for topic in request.topics:
             name = topic.name

@@ -27,7 +27,8 @@ from coordinator.security.access import Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import DescribeTopicPartitionsRequest
 from rules.placement import OFFSETS_TOPIC
 
 MAX_PARTITIONS_PER_RESPONSE = 2000  # Kafka's max.request.partition.size.limit default
@@ -39,7 +40,7 @@ class DescribeTopicPartitionsHandler:
         self.view = services.view
         self.access = services.access
 
-    def partitions(self, topic: TopicInfo, start: int, upper: int, live: list[int]) -> list[dict]:
+    def partitions(self, topic: TopicInfo, start: int, upper: int, live: list[int]) -> list[Fields]:
         view, name, factor = self.view, topic.name, topic.replication_factor
         out = []
         for index in range(start, upper):
@@ -50,7 +51,7 @@ class DescribeTopicPartitionsHandler:
                         "eligible_leader_replicas": [], "last_known_elr": [], "offline_replicas": []})
         return out
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> object:
         cls = API_TABLE[ApiKey.DESCRIBE_TOPIC_PARTITIONS].responses[ctx.api_version]
         fetch_all = not request.topics
         cursor = request.cursor
@@ -64,7 +65,7 @@ class DescribeTopicPartitionsHandler:
             return build(cls, throttle_time=NO_THROTTLE, topics=failed, next_cursor=None)
         remaining = max(min(MAX_PARTITIONS_PER_RESPONSE, request.response_partition_limit), 1)
         live = sorted(b.node_id for b in listener_brokers(self.view.brokers(), ctx.listener))
-        topics: list[dict] = []
+        topics: list[Fields] = []
         next_cursor = None
         for name in names:
             if remaining == 0:

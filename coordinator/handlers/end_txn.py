@@ -20,6 +20,7 @@ from coordinator.transactions.runtime.txn_coordinator import TransactionCoordina
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import EndTxnRequest
 
 
 class EndTxnHandler:
@@ -27,7 +28,7 @@ class EndTxnHandler:
         self.txn = txn
         self.access = access
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: EndTxnRequest) -> object:
         version = ctx.api_version
 
         def answer(code: ErrorCode) -> Any:

@@ -35,20 +35,24 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 from __future__ import annotations
 
 import struct
-from typing import Any
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.ownership import not_hosted_error
+from coordinator.data_plane.partition import Partition
 from coordinator.errors import error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Abandonable, Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
 from protocol.codec import Encoded
+from protocol.request_types import FetchRequest, FetchV4, FetchV5, FetchV6
 from storage.batch import LOG_OVERHEAD
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
@@ -57,7 +61,25 @@ _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23  # lastOffsetDelta's position in a batch header
 
 
-def _error(index: int, code: ErrorCode) -> dict:
+class FetchPartition(Protocol):
+    """A partition of a Fetch request (kio's class of the request's version; current_leader_epoch from v9)."""
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def fetch_offset(self) -> int: ...
+
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+TopicKey = str | uuid.UUID  # a topic's name (v4-v12) or id (v13+)
+#: a partition to read: (index, the partition or the error answering it, offset, max bytes, current leader epoch)
+Planned = tuple[int, Partition | ErrorCode, int, int, int]
+
+
+def _error(index: int, code: ErrorCode) -> Fields:
     return {"partition_index": index, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
             "log_start_offset": -1, "aborted_transactions": None, "records": b""}
 
@@ -74,7 +96,8 @@ def committed_part(records: bytes, end: int) -> tuple[bytes, int]:
     return (records if position >= size else records[:position]), upper
 
 
-def aborted_transactions(target, offset: int, records: bytes, lso: int, hw: int) -> tuple[bytes, list[dict]]:
+def aborted_transactions(target: Partition, offset: int, records: bytes, lso: int,
+                         hw: int) -> tuple[bytes, list[Fields]]:
     """read_committed: the records below the LSO and the aborted transactions that overlap them."""
     txns = target.producers.txns
     if lso >= hw and not txns.aborted:
@@ -86,17 +109,17 @@ def aborted_transactions(target, offset: int, records: bytes, lso: int, hw: int)
                      for txn in txns.aborted_in(offset, upper)]
 
 
-def distinct_partitions(version: int, topics) -> list[tuple[object, list]]:
+def distinct_partitions(version: int, topics: Iterable[Any]) -> list[tuple[TopicKey, list[FetchPartition]]]:
     """The request's partitions as Kafka's FetchRequest.fetchData sees them: a LinkedHashMap keyed
     by topic and partition, so a partition listed twice is read once, at its first place, with
     its last listing's fields. Consecutive partitions of one topic share a topic entry, as
     FetchResponse.toMessage groups them. Returns [(topic name or id, [FetchPartition])]."""
-    by_key: dict[tuple, object] = {}
+    by_key: dict[tuple[TopicKey, int], FetchPartition] = {}
     for ft in topics:
         topic_key = ft.topic_id if version >= 13 else ft.topic
         for fp in ft.partitions:
             by_key[topic_key, fp.partition] = fp
-    grouped: list[tuple[object, list]] = []
+    grouped: list[tuple[TopicKey, list[FetchPartition]]] = []
     for (topic_key, _), fp in by_key.items():
         if grouped and grouped[-1][0] == topic_key:
             grouped[-1][1].append(fp)
@@ -110,16 +133,18 @@ class FetchHandler:
         self.data = data
         self.access = access or Access()
 
-    def plan(self, version: int, request, ctx: RequestContext | None = None) -> list[tuple[dict, list[tuple]]]:
+    def plan(self, version: int, request: FetchRequest,
+             ctx: RequestContext | None = None) -> list[tuple[Fields, list[Planned]]]:
         """[(topic response fields, [(index, partition or error code, offset, max bytes, leader epoch)])],
         one row per distinct partition (see `distinct_partitions`). With an authorizer (`ctx` given), a topic
         the principal may not READ answers TOPIC_AUTHORIZATION_FAILED."""
         data = self.data
         access = self.access
         catalog = data.catalog
-        out = []
-        topic_key: Any
+        out: list[tuple[Fields, list[Planned]]] = []
+        topic_key: Any  # a uuid.UUID from v13, else a str
         for topic_key, rows in distinct_partitions(version, request.topics):
+            head: Fields
             if version >= 13:
                 info = catalog.by_id(topic_key)
                 head = {"topic_id": topic_key}
@@ -128,8 +153,8 @@ class FetchHandler:
                 info = catalog.get(topic_key)
                 head = {"topic": topic_key}
                 missing = ErrorCode.unknown_topic_or_partition
-            planned = []
-            target: Any
+            planned: list[Planned] = []
+            target: Partition | ErrorCode
             name = info.name if info is not None else topic_key if version < 13 else None
             if ctx is not None and access.enabled and name is not None and not access.topic(ctx, Op.READ, name):
                 info, missing = None, ErrorCode.topic_authorization_failed
@@ -144,14 +169,15 @@ class FetchHandler:
         return out
 
     @staticmethod
-    def read(planned, max_bytes: int, read_committed: bool) -> tuple[list[dict], int, bool, list]:
+    def read(planned: list[tuple[Fields, list[Planned]]], max_bytes: int,
+             read_committed: bool) -> tuple[list[Fields], int, bool, list[tuple[str, int]]]:
         remaining = max_bytes
         total = 0
         errors = False
-        keys = []
-        topics = []
+        keys: list[tuple[str, int]] = []
+        topics: list[Fields] = []
         for head, rows in planned:
-            parts = []
+            parts: list[Fields] = []
             for index, target, offset, partition_max, leader_epoch in rows:
                 if isinstance(target, ErrorCode):
                     parts.append(_error(index, target))
@@ -187,19 +213,22 @@ class FetchHandler:
             topics.append({**head, "partitions": parts})
         return topics, total, errors, keys
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: FetchRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.FETCH].responses[version]
-        if version >= 7 and request.session_epoch not in (0, -1):
-            return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
-                         session_id=0, responses=[])
+        if version >= 7:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path): v7+ have fetch sessions
+                assert not isinstance(request, FetchV4 | FetchV5 | FetchV6)
+            if request.session_epoch not in (0, -1):
+                return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
+                             session_id=0, responses=[])
         planned = self.plan(version, request, ctx)
         max_bytes = min(request.max_bytes, self.data.settings.fetch_max_bytes)
         read_committed = request.isolation_level == 1
         min_bytes = min(request.min_bytes, max_bytes)  # Kafka: KafkaApis.handleFetchRequest
         wait_s = request.max_wait.total_seconds()
 
-        def respond(topics: list[dict]) -> object:
+        def respond(topics: list[Fields]) -> object:
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=topics)
 
         topics, total, errors, keys = self.read(planned, max_bytes, read_committed)

@@ -13,6 +13,7 @@ answers with Kafka's "no node" (-1, "", -1) and the error's default message.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -24,7 +25,14 @@ from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import (
+    FindCoordinatorRequest,
+    FindCoordinatorV0,
+    FindCoordinatorV1,
+    FindCoordinatorV2,
+    FindCoordinatorV3,
+)
 from rules.placement import (
     DEFAULT_TXN_PARTITIONS,
     OFFSETS_TOPIC,
@@ -70,7 +78,7 @@ class FindCoordinatorHandler:
         return None
 
     def locate(self, key_type: int, key: str, listener: str = "",
-               refused: ErrorCode | None = None) -> tuple[ErrorCode, dict]:
+               refused: ErrorCode | None = None) -> tuple[ErrorCode, Fields]:
         """The error and the endpoint (Kafka's "no node" unless the error is NONE) for one key."""
         code = refused or error_for(key_type, key)
         if code is not ErrorCode.none:
@@ -89,15 +97,20 @@ class FindCoordinatorHandler:
             return ErrorCode.coordinator_not_available, NO_NODE
         return code, {"node_id": broker.node_id, "host": broker.host, "port": broker.port}
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: FindCoordinatorRequest) -> object:
         cls = API_TABLE[ApiKey.FIND_COORDINATOR].responses[ctx.api_version]
         key_type = getattr(request, "key_type", GROUP)
         if ctx.api_version >= BATCHED_FROM:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path): v4+ batch their keys
+                assert not isinstance(request, FindCoordinatorV0 | FindCoordinatorV1 | FindCoordinatorV2
+                                      | FindCoordinatorV3)
             coordinators = []
             for key in request.coordinator_keys:
                 code, endpoint = self.locate(key_type, key, ctx.listener, self.refused(ctx, key_type, key))
                 coordinators.append({"key": key, "error_code": code, "error_message": None, **endpoint})
             return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
+        if TYPE_CHECKING:
+            assert isinstance(request, FindCoordinatorV0 | FindCoordinatorV1 | FindCoordinatorV2 | FindCoordinatorV3)
         code, endpoint = self.locate(key_type, request.key, ctx.listener, self.refused(ctx, key_type, request.key))
         return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=error_message(code),
                      **endpoint)

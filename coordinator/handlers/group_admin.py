@@ -16,14 +16,15 @@ from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 
 # AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 DESCRIBE_FLEXIBLE_FROM = 5
 
 
-def refused_group(group_id: str) -> dict:
+def refused_group(group_id: str) -> Fields:
     """DescribeGroupsResponse.groupError: a group the principal may not describe."""
     return {"error_code": ErrorCode.group_authorization_failed, "group_id": group_id, "group_state": "",
             "protocol_type": "", "protocol_data": "", "authorized_operations": NOT_REQUESTED, "members": []}
@@ -34,7 +35,7 @@ class GroupAdminHandlers:
         self.groups = groups
         self.access = access
 
-    def described(self, ctx: RequestContext, group_ids: Any, with_ops: bool) -> list[dict]:
+    def described(self, ctx: RequestContext, group_ids: Any, with_ops: bool) -> list[Fields]:
         access = self.access
         ids = list(group_ids)
         refused = set() if not access.enabled else {g for g in ids if not access.group(ctx, Op.DESCRIBE, g)}
@@ -56,7 +57,7 @@ class GroupAdminHandlers:
                             for m in g.members]})
         return out
 
-    def describe(self, ctx: RequestContext, request: Any) -> Any:
+    def describe(self, ctx: RequestContext, request: DescribeGroupsRequest) -> object:
         version = ctx.api_version
         with_ops = getattr(request, "include_authorized_operations", False)
         cls = API_TABLE[ApiKey.DESCRIBE_GROUPS].responses[version]
@@ -66,7 +67,7 @@ class GroupAdminHandlers:
                                                  flexible=version >= DESCRIBE_FLEXIBLE_FROM)
         return build(cls, throttle_time=NO_THROTTLE, groups=self.described(ctx, request.groups, with_ops))
 
-    def list(self, ctx: RequestContext, request: Any) -> Any:
+    def list(self, ctx: RequestContext, request: ListGroupsRequest) -> object:
         cls = API_TABLE[ApiKey.LIST_GROUPS].responses[ctx.api_version]
         if any(shard.error is ErrorCode.coordinator_load_in_progress for shard in self.groups.all_shards()):
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.coordinator_load_in_progress,
@@ -80,7 +81,7 @@ class GroupAdminHandlers:
                      groups=[{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
                               "group_type": g.group_type} for g in listed])
 
-    async def delete(self, ctx: RequestContext, request: Any) -> Any:
+    async def delete(self, ctx: RequestContext, request: DeleteGroupsRequest) -> object:
         names = list(request.groups_names)
         access = self.access
         refused = set() if not access.enabled else {

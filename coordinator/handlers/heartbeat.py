@@ -24,6 +24,7 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import FixedResponse, decode_common
+from protocol.request_types import HeartbeatRequest
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -72,7 +73,7 @@ class HeartbeatHandler:
             _SPEC.response_header_versions[version], self.answer(version, code))
         return fixed
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: HeartbeatRequest) -> Any:
         return self.answer(ctx.api_version, self.code(
             request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None)))
 

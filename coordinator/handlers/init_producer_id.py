@@ -11,6 +11,7 @@ epoch or the reverse is INVALID_REQUEST (KafkaApis); PRODUCER_FENCED is INVALID_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from kio.schema.errors import ErrorCode
@@ -26,6 +27,7 @@ from coordinator.transactions.runtime.txn_coordinator import TransactionCoordina
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import InitProducerIdRequest
 
 MILLISECOND = timedelta(milliseconds=1)
 
@@ -37,15 +39,16 @@ class InitProducerIdHandler:
         self.access = access or Access()
         self.txn = txn
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: InitProducerIdRequest) -> object:
         cls = API_TABLE[ApiKey.INIT_PRODUCER_ID].responses[ctx.api_version]
 
         def answer(code: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> object:
             return build(cls, throttle_time=NO_THROTTLE, error_code=code, producer_id=producer_id,
                          producer_epoch=producer_epoch)
 
-        if request.transactional_id is not None:
-            return self.transactional(ctx, request, answer)
+        txn_id = request.transactional_id
+        if txn_id is not None:
+            return self.transactional(ctx, request, txn_id, answer)
         access = self.access  # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
         if access.enabled and not access.cluster(ctx, Op.IDEMPOTENT_WRITE) and \
                 not access.any(ctx, Op.WRITE, ResourceType.TOPIC):
@@ -63,8 +66,8 @@ class InitProducerIdHandler:
 
         return after_reservation()
 
-    def transactional(self, ctx: RequestContext, request, answer) -> object:
-        txn_id = request.transactional_id
+    def transactional(self, ctx: RequestContext, request: InitProducerIdRequest, txn_id: str,
+                      answer: Callable[..., object]) -> object:
         if self.access.enabled and not self.access.allows(ctx, Op.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
             return answer(ErrorCode.transactional_id_authorization_failed)
         producer_id = getattr(request, "producer_id", -1)

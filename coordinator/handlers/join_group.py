@@ -11,7 +11,7 @@ no coroutine per delayed JoinGroup; a 500-member rebalance completes 500 of them
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -28,6 +28,7 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import field_shapes
+from protocol.request_types import JoinGroupRequest, JoinGroupV0
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -45,7 +46,7 @@ def join_response(version: int, r: JoinResult) -> Any:
         name = None
     cls = _CLASSES[version]
     names = field_shapes(cls)
-    members: tuple = ()
+    members: tuple[object, ...] = ()  # kio's member class of the version
     if r.members:
         member_cls = _MEMBER_CLASSES[version]
         if "group_instance_id" in field_shapes(member_cls):
@@ -68,12 +69,12 @@ class JoinGroupHandler:
     def __init__(self, groups: GroupCoordinator) -> None:
         self.groups = groups
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: JoinGroupRequest) -> object:
         if len(request.protocols) > sliced_encoding.SLICE:
             return self.join_in_slices(ctx, request)
         return self.join(ctx, request, dedupe_protocols(tuple((p.name, p.metadata) for p in request.protocols)))
 
-    async def join_in_slices(self, ctx: RequestContext, request: Any) -> Any:
+    async def join_in_slices(self, ctx: RequestContext, request: JoinGroupRequest) -> object:
         """A JoinGroup listing millions of protocols: deduplicated a slice per loop turn."""
         seen: set[str] = set()
         kept: list[tuple[str, bytes]] = []
@@ -82,14 +83,20 @@ class JoinGroupHandler:
         answer = self.join(ctx, request, tuple(kept))
         return await answer if isinstance(answer, Completion) else answer
 
-    def join(self, ctx: RequestContext, request: Any, protocols: tuple[tuple[str, bytes], ...]) -> Any:
+    def join(self, ctx: RequestContext, request: JoinGroupRequest, protocols: tuple[tuple[str, bytes], ...]) -> object:
         version = ctx.api_version
         session_ms = ms(request.session_timeout)
+        if version == 0:  # no rebalance timeout: the session timeout's
+            rebalance_ms = session_ms
+        else:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path)
+                assert not isinstance(request, JoinGroupV0)
+            rebalance_ms = ms(request.rebalance_timeout)
         params = JoinParams(
             group_id=request.group_id, member_id=request.member_id,
             group_instance_id=getattr(request, "group_instance_id", None),
             session_timeout_ms=session_ms,
-            rebalance_timeout_ms=session_ms if version == 0 else ms(request.rebalance_timeout),
+            rebalance_timeout_ms=rebalance_ms,
             protocol_type=request.protocol_type, protocols=protocols,
             reason=getattr(request, "reason", None), client_id=ctx.client_id or "",
             client_host="/" + ctx.client_host, api_version=version)

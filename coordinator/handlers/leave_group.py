@@ -6,7 +6,7 @@ member's error when the group's is NONE), as Kafka's LeaveGroupResponse does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -21,6 +21,7 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import LeaveGroupRequest, LeaveGroupV0, LeaveGroupV1, LeaveGroupV2
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -47,11 +48,15 @@ class LeaveGroupHandler:
     def __init__(self, groups: GroupCoordinator) -> None:
         self.groups = groups
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: LeaveGroupRequest) -> object:
         version = ctx.api_version
         if version < BATCHED_LEAVE_FROM:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path): v0-v2 name one member
+                assert isinstance(request, LeaveGroupV0 | LeaveGroupV1 | LeaveGroupV2)
             leaving = [LeavingMember(request.member_id)]
         else:
+            if TYPE_CHECKING:
+                assert not isinstance(request, LeaveGroupV0 | LeaveGroupV1 | LeaveGroupV2)
             leaving = [LeavingMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
                        for m in request.members]
         try:

@@ -31,18 +31,20 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import ListOffsetsRequest
 from storage.errors import RecordError, StorageError
+from storage.log_protocol import PartitionLogProtocol
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
-def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> dict:
+def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Fields:
     return {"partition_index": index, "error_code": code, "timestamp": timestamp, "offset": offset,
             "leader_epoch": epoch}
 
 
-def lookup(lg, timestamp: int, version: int, leader_epoch: int = 0,
+def lookup(lg: PartitionLogProtocol, timestamp: int, version: int, leader_epoch: int = 0,
            fetchable: int | None = None) -> tuple[int, int, int]:
     """(timestamp, offset, leader epoch) for one partition log led at `leader_epoch`; `fetchable`: the last
     fetchable offset (default: the high watermark)."""
@@ -67,7 +69,7 @@ class ListOffsetsHandler:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: ListOffsetsRequest) -> object:
         data = self.data
         version = ctx.api_version
         counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)

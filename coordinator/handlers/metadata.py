@@ -23,7 +23,8 @@ operation is allowed.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -39,7 +40,8 @@ from coordinator.security.access import Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import MetadataRequest
 
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
@@ -64,7 +66,7 @@ class MetadataHandler:
         """Auto-creation needs CREATE on the cluster or on the topic."""
         return self.access.cluster(ctx, Op.CREATE) or self.access.topic(ctx, Op.CREATE, name)
 
-    def partitions(self, topic: TopicInfo, live: list[int]) -> list[dict]:
+    def partitions(self, topic: TopicInfo, live: list[int]) -> list[Fields]:
         """Each partition's leader and replicas (= ISR: the leader and the live nodes after it, replication.py)."""
         view, name, factor = self.view, topic.name, topic.replication_factor
         answers = []
@@ -77,13 +79,13 @@ class MetadataHandler:
                             "isr_nodes": nodes, "offline_replicas": []})
         return answers
 
-    def described(self, topic: TopicInfo, topic_ops: int, live: list[int]) -> dict:
+    def described(self, topic: TopicInfo, topic_ops: int, live: list[int]) -> Fields:
         return {"error_code": ErrorCode.none, "name": topic.name, "topic_id": topic.topic_id,
                 "is_internal": topic.internal, "partitions": self.partitions(topic, live),
                 "topic_authorized_operations": topic_ops}
 
-    def classify(self, ctx: RequestContext, items, topic_ops: int, allow_auto_create: bool, seen: set[str],
-                 topics: list[dict], to_create: list[tuple[int, str]], live: list[int]) -> None:
+    def classify(self, ctx: RequestContext, items: Iterable[Any], topic_ops: int, allow_auto_create: bool,
+                 seen: set[str], topics: list[Fields], to_create: list[tuple[int, str]], live: list[int]) -> None:
         """Append each requested topic's answer to `topics`; names to auto-create to `to_create`
         as (place in `topics`, name). `live`: the ids of the brokers listed (sorted)."""
         catalog = self.catalog
@@ -128,8 +130,8 @@ class MetadataHandler:
             return requested
         return self.access.operations(ctx, ResourceType.TOPIC, name, requested)
 
-    def with_creation(self, topics: list[dict], to_create: list[tuple[int, str]], topic_ops: int,
-                      respond: Callable[[list[dict]], object]) -> object:
+    def with_creation(self, topics: list[Fields], to_create: list[tuple[int, str]], topic_ops: int,
+                      respond: Callable[[list[Fields]], object]) -> object:
         """Create what may be auto-created, then answer (LEADER_NOT_AVAILABLE for those)."""
         data = self.data
         if not to_create:
@@ -154,11 +156,10 @@ class MetadataHandler:
 
         return after_creation()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: MetadataRequest) -> object:
         version = ctx.api_version
         cls = API_TABLE[ApiKey.METADATA].responses[version]
         requested = request.topics
-        all_topics = requested is None or (version == 0 and not requested)
         topic_ops = TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False) \
             else NOT_REQUESTED
         cluster_ops = self.access.cluster_operations(ctx, CLUSTER_OPERATIONS) \
@@ -171,14 +172,14 @@ class MetadataHandler:
                 "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in brokers],
                 "cluster_authorized_operations": cluster_ops}
 
-        def respond(topics: list[dict]) -> object:
+        def respond(topics: list[Fields]) -> object:
             if len(topics) > sliced_encoding.SLICE:
                 # cluster_authorized_operations (int32, v8-v10) follows the topics
                 return sliced_encoding.encode_sliced(cls, head, "topics", topics, flexible=version >= 9,
                                                      after=4 if 8 <= version <= 10 else 0)
             return build(cls, **head, topics=topics)
 
-        if all_topics:
+        if requested is None or (version == 0 and not requested):  # all topics
             visible = [t for t in self.catalog.all() if not self.access.enabled or self.visible(ctx, t.name)]
             return respond([self.described(topic, self.topic_ops(ctx, topic.name, topic_ops), live)
                             for topic in visible])
@@ -190,7 +191,7 @@ class MetadataHandler:
                                     ErrorCode.invalid_request, NOT_REQUESTED) for t in requested])
 
         allow_auto_create = version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
-        topics: list[dict] = []
+        topics: list[Fields] = []
         to_create: list[tuple[int, str]] = []
         seen: set[str] = set()
         if len(requested) <= sliced_encoding.SLICE:
@@ -205,7 +206,7 @@ class MetadataHandler:
         return in_slices()
 
 
-def missing(name: str | None, topic_id: uuid.UUID, code: ErrorCode, topic_ops: int) -> dict:
+def missing(name: str | None, topic_id: uuid.UUID, code: ErrorCode, topic_ops: int) -> Fields:
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
             "partitions": [], "topic_authorized_operations": topic_ops}
 

@@ -40,6 +40,7 @@ from protocol.build import nested_class
 from protocol.codec import Encoded, decode_common, encode_response
 from protocol.header import HeaderError, parse_request_header
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
+from protocol.request_types import OffsetCommitRequest
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
@@ -208,7 +209,7 @@ class OffsetCommitHandler:
             return self.response(version, answer)
         return shard.write(records, tails).then(self.on_written, self.on_failed, version, answer)
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
         access = self.access
         if access is None or not access.enabled:
             return self.commit(ctx.api_version, request)

@@ -3,33 +3,36 @@ group-level error answers at top level; the answer waits for the tombstones to b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic
 
 from coordinator.errors import write_error_code
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.offsets.manager import delete_offsets
+from coordinator.offsets.manager import DeleteRow, delete_offsets
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import OffsetDeleteRequest
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
 E = ErrorCode
 
 
-def delete_response(code: ErrorCode, answer: list, _written: Any = None) -> Any:
+def delete_response(code: ErrorCode, answer: list[DeleteRow], _written: object = None) -> Any:
     return build(API_TABLE[ApiKey.OFFSET_DELETE].responses[0], error_code=code, throttle_time=NO_THROTTLE, topics=[
         {"name": name, "partitions": [{"partition_index": i, "error_code": c} for i, c in codes]}
         for name, codes in answer])
 
 
-def delete_failed(_code: ErrorCode, _answer: list, error: BaseException) -> Any:
+def delete_failed(_code: ErrorCode, _answer: list[DeleteRow], error: BaseException) -> Any:
     return delete_response(write_error_code(error), [])
 
 
@@ -38,9 +41,10 @@ class OffsetDeleteHandler:
         self.shard_for = groups.shard_for
         self.access = access
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: OffsetDeleteRequest) -> object:
         group_id = request.group_id
-        topics, denied = request.topics, []
+        topics: Sequence[OffsetDeleteRequestTopic] = request.topics
+        denied: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         access = self.access
         if access.enabled:  # KafkaApis: DELETE on the group, then READ on each topic
             if not access.group(ctx, Op.DELETE, group_id):

@@ -20,6 +20,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.handlers.sliced_encoding import BATCH, Turns, array_count, string_bytes  # BATCH: per step
+from coordinator.offsets.manager import FetchPartition
 from protocol.codec import RoomyBody
 
 log = structlog.get_logger("coordinator.offsets.manager")
@@ -60,7 +61,7 @@ class _Writer:
     def string(self, text: str | None) -> bytes:
         return string_bytes(None if text is None else text.encode(), self.flexible)
 
-    def partition(self, out: bytearray, row: tuple) -> None:
+    def partition(self, out: bytearray, row: FetchPartition) -> None:
         index, offset, epoch, metadata, code = row
         out += self._head(index, offset, epoch) if self._with_epoch else self._head(index, offset)
         out += self.string(metadata)
@@ -68,7 +69,8 @@ class _Writer:
         out += self.tags
 
 
-Rows = Callable[[str, "list[TopicSlice] | None"], list]  # (group id, topics) -> offsets.fetch's rows
+#: (group id, topics) -> offsets.fetch's rows
+Rows = Callable[[str, "list[TopicSlice] | None"], list[tuple[str, list[FetchPartition]]]]
 
 
 async def _topics(w: _Writer, out: bytearray, group_id: str, topics: Any, rows_of: Rows,
@@ -91,7 +93,7 @@ async def _topics(w: _Writer, out: bytearray, group_id: str, topics: Any, rows_o
         out += w.tags
 
 
-def _all(w: _Writer, out: bytearray, topics: list) -> None:
+def _all(w: _Writer, out: bytearray, topics: list[tuple[str, list[FetchPartition]]]) -> None:
     out += w.count(len(topics))
     for name, rows in topics:
         out += w.string(name)

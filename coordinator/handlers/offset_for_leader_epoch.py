@@ -17,6 +17,8 @@ answered with the log start offset as if it were the only one before.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
@@ -26,7 +28,8 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import OffsetForLeaderEpochRequest
 
 UNDEFINED = -1
 
@@ -40,7 +43,7 @@ def end_offset_for(requested: int, leader_epoch: int, log_start: int, log_end: i
     return requested, log_start  # before every known epoch: the start of the first one after it
 
 
-def _answer(index: int, code: ErrorCode, epoch: int = UNDEFINED, offset: int = UNDEFINED) -> dict:
+def _answer(index: int, code: ErrorCode, epoch: int = UNDEFINED, offset: int = UNDEFINED) -> Fields:
     return {"error_code": code, "partition": index, "leader_epoch": epoch, "end_offset": offset}
 
 
@@ -49,7 +52,7 @@ class OffsetForLeaderEpochHandler:
         self.data = data
         self.access = access or Access()
 
-    def partition(self, topic: str, asked) -> dict:
+    def partition(self, topic: str, asked: Any) -> Fields:  # Any: kio's partition of the request's version
         index = asked.partition
         part = self.data.partition(topic, index)
         if part is None:
@@ -61,7 +64,7 @@ class OffsetForLeaderEpochHandler:
         epoch, offset = end_offset_for(asked.leader_epoch, ours, lg.log_start_offset, lg.log_end_offset)
         return _answer(index, ErrorCode.none, epoch, offset)
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> object:
         access = self.access  # KafkaApis: DESCRIBE on each topic
         topics = [{"topic": t.topic, "partitions": [
             self.partition(t.topic, p) if access.topic(ctx, Op.DESCRIBE, t.topic)

@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from typing import Any
+from collections.abc import Iterable
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion, settled
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.ownership import not_hosted_error
+from coordinator.data_plane.validation import WalkBudget
 from coordinator.errors import InvalidTopic, KafkaError, UnknownTopicOrPartition, error_code_for
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import CloseConnection, Dispatcher, RequestContext
@@ -47,7 +49,8 @@ from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import ProduceRequest
 from storage.errors import RecordError, StorageError
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
@@ -62,9 +65,27 @@ def _append_time(ms: int) -> datetime.datetime | None:
     return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=_UTC)
 
 
-def _partitions_once(topic_data) -> list[tuple[str, list]]:
+class PartitionData(Protocol):
+    """A partition of a Produce request (kio's class of the request's version)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def records(self) -> bytes | None: ...
+
+
+class TopicData(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_data(self) -> Iterable[PartitionData]: ...
+
+
+def _partitions_once(topic_data: Iterable[TopicData]) -> list[tuple[str, list[PartitionData]]]:
     """(topic, partition data) with each (topic, partition) once: its last listing, at its first place."""
-    by_topic: dict[str, dict[int, object]] = {}
+    by_topic: dict[str, dict[int, PartitionData]] = {}
     for topic in topic_data:
         parts = by_topic.setdefault(topic.name, {})
         for pd in topic.partition_data:
@@ -72,14 +93,14 @@ def _partitions_once(topic_data) -> list[tuple[str, list]]:
     return [(name, list(parts.values())) for name, parts in by_topic.items()]
 
 
-def _silent_until_written(futures: list) -> Completion | None:
+def _silent_until_written(futures: list[asyncio.Future[None]]) -> Completion | None:
     """No answer (None) once every future is done; until then the request stays outstanding."""
     if not futures:
         return None
     answer = Completion()
     left = [len(futures)]
 
-    def written(future: asyncio.Future) -> None:
+    def written(future: asyncio.Future[None]) -> None:
         if future.cancelled() or future.exception() is not None:
             answer.set_exception(CloseConnection(f"produce with acks=0 was not written: {future!r}"))
         left[0] -= 1
@@ -91,7 +112,7 @@ def _silent_until_written(futures: list) -> Completion | None:
     return answer
 
 
-def failed(index: int, code: ErrorCode, message: str | None = None, exc: BaseException | None = None) -> dict:
+def failed(index: int, code: ErrorCode, message: str | None = None, exc: BaseException | None = None) -> Fields:
     """A partition's refusal; the record errors of records a topic refuses (KIP-467) when `exc` has them."""
     record_errors = [{"batch_index": i, "batch_index_error_message": m}
                      for i, m in getattr(exc, "record_errors", ())]
@@ -99,7 +120,7 @@ def failed(index: int, code: ErrorCode, message: str | None = None, exc: BaseExc
             "log_start_offset": -1, "record_errors": record_errors, "error_message": message}
 
 
-def respond(version: int, topics: list[tuple[str, list[dict]]]) -> object:
+def respond(version: int, topics: list[tuple[str, list[Fields]]]) -> object:
     return build(API_TABLE[ApiKey.PRODUCE].responses[version], throttle_time=NO_THROTTLE, responses=[
         {"name": name, "partition_responses": parts} for name, parts in topics])
 
@@ -109,7 +130,7 @@ class ProduceHandler:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: ProduceRequest) -> object:
         data = self.data
         version = ctx.api_version
         acks = request.acks
@@ -143,7 +164,8 @@ class ProduceHandler:
             return after_creation()
         return self.append_all(version, topic_data, acks, denied, txn_id)
 
-    def append_one(self, name: str, pd, version: int, budget, txn_id: str | None = None) -> tuple[dict, Any]:
+    def append_one(self, name: str, pd: PartitionData, version: int, budget: WalkBudget,
+                   txn_id: str | None = None) -> tuple[Fields, asyncio.Future[None] | None]:
         """(the partition's answer, the future of its durability or None); raises what Kafka answers."""
         data = self.data
         part = data.partition(name, pd.index)
@@ -156,21 +178,21 @@ class ProduceHandler:
                                  ErrorCode.not_leader_or_follower)
             raise UnknownTopicOrPartition(f"This server does not host {name}-{pd.index}.")
         appended = data.append(part, pd.records, version, budget, txn_id)
-        entry = {"index": pd.index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
+        entry: Fields = {"index": pd.index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
                  "log_append_time": _append_time(appended.log_append_time),
                  "log_start_offset": appended.log_start_offset, "record_errors": [],
                  "error_message": None}
         return entry, appended.durable
 
-    def append_all(self, version: int, topic_data: list[tuple[str, list]], acks: int,
+    def append_all(self, version: int, topic_data: list[tuple[str, list[PartitionData]]], acks: int,
                    denied: frozenset[str] | set[str] = frozenset(), txn_id: str | None = None) -> object:
-        topics: list[tuple[str, list[dict]]] = []
+        topics: list[tuple[str, list[Fields]]] = []
         # acks=-1: answered when these are durable; acks=0: outstanding until they are
-        waiting: list[tuple[dict, asyncio.Future]] = []
+        waiting: list[tuple[Fields, asyncio.Future[None]]] = []
         any_error = False
         budget = self.data.walk_budget()  # the request's batches together (message.max.decompressed.bytes)
         for name, listed in topic_data:
-            parts: list[dict] = []
+            parts: list[Fields] = []
             if name in denied:
                 any_error = True
                 topics.append((name, [failed(pd.index, ErrorCode.topic_authorization_failed) for pd in listed]))

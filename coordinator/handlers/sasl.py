@@ -6,7 +6,6 @@ handleSaslAuthenticateRequest). Before authentication a SASL listener's connecti
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -14,17 +13,18 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.sasl_gate import SESSION_LIFETIME_FROM
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
+from protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
 
 _HANDSHAKE = API_TABLE[ApiKey.SASL_HANDSHAKE].responses
 _AUTHENTICATE = API_TABLE[ApiKey.SASL_AUTHENTICATE].responses
 NO_SESSION_LIFETIME = datetime.timedelta(0)
 
 
-def handshake(ctx: RequestContext, _request: Any) -> Any:
+def handshake(ctx: RequestContext, _request: SaslHandshakeRequest) -> object:
     return _HANDSHAKE[ctx.api_version](error_code=ErrorCode.illegal_sasl_state, mechanisms=())
 
 
-def authenticate(ctx: RequestContext, _request: Any) -> Any:
+def authenticate(ctx: RequestContext, _request: SaslAuthenticateRequest) -> object:
     extra = {"session_lifetime": NO_SESSION_LIFETIME} if ctx.api_version >= SESSION_LIFETIME_FROM else {}
     return _AUTHENTICATE[ctx.api_version](
         error_code=ErrorCode.illegal_sasl_state, auth_bytes=b"",

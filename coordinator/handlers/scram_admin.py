@@ -8,8 +8,6 @@ iterations, never a salt or key. Alter: per-user results, the valid changes writ
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 from kio.schema.errors import ErrorCode
 
@@ -21,6 +19,7 @@ from coordinator.security.scram_store import ScramCredentials, Upsertion
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
+from protocol.request_types import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
 log = structlog.get_logger(__name__)
 
@@ -33,7 +32,7 @@ class ScramAdmin:
         self.credentials = credentials
         self.access = access or Access()
 
-    def describe(self, ctx: RequestContext, request: Any) -> Any:
+    def describe(self, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> object:
         if not self.access.cluster(ctx, Op.DESCRIBE):  # KafkaApis: DESCRIBE on the cluster
             cls = API_TABLE[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS].responses[ctx.api_version]
             return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.cluster_authorization_failed,
@@ -60,7 +59,7 @@ class ScramAdmin:
         cls = API_TABLE[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS].responses[ctx.api_version]
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results)
 
-    async def alter(self, ctx: RequestContext, request: Any) -> Any:
+    async def alter(self, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> object:
         if not self.access.cluster(ctx, Op.ALTER):  # ControllerApis: ALTER on the cluster, every user refused
             cls = API_TABLE[ApiKey.ALTER_USER_SCRAM_CREDENTIALS].responses[ctx.api_version]
             names = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])

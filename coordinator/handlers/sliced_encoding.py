@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from primitives.uvarint import encode_uvarint as uvarint
-from protocol.build import build, nested_class
+from protocol.build import Fields, build, nested_class
 from protocol.codec import Encoded
 from protocol.encoder import writer_for
 
@@ -63,7 +63,7 @@ def string_bytes(raw: bytes | None, flexible: bool) -> bytes:
     return (uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
 
 
-async def encode_sliced(cls: type, head: dict, field: str, entries: list[dict] | LazyEntries, *, flexible: bool,
+async def encode_sliced(cls: type, head: Fields, field: str, entries: list[Fields] | LazyEntries, *, flexible: bool,
                         after: int = 0) -> Encoded:
     """The body of `cls(**head, field=entries)`. `field` must be the response's last field but
     for `after` bytes of fixed-size fields (and the tagged fields when `flexible`)."""
@@ -100,5 +100,5 @@ class LazyEntries:
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, where: slice) -> list[dict]:
+    def __getitem__(self, where: slice) -> list[Fields]:
         return self.make(self.items[where])

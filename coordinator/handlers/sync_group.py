@@ -19,6 +19,7 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import field_shapes
+from protocol.request_types import SyncGroupRequest
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -40,7 +41,7 @@ class SyncGroupHandler:
     def __init__(self, groups: GroupCoordinator) -> None:
         self.groups = groups
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: SyncGroupRequest) -> object:
         version = ctx.api_version
         params = SyncParams(
             group_id=request.group_id, member_id=request.member_id,

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import settled
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.partition import Partition
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
 from coordinator.data_plane.topic_catalog import TopicInfo
 from coordinator.errors import KafkaError, UnknownTopicId, UnknownTopicOrPartition, error_code_for
@@ -38,19 +41,20 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicsV6
 
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
 
 
-def _answer(cls: type, field: str, results: list[dict], flexible: bool) -> object:
+def _answer(cls: type, field: str, results: list[Fields], flexible: bool) -> object:
     """The response; past SLICE results, encoded in slices (sliced_encoding)."""
     if len(results) > sliced_encoding.SLICE:
         return sliced_encoding.encode_sliced(cls, {"throttle_time": NO_THROTTLE}, field, results, flexible=flexible)
     return build(cls, throttle_time=NO_THROTTLE, **{field: results})
 
 
-def refused(name: str, code: ErrorCode, message: str) -> dict:
+def refused(name: str, code: ErrorCode, message: str) -> Fields:
     return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
             "num_partitions": -1, "replication_factor": -1, "configs": None}
 
@@ -60,18 +64,18 @@ class CreateTopicsHandler:
         self.data = data
         self.access = access or Access()
 
-    def config_list(self, overrides: dict[str, str]) -> list[dict]:
+    def config_list(self, overrides: dict[str, str]) -> list[Fields]:
         merged = {**self.data.base_configs, **overrides}
         return [{"name": name, "value": value, "read_only": False, "is_sensitive": False,
                  "config_source": TOPIC_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG_SOURCE}
                 for name, value in sorted(merged.items())]
 
     def created(self, name: str, topic_id: uuid.UUID, partitions: int, overrides: dict[str, str],
-                factor: int) -> dict:
+                factor: int) -> Fields:
         return {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None,
                 "num_partitions": partitions, "replication_factor": factor, "configs": self.config_list(overrides)}
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: CreateTopicsRequest) -> object:
         data = self.data
         created = self.created
         spec = API_TABLE[ApiKey.CREATE_TOPICS]
@@ -84,7 +88,7 @@ class CreateTopicsHandler:
         access = self.access
         may_create_any = not access.enabled or access.cluster(ctx, Op.CREATE)
 
-        def check(topics) -> None:
+        def check(topics: Iterable[Any]) -> None:  # kio's topics of the request's version
             for topic in topics:
                 if counts[topic.name] > 1 or budget.exceeded:
                     continue
@@ -147,25 +151,33 @@ class CreateTopicsHandler:
         return in_slices()
 
 
+def _wanted(version: int, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    """The topics to delete as (name, id): v6 names each by name or by id, v1-v5 by name."""
+    if version >= 6:
+        if TYPE_CHECKING:  # annotations only (no code on the request's path)
+            assert isinstance(request, DeleteTopicsV6)
+        return [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+    if TYPE_CHECKING:
+        assert not isinstance(request, DeleteTopicsV6)
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
 class DeleteTopicsHandler:
     def __init__(self, data: DataPlane, access: Access | None = None) -> None:
         self.data = data
         self.access = access or Access()
 
-    def handle(self, ctx: RequestContext, request) -> object:
+    def handle(self, ctx: RequestContext, request: DeleteTopicsRequest) -> object:
         data = self.data
         spec = API_TABLE[ApiKey.DELETE_TOPICS]
         version = ctx.api_version
-        if version >= 6:
-            wanted = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
-        else:
-            wanted = [(name, ZERO_UUID) for name in request.topic_names]
-        results: list[dict] = []
-        detached: list[tuple[TopicInfo, list]] = []
+        wanted = _wanted(version, request)
+        results: list[Fields] = []
+        detached: list[tuple[TopicInfo, list[Partition]]] = []
         names = Counter(n for n, i in wanted if n is not None)
         ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
 
-        def answer(name, topic_id, code, message=None) -> None:
+        def answer(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None) -> None:
             results.append({"name": name, "topic_id": topic_id, "error_code": code, "error_message": message})
 
         for name in [n for n, c in names.items() if c > 1]:
@@ -173,7 +185,7 @@ class DeleteTopicsHandler:
         for topic_id in [i for i, c in ids.items() if c > 1]:
             answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
 
-        def detach(chunk) -> None:
+        def detach(chunk: Iterable[tuple[str | None, uuid.UUID]]) -> None:
             for name, topic_id in chunk:
                 if (name is not None and names[name] > 1) or (name is None and ids[topic_id] > 1):
                     continue

@@ -12,7 +12,6 @@ COORDINATOR_LOAD_IN_PROGRESS.
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -24,7 +23,8 @@ from coordinator.services import Services
 from coordinator.transactions.descriptions import TxnDescription
 from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import build
+from protocol.build import Fields, build
+from protocol.request_types import DescribeTransactionsRequest, ListTransactionsRequest
 
 _UTC = datetime.UTC
 _MS = datetime.timedelta(milliseconds=1)
@@ -44,12 +44,12 @@ class TransactionsAdminHandler:
         return not self.access.enabled or self.access.allows(ctx, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                                              txn_id)
 
-    def describe(self, ctx: RequestContext, request: Any) -> Any:
+    def describe(self, ctx: RequestContext, request: DescribeTransactionsRequest) -> object:
         states = [self._describe_one(ctx, txn_id) for txn_id in request.transactional_ids]
         return build(API_TABLE[ApiKey.DESCRIBE_TRANSACTIONS].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      transaction_states=states)
 
-    def _describe_one(self, ctx: RequestContext, txn_id: str) -> dict:
+    def _describe_one(self, ctx: RequestContext, txn_id: str) -> Fields:
         found = self.txn.describe(txn_id) if self._may_describe(ctx, txn_id) else \
             TxnDescription(txn_id, ErrorCode.transactional_id_authorization_failed)
         access = self.access
@@ -61,7 +61,7 @@ class TransactionsAdminHandler:
                 "topics": [{"topic": topic, "partitions": list(parts)} for topic, parts in found.topics
                            if not access.enabled or access.topic(ctx, Op.DESCRIBE, topic)]}
 
-    def list(self, ctx: RequestContext, request: Any) -> Any:
+    def list(self, ctx: RequestContext, request: ListTransactionsRequest) -> object:
         listing = self.txn.list_transactions(request.state_filters, request.producer_id_filters,
                                              int(getattr(request, "duration_filter", -1)))
         states = [{"transactional_id": t.transactional_id, "producer_id": t.producer_id,

@@ -29,7 +29,7 @@ INVALID_TXN_STATE (Kafka's verification guard).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -38,16 +38,18 @@ from coordinator.completion import settled
 from coordinator.errors import commit_error_code
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.offsets.known_topics import merge_answers, split_unknown
+from coordinator.offsets.known_topics import AnswerRow, merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer
 from coordinator.offsets.txn_commit import producer_epoch_error, txn_commit_error
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
+from coordinator.runtime.writes import PendingWrite
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
+from protocol.request_types import TxnOffsetCommitRequest, TxnOffsetCommitV0, TxnOffsetCommitV1, TxnOffsetCommitV2
 from rules.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger("coordinator.offsets.txn")
@@ -92,7 +94,7 @@ _TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
 _PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
 
 
-def txn_response(version: int, answer: list) -> Any:
+def txn_response(version: int, answer: list[AnswerRow]) -> Any:
     """The response to an answer [(topic, indexes, codes or None: all NONE)] (commit_records' form)."""
     topic_cls, partition_cls = _TOPIC[version], _PARTITION[version]
     old_client = version < TXN_LOAD_ERROR_FROM
@@ -116,10 +118,10 @@ class TxnOffsetCommitHandler:
         self.access = access
         self.txn = txn  # None: no transaction coordinator to ask (unit tests of the rest)
 
-    def handle(self, ctx: RequestContext, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
         version = ctx.api_version
         access = self.access
-        denied: list = []
+        denied: list[Any] = []  # kio's topics of the request's version
         if access is not None and access.enabled:
             if not access.allows(ctx, Op.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
                 return txn_response(version, error_answer(request.topics, E.transactional_id_authorization_failed))
@@ -128,10 +130,11 @@ class TxnOffsetCommitHandler:
             denied = [t for t in request.topics if not access.topic(ctx, Op.READ, t.name)]
         return self.commit(version, request, denied)
 
-    def commit(self, version: int, request: Any, denied: list, verdict: ErrorCode | None = _UNASKED) -> Any:
+    def commit(self, version: int, request: TxnOffsetCommitRequest, denied: list[Any],
+               verdict: ErrorCode | None = _UNASKED) -> Any:
         """`verdict`: the verification's error for every partition (None: none), once the coordinator was asked."""
-        topics = list(request.topics)
-        refused: list = []
+        topics: list[Any] = list(request.topics)  # of the version's nested topic class
+        refused: list[AnswerRow] = []
         if denied:
             names = {t.name for t in denied}
             topics = [t for t in topics if t.name not in names]
@@ -168,7 +171,7 @@ class TxnOffsetCommitHandler:
 
         return write.then(written, failed)
 
-    async def when_verified(self, version: int, request: Any, denied: list,
+    async def when_verified(self, version: int, request: TxnOffsetCommitRequest, denied: list[Any],
                             asked: Coroutine[Any, Any, ErrorCode | None]) -> Any:
         try:
             verdict = await asked
@@ -177,13 +180,17 @@ class TxnOffsetCommitHandler:
             verdict = E.unknown_server_error
         return await settled(self.commit(version, request, denied, verdict))
 
-    def coordinate(self, version: int, request: Any, topics: list, verdict: ErrorCode | None) -> tuple[list, Any]:
+    def coordinate(self, version: int, request: TxnOffsetCommitRequest, topics: list[Any],
+                   verdict: ErrorCode | None) -> tuple[list[AnswerRow], PendingWrite | None]:
         """The coordinator's part: (the answer, the write to wait for or None)."""
         group_id = request.group_id
         if not group_id:
             return error_answer(topics, E.invalid_group_id), None
         shard = self.shard_for(group_id)
+        generation: int
         if version >= TXN_MEMBER_FROM:
+            if TYPE_CHECKING:  # annotations only (no code on the request's path)
+                assert not isinstance(request, TxnOffsetCommitV0 | TxnOffsetCommitV1 | TxnOffsetCommitV2)
             member_id, instance_id, generation = request.member_id, request.group_instance_id, request.generation_id
         else:
             member_id, instance_id, generation = "", None, -1
@@ -198,7 +205,8 @@ class TxnOffsetCommitHandler:
             return answer, None
         return answer, shard.txn.write(request.producer_id, request.producer_epoch, records, tails)
 
-    def ask(self, version: int, request: Any) -> ErrorCode | None | Coroutine[Any, Any, ErrorCode | None]:
+    def ask(self, version: int,
+            request: TxnOffsetCommitRequest) -> ErrorCode | None | Coroutine[Any, Any, ErrorCode | None]:
         """The verification's error for every partition (None: the offsets may be written), or the coroutine
         that asks the node coordinating the transaction (see the module docstring)."""
         txn = self.txn

@@ -22,15 +22,18 @@ from kio.schema.errors import ErrorCode
 
 UNKNOWN = ErrorCode.unknown_topic_or_partition
 
+#: a topic's part of an OffsetCommit answer: (topic, partition indexes, the code of each, or None: all NONE)
+AnswerRow = tuple[str, list[int], list[ErrorCode] | None]
+
 
 class KnownTopic(NamedTuple):
     """A request topic cut down to its known partitions (what commit_records reads)."""
 
     name: str
-    partitions: tuple
+    partitions: tuple[Any, ...]  # the request's partitions (kio's class of the request's version)
 
 
-def split_unknown(topics: Any, counts: dict[str, int]) -> tuple[list, list] | None:
+def split_unknown(topics: Any, counts: dict[str, int]) -> tuple[list[KnownTopic], list[AnswerRow]] | None:
     """None when every partition of `topics` is known (the common case), else (the topics cut
     down to their known partitions, the refused ones in commit_records' answer form)."""
     get = counts.get
@@ -46,8 +49,8 @@ def split_unknown(topics: Any, counts: dict[str, int]) -> tuple[list, list] | No
         break
     else:
         return None
-    known: list = []
-    refused: list = []
+    known: list[KnownTopic] = []
+    refused: list[AnswerRow] = []
     for topic in topics:
         count = get(topic.name)
         if count is None:
@@ -63,11 +66,11 @@ def split_unknown(topics: Any, counts: dict[str, int]) -> tuple[list, list] | No
     return known, refused
 
 
-def merge_answers(refused: list, answer: list) -> list:
+def merge_answers(refused: list[AnswerRow], answer: list[AnswerRow]) -> list[AnswerRow]:
     """OffsetCommitResponse.Builder.merge: `answer`'s partitions added to `refused` by topic name
     (a topic seen first keeps its place), codes spelled out (None: all NONE)."""
-    out: list = []
-    by_name: dict[str, tuple[list, list]] = {}
+    out: list[AnswerRow] = []
+    by_name: dict[str, tuple[list[int], list[ErrorCode]]] = {}
     for name, indexes, codes in [*refused, *answer]:
         codes = list(codes) if codes is not None else [ErrorCode.none] * len(indexes)
         entry = by_name.get(name)

@@ -28,9 +28,10 @@ from kio.schema.errors import ErrorCode
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.groups.consumer import offset_rules as consumer_rules
 from coordinator.groups.consumer.group import ConsumerGroup
+from coordinator.offsets.known_topics import AnswerRow
 from coordinator.offsets.store import OffsetStore, durable_value
 from coordinator.records import log_codec
-from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue, Record
 from rules.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def classic_commit_error(group: Any, member_id: str, instance_id: str | None, ge
 
 
 def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, max_metadata: int,
-                   with_epoch: bool) -> tuple[list, list, list | None]:
+                   with_epoch: bool) -> tuple[list[Record], list[AnswerRow], list[bytes] | None]:
     """Records to write, their log tails and the answer of a valid commit.
 
     The answer is [(topic, partition indexes, codes)], codes None when every partition
@@ -162,20 +163,20 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
     """
     # an int64 on disk: Kafka's long addition would wrap; we clamp instead
     expire = -1 if retention_ms == DEFAULT_RETENTION else min(max(now_ms + retention_ms, _I64_MIN), _I64_MAX)
-    records: list = []
-    tails: list | None = []
-    answer: list = []
+    records: list[Record] = []  # OffsetCommitRecords (Shard.write's type)
+    tails: list[bytes] | None = []
+    answer: list[AnswerRow] = []
     add = records.append
     # OffsetCommitRecord(...) / OffsetValue(...) without the NamedTuples' Python-level
     # __new__ (a third of the cost of a commit's records); fields in order
-    new, Record, Value = tuple.__new__, OffsetCommitRecord, OffsetValue
+    new, Commit, Value = tuple.__new__, OffsetCommitRecord, OffsetValue
     plain_tail = log_codec.plain_commit_tail
     ok, too_large = E.none, E.offset_metadata_too_large
     half = max_metadata // 2
     for topic in topics:
         name = topic.name
-        indexes: list = []
-        codes: list | None = None
+        indexes: list[int] = []
+        codes: list[ErrorCode] | None = None
         head = b""  # the key head, read only while tails is not None
         if tails is not None:
             try:
@@ -194,7 +195,7 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
                 codes.append(too_large)
                 continue
             offset, epoch = p.committed_offset, p.committed_leader_epoch if with_epoch else -1
-            record = new(Record, (group_id, name, index, new(Value, (offset, metadata, now_ms, epoch, expire))))
+            record = new(Commit, (group_id, name, index, new(Value, (offset, metadata, now_ms, epoch, expire))))
             add(record)
             if tails is not None:
                 if metadata or expire != -1:
@@ -211,9 +212,9 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
     return records, answer, tails
 
 
-def error_answer(topics: Any, code: ErrorCode) -> list:
+def error_answer(topics: Any, code: ErrorCode) -> list[AnswerRow]:
     """Every partition of the request answered with one error (commit_records' form)."""
-    out = []
+    out: list[AnswerRow] = []
     for t in topics:
         indexes = [p.partition_index for p in t.partitions]
         out.append((t.name, indexes, [code] * len(indexes)))
@@ -225,7 +226,7 @@ def error_answer(topics: Any, code: ErrorCode) -> list:
 FetchPartition = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch, metadata, code
 
 
-def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> list:
+def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> list[tuple[str, list[FetchPartition]]]:
     """[(topic, [FetchPartition, ...])] for the requested partitions (`topics` as in the
     request: name + partition_indexes), or for every committed one when `topics` is None.
 
@@ -237,12 +238,12 @@ def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> lis
     missing = (group is None or group.state is S.DEAD) and group_id not in shard.consumer_groups
     if topics is None:
         return [] if missing else _fetch_all(store, group_id, require_stable)
-    out = []
+    out: list[tuple[str, list[FetchPartition]]] = []
     view = store.durable_view(group_id) if store.inflight and not missing else {}
     txn = store.txn if require_stable and store.txn.has_open(group_id) else None
     for topic in topics:
         name = topic.name
-        rows: list = []
+        rows: list[FetchPartition] = []
         for index in topic.partition_indexes:
             if txn is not None and txn.has(group_id, name, index):  # a transaction's offset not ended yet
                 rows.append((index, NO_OFFSET, -1, "", E.unstable_offset_commit))
@@ -265,10 +266,10 @@ def fetch(shard: Shard, group_id: str, topics: Any, require_stable: bool) -> lis
     return out
 
 
-def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
+def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list[tuple[str, list[FetchPartition]]]:
     view = store.durable_view(group_id) if store.inflight else {}
     txn = store.txn if require_stable and store.txn.has_open(group_id) else None
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[FetchPartition]] = {}
     value: OffsetValue | None
     for topic, partition, value in store.items(group_id):
         if txn is not None and txn.has(group_id, topic, partition):  # fetchAllOffsets: committed keys only
@@ -294,7 +295,9 @@ def _fetch_all(store: OffsetStore, group_id: str, require_stable: bool) -> list:
 
 # --- OffsetDelete / DeleteGroups -----------------------------------------------------------
 
-def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode, list, list]:
+DeleteRow = tuple[str, list[tuple[int, ErrorCode]]]  # a topic's part of an OffsetDelete answer: [(partition, code)]
+
+def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode, list[Record], list[DeleteRow]]:
     """(group error, records, [(topic, [(partition, code)])]): deleteOffsets."""
     consumer = shard.consumer_groups.get(group_id)
     if consumer is not None:
@@ -307,8 +310,8 @@ def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode,
         return E.non_empty_group, [], []
     store = shard.offsets
     subscribed = subscribed_topics(group)
-    records: list = []
-    answer: list = []
+    records: list[Record] = []
+    answer: list[DeleteRow] = []
     for topic in topics:
         name = topic.name
         if is_subscribed(group, name, subscribed):
@@ -324,10 +327,11 @@ def delete_offsets(shard: Shard, group_id: str, topics: Any) -> tuple[ErrorCode,
     return E.none, records, answer
 
 
-def _delete_consumer_offsets(shard: Shard, group: ConsumerGroup, topics: Any) -> tuple[ErrorCode, list, list]:
+def _delete_consumer_offsets(shard: Shard, group: ConsumerGroup,
+                             topics: Any) -> tuple[ErrorCode, list[Record], list[DeleteRow]]:
     """ConsumerGroup.validateOffsetDelete allows it in any state; a subscribed topic's offsets stay."""
-    records: list = []
-    answer: list = []
+    records: list[Record] = []
+    answer: list[DeleteRow] = []
     for topic in topics:
         name = topic.name
         if consumer_rules.is_subscribed(group, name):
@@ -341,10 +345,11 @@ def _delete_consumer_offsets(shard: Shard, group: ConsumerGroup, topics: Any) ->
     return E.none, records, answer
 
 
-def offset_tombstones(store: OffsetStore, group_id: str) -> list:
+def offset_tombstones(store: OffsetStore, group_id: str) -> list[Record]:
     """deleteAllOffsets: a tombstone for every offset of the group, and for each key with only pending
     transactional offsets (their replay removes those)."""
-    records = [OffsetCommitRecord(group_id, topic, partition, None) for topic, partition, _v in store.items(group_id)]
+    records: list[Record] = [OffsetCommitRecord(group_id, topic, partition, None)
+                             for topic, partition, _v in store.items(group_id)]
     if store.txn.has_open(group_id):
         records += [OffsetCommitRecord(group_id, topic, partition, None)
                     for topic, partition in sorted(store.txn.keys(group_id))

@@ -9,11 +9,12 @@ failed (`revert`, runtime/journal.py) change the store; coordinator/offsets/mana
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from struct import Struct
+from typing import Any
 
 from coordinator.offsets.pending import ShardPendingOffsets
-from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue, Record
 from coordinator.runtime.journal import WritesInFlight
 
 Key = tuple[str, str, int]
@@ -37,7 +38,7 @@ def unpack_value(raw: bytes) -> OffsetValue:
 # A topic's offsets in a group: a list indexed by partition while the partitions are
 # dense (8 bytes a slot instead of ~45 for a dict entry), a dict {partition: packed}
 # from the first partition far past the list's end (or negative).
-Partitions = list | dict
+Partitions = list[bytes | None] | dict[int, bytes]
 _DENSE_SLACK = 16  # a list grows to 2 * its length + this, no further
 
 
@@ -81,7 +82,8 @@ class OffsetStore:
         """The replay of one OffsetCommit record (a None value is a tombstone)."""
         self.apply_all(((group, topic, partition, value),))
 
-    def apply_all(self, records: Iterable[tuple], undo: list | None = None,
+    def apply_all(self, records: Iterable[tuple[str, str, int, OffsetValue | None]],
+                  undo: list[bytes | None] | None = None,
                   committed_to: Callable[[str], None] | None = None) -> None:
         """The replay of OffsetCommit records (group, topic, partition, value-or-None), in
         order: the one way the store changes. With `undo` (a live write), the packed value
@@ -137,7 +139,7 @@ class OffsetStore:
                 undo.append(partitions.get(partition))  # type: ignore[union-attr]  # a dict, as above
             partitions[partition] = raw
 
-    def _remove(self, group: str, topics: dict, topic: str, partition: int) -> None:
+    def _remove(self, group: str, topics: dict[str, Any], topic: str, partition: int) -> None:  # Any: Partitions
         partitions = topics.get(topic)
         if partitions is None:
             return
@@ -180,7 +182,7 @@ class OffsetStore:
         partitions = None if topics is None else topics.get(topic)
         return None if partitions is None else _packed(partitions, partition)
 
-    def revert(self, records: list, replaced: list[bytes | None]) -> None:
+    def revert(self, records: Sequence[Record], replaced: list[bytes | None]) -> None:
         """Take back a failed write's `apply_all`: the key of each OffsetCommit record of `records` gets back the
         packed value it replaced (`replaced`, in record order; shorter when the replay stopped early), newest
         first, so a key the write changed twice ends with its value from before the write."""
@@ -221,7 +223,7 @@ class OffsetStore:
         return view
 
 
-def _offset_records(records: list) -> Iterable[tuple]:
+def _offset_records(records: Sequence[Record]) -> Iterable[OffsetCommitRecord]:
     return (r for r in records if type(r) is OffsetCommitRecord)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.groups.consumer.model import Assignment, MemberState
+from coordinator.groups.consumer.model import Assignment, MemberState, TopicId
 from coordinator.records.types import (
     CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupCurrentAssignmentRecord,
@@ -35,9 +35,9 @@ def to_topic_partitions(assignment: Assignment) -> tuple[cg.TopicPartitions, ...
     return tuple(cg.TopicPartitions(topic_id, tuple(sorted(assignment[topic_id]))) for topic_id in sorted(assignment))
 
 
-def from_topic_partitions(topics: Iterable[cg.TopicPartitions]) -> dict:
+def from_topic_partitions(topics: Iterable[cg.TopicPartitions]) -> dict[TopicId, frozenset[int]]:
     """The wire's [TopicId, Partitions] as an Assignment (see the module docstring)."""
-    out: dict = {}
+    out: dict[TopicId, frozenset[int]] = {}
     for tp in topics:
         if tp.partitions:
             out[tp.topic_id] = out.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)

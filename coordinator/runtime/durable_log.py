@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable, Iterable
 from functools import partial
 
 import structlog
 
 from coordinator.errors import NotCoordinator
 from coordinator.records import log_codec
-from coordinator.records.types import GroupMetadataRecord
+from coordinator.records.types import GroupMetadataRecord, Record
 from coordinator.runtime.writes import PendingWrite
 from primitives.histogram import Histogram
 from rules.placement import OFFSETS_TOPIC
@@ -39,6 +40,7 @@ from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.control_records import build_marker_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
 
@@ -53,14 +55,15 @@ class DurableLog:
     """Implements runtime.writes.RecordLog over PartitionLogs opened by `open_partition`."""
 
     def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
-                 segment_bytes: int = 100 * 1024 * 1024, clock_ms=None, fsync=os.fsync,
+                 segment_bytes: int = 100 * 1024 * 1024, clock_ms: Callable[[], int] | None = None,
+                 fsync: Callable[[int], None] = os.fsync,
                  max_batch_bytes: int = 1048588) -> None:
         self.root = root
         self.max_batch_bytes = max_batch_bytes  # the offsets topic's max.message.bytes (message.max.bytes)
         self.flush_policy = FlushPolicy(flush_policy.lower())
         self.flush_interval_ms = flush_interval_ms
         self.segment_bytes = segment_bytes  # Kafka's offsets.topic.segment.bytes default
-        self.logs: dict[int, PartitionLog] = {}
+        self.logs: dict[int, PartitionLogProtocol] = {}
         self._fsync = fsync
         self._queued: dict[int, list[PendingWrite]] = {}  # partition -> writes of this loop turn
         self._append_scheduled = False
@@ -84,11 +87,11 @@ class DurableLog:
         plog = self.logs[partition] = self.new_log(partition)
         return plog
 
-    def attach(self, partition: int, plog) -> None:
+    def attach(self, partition: int, plog: PartitionLogProtocol) -> None:
         """Use a log opened elsewhere (cluster mode: a PgPartitionLog) for the partition."""
         self.logs[partition] = plog
 
-    def detach(self, partition: int):
+    def detach(self, partition: int) -> PartitionLogProtocol | None:
         """Stop writing to the partition's log (writes queued for it fail NOT_COORDINATOR); the
         caller closes it."""
         return self.logs.pop(partition, None)
@@ -132,7 +135,7 @@ class DurableLog:
             result.durable.add_done_callback(partial(self._durable, time.perf_counter()))
             result.durable.add_done_callback(partial(_resolve_all, members))
 
-    def _durable(self, started: float, _durable: asyncio.Future) -> None:
+    def _durable(self, started: float, _durable: asyncio.Future[None]) -> None:
         self.flush_seconds.observe(time.perf_counter() - started)
 
     def flush_queued(self) -> None:
@@ -173,7 +176,7 @@ def _encode_writes(writes: list[PendingWrite], now: int,
     batches: list[bytes] = []
     members: list[PendingWrite] = []
     run: list[PendingWrite] = []  # the writes whose tails make the batch being built
-    tails: list = []
+    tails: list[bytes] = []
     encode_tails = log_codec.encode_tails
     for pending in writes:
         if pending.done():  # e.g. failed by an unload meanwhile
@@ -217,7 +220,7 @@ def _encode_writes(writes: list[PendingWrite], now: int,
         return [], b""
 
 
-def _close_run(run: list[PendingWrite], tails: list, now: int, batches: list[bytes],
+def _close_run(run: list[PendingWrite], tails: list[bytes], now: int, batches: list[bytes],
                members: list[PendingWrite]) -> None:
     """Build the run's batch; if that fails, the run's writes fail with the error."""
     try:
@@ -257,7 +260,7 @@ def _own_batch(pending: PendingWrite, now: int, max_batch_bytes: int, batches: l
     members.append(pending)
 
 
-def _refuse_large_group_records(records, max_batch_bytes: int) -> None:
+def _refuse_large_group_records(records: Iterable[Record], max_batch_bytes: int) -> None:
     """RecordTooLargeError for a group record whose members' subscriptions and assignments
     alone pass the limit, before encoding it costs their size again in memory."""
     for record in records:
@@ -268,7 +271,7 @@ def _refuse_large_group_records(records, max_batch_bytes: int) -> None:
                                           f"the offsets log's max.message.bytes {max_batch_bytes}")
 
 
-def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future) -> None:
+def _resolve_all(writes: list[PendingWrite], durable: asyncio.Future[None]) -> None:
     if durable.cancelled():
         error: BaseException | None = asyncio.CancelledError()
     else:

@@ -33,10 +33,13 @@ records that are durable. Only then are the writes' waiters told, in write order
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import structlog
+
+from coordinator.completion import Waiter
+from coordinator.records.types import Record
 
 log = structlog.get_logger(__name__)
 
@@ -48,9 +51,9 @@ class Journal:
 
     __slots__ = ("records", "offsets", "undos")
 
-    def __init__(self, records: list | None = None) -> None:
+    def __init__(self, records: Sequence[Record] | None = None) -> None:
         #: the write's records: its OffsetCommit records, in order, are the keys of `offsets`
-        self.records: list = records if records is not None else []
+        self.records: Sequence[Record] = records if records is not None else []
         #: the packed value each OffsetCommit record of `records` replaced (None: there was none)
         self.offsets: list[bytes | None] = []
         self.undos: list[Undo] | None = None  # every other change, in order
@@ -72,13 +75,17 @@ class Write(Protocol):
 
     def resolve(self, error: BaseException | None = None) -> None: ...
 
+    def done(self) -> bool: ...
+
+    def add_done_callback(self, waiter: Waiter) -> None: ...
+
 
 class WritesInFlight:
     """A shard's writes from their replay until the log settles them, in write order."""
 
     __slots__ = ("_writes", "_revert_offsets")
 
-    def __init__(self, revert_offsets: Callable[[list, list[bytes | None]], None]) -> None:
+    def __init__(self, revert_offsets: Callable[[Sequence[Record], list[bytes | None]], None]) -> None:
         self._writes: deque[Write] = deque()
         self._revert_offsets = revert_offsets  # the shard's OffsetStore.revert
 

@@ -34,12 +34,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable, Iterable
 from itertools import islice
+from typing import TypedDict
 
 import structlog
 
 from coordinator.records.log_codec import decode, decode_all
-from coordinator.records.types import OffsetCommitRecord
+from coordinator.records.types import OffsetCommitRecord, Record
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots
@@ -77,13 +79,31 @@ def choose_snapshot(root: str, partition: int, log_start: int, log_end: int
     return (usable[-1], f"{why}: an older one") if usable else (None, f"{why}: none used")
 
 
+class LoadStats(TypedDict, total=False):
+    """What loading a partition logged and returned (the metrics read `ms`)."""
+
+    partition: int
+    failed: bool  # failed to load: left UNLOADED
+    snapshot: str | None  # the bulk-load snapshot replayed first
+    snapshot_records: int
+    log_records: int
+    replayed: int
+    pending_txn_offsets: int
+    scan_ms: float
+    records_per_s: int
+    mb_per_s: float
+    groups: int
+    offsets: int
+    ms: float
+
+
 async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | None,
-                     chunk_bytes: int = 5 << 20) -> dict:
+                     chunk_bytes: int = 5 << 20) -> LoadStats:
     """Load one partition into `shard` (LOADING) and make it ACTIVE. Returns stats."""
     started = time.monotonic()
     partition = shard.partition
     plog = durable.logs[partition]
-    stats: dict[str, object] = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
+    stats: LoadStats = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
     start = plog.log_start_offset
     min_timestamp = None
     if isinstance(plog, PgPartitionLog):  # cluster mode: the bulk-load snapshots are kc_blobs rows
@@ -155,7 +175,8 @@ async def _fetch_store_snapshots(plog: PgPartitionLog) -> str:
     return root
 
 
-async def _replay_pairs(replay_all, pairs) -> int:
+async def _replay_pairs(replay_all: Callable[[list[Record]], object],
+                        pairs: Iterable[tuple[bytes, bytes | None]]) -> int:
     """Decode and replay (key, value) pairs from LatestRecords, REPLAY_PER_TURN records a
     `replay_all` (KIP-848 consumer-group records included: the shard hands them to its
     consumer_replay); records of types this coordinator does not know (share groups...)
@@ -198,7 +219,7 @@ def on_loaded(shard: Shard) -> None:
 
 
 async def load_all(shards: list[Shard], durable: DurableLog, snapshot_root: str | None,
-                   chunk_bytes: int = 5 << 20) -> list[dict]:
+                   chunk_bytes: int = 5 << 20) -> list[LoadStats]:
     """Load partitions concurrently (interleaved chunk by chunk on the one loop)."""
     started = time.monotonic()
     results = await asyncio.gather(*(load_logged(s, durable, snapshot_root, chunk_bytes) for s in shards))
@@ -207,7 +228,7 @@ async def load_all(shards: list[Shard], durable: DurableLog, snapshot_root: str 
     return results
 
 
-async def load_logged(shard: Shard, durable: DurableLog, snapshot_root: str | None, chunk_bytes: int) -> dict:
+async def load_logged(shard: Shard, durable: DurableLog, snapshot_root: str | None, chunk_bytes: int) -> LoadStats:
     """load_shard; a partition that fails to load is logged and left UNLOADED."""
     try:
         return await load_shard(shard, durable, snapshot_root, chunk_bytes)

@@ -18,25 +18,31 @@ its groups and timers go, waiting joins/syncs get NOT_COORDINATOR -- and the log
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 import structlog
 
+from coordinator.completion import Completion
 from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.group_coordinator import GroupCoordinator
-from coordinator.runtime.loader import load_all, load_logged
+from coordinator.runtime.journal import Write
+from coordinator.runtime.loader import LoadStats, load_all, load_logged
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staging import check_all
 from primitives.histogram import Histogram
+from storage.log_protocol import PartitionLogProtocol
+
+if TYPE_CHECKING:
+    from coordinator.config import Config
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
 
 class OffsetsRuntime:
-    def __init__(self, config: Any, take_all: bool = True) -> None:
+    def __init__(self, config: Config, take_all: bool = True) -> None:
         """`take_all`: local mode, every partition is ours from the start; else none until `take`."""
         self.config = config
         self.durable = DurableLog(config.log_dirs, flush_policy=config.offsets_log_flush_policy,
@@ -46,9 +52,9 @@ class OffsetsRuntime:
         partitions = range(config.offsets_topic_num_partitions) if take_all else ()
         self.coordinator = GroupCoordinator(GroupSettings.from_config(config), record_log=self.durable,
                                             owned=partitions)
-        self.loading: asyncio.Task | None = None
-        self.loads: dict[int, asyncio.Task] = {}  # partition -> its load after `take`, while it runs
-        self._tasks: list[asyncio.Task] = []
+        self.loading: asyncio.Task[list[LoadStats]] | None = None
+        self.loads: dict[int, asyncio.Task[LoadStats]] = {}  # partition -> its load after `take`, while it runs
+        self._tasks: list[asyncio.Task[None]] = []
         self.load_seconds = Histogram()  # how long each partition took to load (the metrics endpoint)
         #: told when partitions finished loading (the app: orphaned transactional offsets are looked for then)
         self.on_loaded: Callable[[], None] | None = None
@@ -71,7 +77,7 @@ class OffsetsRuntime:
         if staging_every:
             self._tasks.append(asyncio.ensure_future(self._every(staging_every, self._staging_check)))
 
-    async def _every(self, interval_ms: int, action, *args: Any) -> None:
+    async def _every(self, interval_ms: int, action: Callable[..., Awaitable[object]], *args: object) -> None:
         if self.loading is not None:
             await asyncio.shield(self.loading)
         while True:
@@ -91,7 +97,7 @@ class OffsetsRuntime:
 
     # --- ownership at run time (cluster mode) -------------------------------------------
 
-    async def take(self, partition: int, plog: Any) -> None:
+    async def take(self, partition: int, plog: PartitionLogProtocol) -> None:
         """Own `partition` with its opened log: the shard is LOADING (its groups answer
         COORDINATOR_LOAD_IN_PROGRESS) until the load, started here in the background, makes
         it ACTIVE and re-arms the members' session timers (loader.on_loaded)."""
@@ -108,17 +114,17 @@ class OffsetsRuntime:
             load_logged(shard, self.durable, self.snapshot_root, self.config.offsets_load_buffer_size))
         task.add_done_callback(partial(self._loaded, partition))
 
-    def _loaded(self, partition: int, task: asyncio.Task) -> None:
+    def _loaded(self, partition: int, task: asyncio.Task[LoadStats]) -> None:
         if self.loads.get(partition) is task:
             del self.loads[partition]
         if not task.cancelled() and task.exception() is None:
             self._timed(task.result())
 
-    def _all_loaded(self, task: asyncio.Task) -> None:
+    def _all_loaded(self, task: asyncio.Task[list[LoadStats]]) -> None:
         if not task.cancelled() and task.exception() is None:
             self._timed(*task.result())
 
-    def _timed(self, *loads: dict) -> None:
+    def _timed(self, *loads: LoadStats) -> None:
         for stats in loads:
             if "ms" in stats:  # loaded (not failed, not unloaded meanwhile)
                 self.load_seconds.observe(stats["ms"] / 1000)
@@ -160,8 +166,8 @@ class OffsetsRuntime:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         loads, self.loads = list(self.loads.values()), {}
-        for task in loads:
-            task.cancel()
+        for load in loads:
+            load.cancel()
         await asyncio.gather(*loads, return_exceptions=True)
         if self.loading is not None and not self.loading.done():
             self.loading.cancel()
@@ -169,16 +175,21 @@ class OffsetsRuntime:
         await self.durable.close()
 
 
-def _log_close_failure(closing: asyncio.Future) -> None:
+def _log_close_failure(closing: asyncio.Future[None]) -> None:
     if not closing.cancelled() and closing.exception() is not None:
         log.warning("closing a lost offsets partition log failed", error=repr(closing.exception()))
 
 
-async def _settled(writes: list) -> None:
+async def _settled(writes: list[Write]) -> None:
     """Until every write is settled, durable or failed (a failure was answered already)."""
     loop = asyncio.get_running_loop()
     for write in writes:
         if not write.done():
-            settled = loop.create_future()
-            write.add_done_callback(lambda _write, done=settled: done.done() or done.set_result(None))
+            settled: asyncio.Future[None] = loop.create_future()
+            write.add_done_callback(partial(_set_done, settled))
             await settled
+
+
+def _set_done(done: asyncio.Future[None], _write: Completion) -> None:
+    if not done.done():
+        done.set_result(None)

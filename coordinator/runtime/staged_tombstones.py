@@ -8,21 +8,23 @@ has the same ``settings`` and ``tombstones.records``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordinator.groups.admin import group_tombstones
 from coordinator.groups.expiry import expired_records
+from coordinator.records.types import Record
+from storage.compaction import Manifest
 
 if TYPE_CHECKING:
     from coordinator.runtime.shard import Shard
 
 
-def offered_tombstones(manifest: dict) -> list[dict]:
+def offered_tombstones(manifest: Manifest) -> list[dict[str, Any]]:
     tomb = manifest.get("tombstones") or {}
     return list(tomb.get("records") or [])
 
 
-def append_tombstones(shard: Shard, manifest: dict) -> int:
+def append_tombstones(shard: Shard, manifest: Manifest) -> int:
     """Re-decide the job's expiry tombstones on live state; write those that still hold."""
     offered = offered_tombstones(manifest)
     if not offered:
@@ -37,7 +39,7 @@ def append_tombstones(shard: Shard, manifest: dict) -> int:
             by_group.setdefault(t["group"], set()).add((t["topic"], t["partition"]))
         else:
             deleted_groups.add(t["group"])
-    records: list = []
+    records: list[Record] = []
     for group_id in sorted(set(by_group) | deleted_groups):
         group = shard.groups.get(group_id)
         if group is None:

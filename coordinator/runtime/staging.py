@@ -30,7 +30,8 @@ import structlog
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staged_tombstones import append_tombstones, offered_tombstones
 from coordinator.runtime.staging_store import check_store_partition
-from storage.compaction import list_staging, validate_staging
+from storage.compaction import Manifest, list_staging, validate_staging
+from storage.log import PartitionLog
 from storage.pg.pg_log import PgPartitionLog
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ async def check_partition(coordinator: GroupCoordinator, durable: DurableLog, pa
     return outcomes
 
 
-async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str, manifest: dict) -> list[str]:
+async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str, manifest: Manifest) -> list[str]:
     plog = durable.logs[partition]
     await durable.flush()  # the writes still queued in DurableLog too
     if shard.state is not ShardState.ACTIVE or durable.logs.get(partition) is not plog:
@@ -84,6 +85,7 @@ async def _swap(shard: Shard, durable: DurableLog, partition: int, staging: str,
     problems = validate_staging(durable.path(partition), manifest, deep=False)
     if problems:
         return problems
+    assert isinstance(plog, PartitionLog)  # local mode's (check_partition sends cluster mode's to staging_store)
     plog.close_sync()
     path = durable.path(partition)
     try:

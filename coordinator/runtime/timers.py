@@ -106,7 +106,7 @@ class FakeScheduler:
     def __init__(self, start_ms: float = 0.0, wall_base_ms: int = 1_700_000_000_000) -> None:
         self._now = start_ms
         self._wall_base = wall_base_ms - int(start_ms)
-        self._heap: list[tuple[float, int, _FakeHandle, Callable[..., None], tuple]] = []
+        self._heap: list[tuple[float, int, _FakeHandle, Callable[..., None], tuple[Any, ...]]] = []
         self._seq = itertools.count()
         self.turn_budget = TurnBudget(self)
 
@@ -169,7 +169,7 @@ class KeyedTimers:
         self.budget: TurnBudget = getattr(scheduler, "turn_budget", None) or TurnBudget(scheduler)
         self._entries: dict[Hashable, tuple[float, int, Hashable]] = {}
         self._callbacks: dict[Hashable, Callable[..., Any]] = {}
-        self._args: dict[Hashable, tuple] = {}
+        self._args: dict[Hashable, tuple[Any, ...]] = {}  # each callback's arguments
         self._heap: list[tuple[float, int, Hashable]] = []
         self._seq = 0
         self._handle: Cancellable | None = None

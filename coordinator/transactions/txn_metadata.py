@@ -113,7 +113,7 @@ class TxnMetadata:
                           self.last_producer_epoch, self.txn_timeout_ms, self.state, frozenset(self.partitions),
                           self.txn_start_ms, self.txn_last_update_ms, self.client_transaction_version)
 
-    def logged_fields(self) -> tuple:
+    def logged_fields(self) -> tuple[object, ...]:
         """What the log carries of this metadata: replaying its records rebuilds exactly these. (An Empty
         record says start -1, while Kafka's memory keeps the previous transaction's start: not compared.)"""
         start = -1 if self.state == TxnState.EMPTY else self.txn_start_ms

@@ -1,7 +1,8 @@
 """PgPartitionLog: one partition whose log of record is PostgreSQL (kc_batches), read from a local replica.
 
-The surface is storage.log.PartitionLog's, as far as DurableLog, the data plane, retention, the loader
-and Fetch use it, so nothing above the log changes in cluster mode.
+The surface is storage/log_protocol.py's PartitionLogProtocol, as storage.log.PartitionLog's, so nothing
+above the log (DurableLog, the transaction state log, the data plane, retention, the loader, Fetch) changes in
+cluster mode.
 
 * **Replica.** Reads (Fetch, the loader, producer-state rebuild) stay synchronous local reads of a
   PartitionLog in a scratch directory (flush policy none, no fsync: PostgreSQL is the durability).

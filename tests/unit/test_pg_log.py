@@ -301,3 +301,29 @@ async def test_an_empty_partition_starts_anew_at_an_offset_in_postgresql_and_in_
             await log_.start_empty_at(900)
     async with opened(pool, tmp_path / "b") as again:  # the next owner's replica starts there too
         assert (again.log_start_offset, again.log_end_offset) == (500, 501)
+
+
+async def test_the_transaction_state_log_compacts_a_postgresql_log_and_replaces_its_rows(pool, tmp_path):
+    """Cluster mode's __transaction_state logs are PgPartitionLogs (PartitionHooks: TxnStateLog.adopt); the
+    transaction coordinator's periodic compaction cleans their replica's closed segments and replaces the rows."""
+    from coordinator.transactions.runtime.state_log import TxnStateLog
+    from storage.txn_log_records import TxnLogValue
+
+    def value(epoch: int) -> TxnLogValue:
+        return TxnLogValue(producer_id=7, producer_epoch=epoch, transaction_timeout_ms=60_000, transaction_status=0,
+                           transaction_partitions=(), transaction_last_update_timestamp_ms=1000 + epoch,
+                           transaction_start_timestamp_ms=-1)
+
+    logs = TxnStateLog(str(tmp_path / "local"))
+    async with opened(pool, tmp_path / "r", segment_bytes=1024) as log_:
+        logs.adopt(0, log_)
+        for epoch in range(40):
+            await logs.append(0, "same", value(epoch))
+        rows = len(await stored(pool))
+        assert await logs.compact(now_ms=10**13, policy=CompactionPolicy(min_cleanable_dirty_ratio=0.0)) == 1
+        assert len(await stored(pool)) < rows / 2
+        async with opened(pool, tmp_path / "again") as reopened:
+            assert everything(reopened) == everything(log_)
+            again = TxnStateLog(str(tmp_path / "other"))
+            again.adopt(0, reopened)
+            assert await again.load(0) == {"same": value(39)}

@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from coordinator.errors import KafkaError
 from coordinator.groups.classic_group import GroupState

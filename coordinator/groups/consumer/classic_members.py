@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -29,7 +30,7 @@ from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
 from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps, _error
 from coordinator.groups.consumer.leaving import fence, fence_members_records, member_tombstones
-from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
+from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState, TopicId
 from coordinator.groups.membership import JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
@@ -76,9 +77,10 @@ class ClassicMembers:
         except SubscriptionError as exc:  # Kafka: IllegalStateException
             raise _error(ErrorCode.unknown_server_error,
                          f"Malformed embedded consumer protocol in subscription deserialization: {exc}") from exc
-        changes: dict = {"subscribed_topic_names": frozenset(subscription.topics), "client_id": p.client_id,
-                         "client_host": p.client_host, "classic": ClassicMemberMetadata(
-                             p.session_timeout_ms, tuple(ClassicProtocol(n, m) for n, m in p.protocols))}
+        changes: dict[str, Any] = {  # dataclasses.replace's keywords
+            "subscribed_topic_names": frozenset(subscription.topics), "client_id": p.client_id,
+            "client_host": p.client_host, "classic": ClassicMemberMetadata(
+                p.session_timeout_ms, tuple(ClassicProtocol(n, m) for n, m in p.protocols))}
         if p.group_instance_id is not None:
             changes["instance_id"] = p.group_instance_id
         if subscription.rack_id is not None:
@@ -134,7 +136,7 @@ class ClassicMembers:
 
     def _owned(self, owned: tuple[tuple[str, tuple[int, ...]], ...]) -> Assignment:
         """toTopicPartitions: the owned partitions of the subscription by topic id (unknown topics dropped)."""
-        out: dict = {}
+        out: dict[TopicId, frozenset[int]] = {}
         for name, partitions in owned:
             topic = self.ops.topics.topic(name)
             if topic is not None and partitions:

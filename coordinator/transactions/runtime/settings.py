@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rules.placement import DEFAULT_TXN_PARTITIONS
+
+if TYPE_CHECKING:
+    from coordinator.config import Config
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,7 @@ class TxnRuntimeSettings:
     expire_interval_ms: int = 3_600_000  # transaction.remove.expired.transaction.cleanup.interval.ms
 
     @classmethod
-    def from_config(cls, config: Any) -> TxnRuntimeSettings:
+    def from_config(cls, config: Config) -> TxnRuntimeSettings:
         return cls(num_partitions=config.transaction_state_log_num_partitions,
                    max_timeout_ms=config.transaction_max_timeout_ms,
                    id_expiration_ms=config.transactional_id_expiration_ms,

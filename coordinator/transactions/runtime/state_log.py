@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import structlog
@@ -22,6 +23,7 @@ from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.log_compaction import CompactionPolicy
+from storage.log_protocol import PartitionLogProtocol
 from storage.txn_log_records import (
     TxnLogKey,
     TxnLogValue,
@@ -41,16 +43,16 @@ class TxnStateLog:
     """The logs of the `__transaction_state` partitions this node hosts."""
 
     def __init__(self, root: str, *, flush_policy: str = "fsync", flush_interval_ms: int = 1000,
-                 segment_bytes: int = 100 * 1024 * 1024, fsync=os.fsync) -> None:
+                 segment_bytes: int = 100 * 1024 * 1024, fsync: Callable[[int], None] = os.fsync) -> None:
         self.root = root
         self.flush_policy = FlushPolicy(flush_policy.lower())
         self.flush_interval_ms = flush_interval_ms
         self.segment_bytes = segment_bytes
-        self.logs: dict[int, PartitionLog] = {}
+        self.logs: dict[int, PartitionLogProtocol] = {}
         self._fsync = fsync
         self._executor: ThreadPoolExecutor | None = None
 
-    def open(self, partition: int) -> PartitionLog:
+    def open(self, partition: int) -> PartitionLogProtocol:
         if partition not in self.logs:
             path = partition_dir(self.root, TRANSACTION_STATE_TOPIC, partition)
             self.logs[partition] = PartitionLog.open(path, segment_bytes=self.segment_bytes,
@@ -58,12 +60,12 @@ class TxnStateLog:
                                                      flush_interval_ms=self.flush_interval_ms, fsync=self._fsync)
         return self.logs[partition]
 
-    def adopt(self, partition: int, log_: PartitionLog) -> None:
+    def adopt(self, partition: int, log_: PartitionLogProtocol) -> None:
         """Host a log opened elsewhere (cluster mode: the partition's PostgreSQL log)."""
         self.logs[partition] = log_
 
     def append(self, partition: int, txn_id: str, value: TxnLogValue | None,
-               timestamp_ms: int | None = None) -> asyncio.Future:
+               timestamp_ms: int | None = None) -> asyncio.Future[None]:
         """Append one record; the returned future completes when it is durable (or with the error)."""
         log_ = self.logs.get(partition)
         if log_ is None:
@@ -101,14 +103,11 @@ class TxnStateLog:
     async def compact(self, now_ms: int, policy: CompactionPolicy = COMPACTION) -> int:
         """Compact the closed segments of every hosted log that is dirty enough; how many were cleaned."""
         cleaned = 0
-        for partition, log_ in list(self.logs.items()):
-            compact = getattr(log_, "compact", None)  # cluster mode's PostgreSQL logs are compacted elsewhere
-            if compact is None:
-                continue
+        for partition, log_ in list(self.logs.items()):  # cluster mode's PgPartitionLog then replaces its rows
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-log-compaction")
             try:
-                cleaned += await compact(policy, now_ms, self._executor) is not None
+                cleaned += await log_.compact(policy, now_ms, self._executor) is not None
             except Exception as exc:  # one failing log must not stop the others
                 log.warning("transaction state log compaction failed", partition=partition, error=repr(exc))
         return cleaned

@@ -21,14 +21,14 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.errors import error_code_for, logged_by_storage
-from coordinator.transactions.descriptions import TxnDescription, TxnListing, list_transactions
+from coordinator.transactions.descriptions import TxnDescription, TxnListed, TxnListing, list_transactions
 from coordinator.transactions.operations import TxnOps, TxnSettings
 from coordinator.transactions.runtime.markers import RETRY_BACKOFF_MS, MarkerWriter, send_markers
 from coordinator.transactions.runtime.settings import TxnRuntimeSettings
@@ -36,6 +36,7 @@ from coordinator.transactions.runtime.state_log import TxnStateLog
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from coordinator.transactions.txn_metadata import TxnMetadata
 from rules.placement import transaction_partition_for
+from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
 
@@ -80,13 +81,13 @@ class TxnPartition:
 
     __slots__ = ("partition", "coordinator_epoch", "state", "txns", "ops", "tasks")
 
-    def __init__(self, partition: int, coordinator_epoch: int, ops: TxnOps, txns: dict) -> None:
+    def __init__(self, partition: int, coordinator_epoch: int, ops: TxnOps, txns: dict[str, TxnMetadata]) -> None:
         self.partition = partition
         self.coordinator_epoch = coordinator_epoch
         self.state = Loading.LOADING
         self.txns = txns
         self.ops = ops
-        self.tasks: set[asyncio.Task] = set()  # markers in flight, cancelled when the partition goes
+        self.tasks: set[asyncio.Task[None]] = set()  # markers in flight, cancelled when the partition goes
 
 
 class TransactionCoordinator:
@@ -98,7 +99,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.wall_ms = wall_ms
         self.partitions: dict[int, TxnPartition] = {}
-        self._periodic: list[asyncio.Task] = []
+        self._periodic: list[asyncio.Task[None]] = []
         self.listener: TxnListener | None = None  # set by wiring.py once the group coordinator exists
         #: cluster mode: asks the node coordinating a transaction hosted elsewhere (cluster/txn_verification.py)
         self.remote_verification: Callable[[str, int, int, str, int], Awaitable[ErrorCode | None]] | None = None
@@ -124,7 +125,7 @@ class TransactionCoordinator:
             asyncio.ensure_future(self._every(COMPACTION_INTERVAL_MS, self._compact)),
         ]
 
-    async def take(self, partition: int, coordinator_epoch: int, log_: Any = None) -> None:
+    async def take(self, partition: int, coordinator_epoch: int, log_: PartitionLogProtocol | None = None) -> None:
         """Cluster mode: host `partition` (its log given) at the ownership epoch, load it, then serve."""
         if log_ is not None:
             self.state_log.adopt(partition, log_)
@@ -168,7 +169,7 @@ class TransactionCoordinator:
                                          exc_info=t.exception()))
 
     def _register(self, partition: int, coordinator_epoch: int) -> TxnPartition:
-        txns: dict = {}
+        txns: dict[str, TxnMetadata] = {}
         ops = TxnOps(txns, self.wall_ms, TxnSettings(max_timeout_ms=self.settings.max_timeout_ms,
                                                      id_expiration_ms=self.settings.id_expiration_ms),
                      coordinator_epoch)
@@ -281,7 +282,7 @@ class TransactionCoordinator:
         """Every hosted partition's matches; COORDINATOR_LOAD_IN_PROGRESS (and nothing) while one loads."""
         states, producer_ids = tuple(states), tuple(producer_ids)
         unknown = list_transactions({}, 0, states).unknown_state_filters
-        found: list = []
+        found: list[TxnListed] = []
         for part in list(self.partitions.values()):
             if part.state is not Loading.ACTIVE:
                 return TxnListing((), unknown, ErrorCode.coordinator_load_in_progress)
@@ -316,7 +317,7 @@ class TransactionCoordinator:
             return ErrorCode.not_leader_or_follower  # the partition moved meanwhile: NOT_COORDINATOR
         return None
 
-    def _start_markers(self, part: TxnPartition, job: MarkerJob) -> asyncio.Task:
+    def _start_markers(self, part: TxnPartition, job: MarkerJob) -> asyncio.Task[None]:
         task = asyncio.ensure_future(self._markers_then_complete(part, job))
         part.tasks.add(task)
         task.add_done_callback(part.tasks.discard)
@@ -348,7 +349,7 @@ class TransactionCoordinator:
                 return
 
     # ------------------------------------------------------------------ timers
-    async def _every(self, interval_ms: int, action: Callable[[], Any]) -> None:
+    async def _every(self, interval_ms: int, action: Callable[[], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
