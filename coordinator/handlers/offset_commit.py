@@ -55,8 +55,8 @@ BODY_CACHE_SIZE = 10_000
 
 _SPEC = API_TABLE[ApiKey.OFFSET_COMMIT]
 _CLASSES = _SPEC.responses
-_TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
-_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+_TOPIC = _CLASSES.derived(lambda cls: nested_class(cls, "topics"))
+_PARTITION = _TOPIC.derived(lambda cls: nested_class(cls, "partitions"))
 _HEADER = {v: _SPEC.response_header_versions[v] for v in _CLASSES}
 _FLEXIBLE = {v: _SPEC.request_is_flexible(v) for v in _CLASSES}
 _FAST_FLEXIBLE = {v: flexible for v, flexible in _FLEXIBLE.items() if v >= COMMIT_RETENTION_FROM}

@@ -88,8 +88,8 @@ _UNASKED: Any = object()  # commit's verdict before the transaction coordinator 
 
 
 _CLASSES = API_TABLE[ApiKey.TXN_OFFSET_COMMIT].responses
-_TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
-_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+_TOPIC = _CLASSES.derived(lambda cls: nested_class(cls, "topics"))
+_PARTITION = _TOPIC.derived(lambda cls: nested_class(cls, "partitions"))
 
 
 def txn_response(version: int, answer: list) -> Any:
