@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         from coordinator.cli.groups import run as run_groups
 
         return run_groups(args)
+    from coordinator.serve_imports import import_kio_as_in_the_image
+
+    import_kio_as_in_the_image()  # before anything imports kio: without hypothesis (~0.4-3 s, see the module)
     from coordinator.log_setup import configure_logging
 
     overrides: dict[str, str] = {}
