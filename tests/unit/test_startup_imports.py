@@ -1,4 +1,5 @@
-"""What the server imports before it listens (issue 34's start-up time): not every kio schema.
+"""What the server imports before it listens (issue 34's start-up time): not every kio schema, no record parser
+for empty logs.
 
 Importing all kio request/response classes of every version in the API table took ~2 s of a ~4 s start; they
 are imported per (api, version) on first use (protocol/apis.py's VersionMap). This runs the server's imports and
@@ -20,14 +21,26 @@ ROOT = Path(__file__).resolve().parents[2]
 PREBUILT = {"api_versions", "heartbeat", "request_header", "response_header"}
 
 PROBE = """
-import json, sys
+import asyncio, json, sys
 from coordinator.config import Config
 from coordinator.app import App
-config = Config.load(None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]})
-after_import = sorted(m for m in sys.modules if m.startswith("kio.schema."))
-App(config)
-after_app = sorted(m for m in sys.modules if m.startswith("kio.schema."))
-print(json.dumps({"after_import": after_import, "after_app": after_app}))
+from coordinator.log_setup import configure_logging
+configure_logging("INFO", json=True)  # the server's lines to stderr: stdout is this probe's answer
+config = Config.load(None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1],
+                            "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"})
+seen = {"after_import": sorted(m for m in sys.modules if m.startswith("kio.schema."))}
+
+
+async def started():
+    app = App(config)
+    seen["after_app"] = sorted(m for m in sys.modules if m.startswith("kio.schema."))
+    await app.start()
+    await asyncio.shield(app.offsets.loading)
+    seen["aiokafka"] = "aiokafka" in sys.modules
+    await app.stop()
+
+asyncio.run(started())
+print(json.dumps(seen))
 """
 
 
@@ -42,3 +55,11 @@ def test_the_server_imports_only_the_kio_schemas_it_prebuilds(tmp_path):
     loaded = json.loads(out.stdout)
     assert _apis(loaded["after_import"]) <= {"request_header", "response_header"}, loaded["after_import"]
     assert _apis(loaded["after_app"]) <= PREBUILT, loaded["after_app"]
+
+
+def test_loading_empty_offsets_partitions_imports_no_record_parser(tmp_path):
+    """aiokafka's C batch parser (storage/record_readers.py) is imported by the first log that has batches to
+    read (~0.1 s): a new data directory has none."""
+    out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert json.loads(out.stdout)["aiokafka"] is False
