@@ -1,5 +1,5 @@
 """What the server imports before it listens (issue 34's start-up time): not every kio schema, no record parser
-for empty logs.
+for empty logs, no PostgreSQL driver in local mode.
 
 Importing all kio request/response classes of every version in the API table took ~2 s of a ~4 s start; they
 are imported per (api, version) on first use (protocol/apis.py's VersionMap). This runs the server's imports and
@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +39,7 @@ async def started():
     await app.start()
     await asyncio.shield(app.offsets.loading)
     seen["aiokafka"] = "aiokafka" in sys.modules
+    seen["asyncpg"] = "asyncpg" in sys.modules
     await app.stop()
 
 asyncio.run(started())
@@ -44,22 +47,30 @@ print(json.dumps(seen))
 """
 
 
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory) -> dict:
+    """The probe's findings (one fresh interpreter for the whole module)."""
+    out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path_factory.mktemp("data"))], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
 def _apis(modules: list[str]) -> set[str]:
     """kio.schema.<api>.v<N>.<request|response> -> <api>."""
     return {name.split(".")[2] for name in modules if name.count(".") >= 3}
 
 
-def test_the_server_imports_only_the_kio_schemas_it_prebuilds(tmp_path):
-    out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
-    loaded = json.loads(out.stdout)
-    assert _apis(loaded["after_import"]) <= {"request_header", "response_header"}, loaded["after_import"]
-    assert _apis(loaded["after_app"]) <= PREBUILT, loaded["after_app"]
+def test_the_server_imports_only_the_kio_schemas_it_prebuilds(seen):
+    assert _apis(seen["after_import"]) <= {"request_header", "response_header"}, seen["after_import"]
+    assert _apis(seen["after_app"]) <= PREBUILT, seen["after_app"]
 
 
-def test_loading_empty_offsets_partitions_imports_no_record_parser(tmp_path):
+def test_loading_empty_offsets_partitions_imports_no_record_parser(seen):
     """aiokafka's C batch parser (storage/record_readers.py) is imported by the first log that has batches to
     read (~0.1 s): a new data directory has none."""
-    out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
-    assert json.loads(out.stdout)["aiokafka"] is False
+    assert seen["aiokafka"] is False
+
+
+def test_local_mode_imports_no_postgresql_driver(seen):
+    """asyncpg (~30 ms) is cluster mode's: a local-mode server started and loaded has not imported it."""
+    assert seen["asyncpg"] is False
