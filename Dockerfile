@@ -19,6 +19,7 @@ COPY docker/requirements.py /usr/local/bin/requirements-of
 RUN python3 /usr/local/bin/requirements-of pyproject.toml > /tmp/requirements.txt \
  && /opt/venv/bin/pip install --quiet -r /tmp/requirements.txt
 COPY primitives ./primitives
+COPY rules ./rules
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage
@@ -75,6 +76,7 @@ RUN python3 /tmp/requirements-of /tmp/pyproject.toml test > /tmp/requirements.tx
 WORKDIR /app
 COPY pyproject.toml ./
 COPY primitives ./primitives
+COPY rules ./rules
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage

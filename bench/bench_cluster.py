@@ -116,7 +116,7 @@ def _wait_all_commit_after(members: list[Any], before: list[dict[int, int]], sta
 def failover_times(kills: int, session_ms: int, heartbeat_ms: int, log: Any = print) -> list[float | None]:
     """Kill the busy group's coordinator `kills` times; each kill's failover seconds (None: no commit within
     the bound + 30 s)."""
-    from storage.placement import OFFSETS_TOPIC, partition_for
+    from rules.placement import OFFSETS_TOPIC, partition_for
     from tests.clients import create_topic, run_consumer
     from tests.clients.scenarios import wait_stable
     from tests.support.cluster import OFFSETS_PARTITIONS, ClusterNodes

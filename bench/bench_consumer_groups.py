@@ -84,7 +84,7 @@ def measure(args: argparse.Namespace) -> Outcome:
                 stable_members(ep, args.members, topic_names(args.topics), args.partitions, interval_s))
             frames["consumer"], checks["consumer"] = steady_frames(members), SteadyCheck(members)
             failures += [f"before the runs: {p}" for p in verify_steady(ep.host, ep.port, members)]
-        except Exception as exc:  # noqa: BLE001 - a finding to report; classic is still measured
+        except Exception as exc:  # a finding to report; classic is still measured
             failures.append(f"consumer: forming the {args.members}-member group failed: {type(exc).__name__}: {exc}")
             members = []
 
@@ -103,7 +103,7 @@ def measure(args: argparse.Namespace) -> Outcome:
                 result = asyncio.run(convergence(
                     ep.host, ep.port, f"bench-converge-{rep}", args.members, topic_names(args.topics),
                     args.partitions, interval_s, CONVERGE_LIMIT_INTERVALS))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failures.append(f"convergence rep {rep + 1} failed: {type(exc).__name__}: {exc}")
                 continue
             outcome.convergences.append(result)

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 frames[name] = asyncio.run(asyncio.wait_for(
                     heartbeat_group(ep.host, wire_port(ep), 100, HEARTBEAT_SESSION_MS), REBALANCE_LIMIT_S))
-            except Exception as exc:  # noqa: BLE001 - report and go on with the other servers
+            except Exception as exc:  # report and go on with the other servers
                 failures.append(f"{name}: forming the 100-member group failed: {type(exc).__name__}: {exc}")
 
         def workload_for(name: str, mode: Mode) -> Workload:
@@ -133,7 +133,7 @@ def rebalance_times(endpoints: dict[str, Any], sizes: list[int], reps: int,
                 except TimeoutError:
                     failures.append(f"{name}: rebalance of {size} took over {REBALANCE_LIMIT_S} s")
                     broken[name][size] = "timeout"
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     failures.append(f"{name}: rebalance of {size} failed: {type(exc).__name__}: {exc}")
                     broken[name][size] = "failed"
     return {n: {**{s: f"{median(v) * 1000:,.0f}" for s, v in times[n].items() if v}, **broken[n]}

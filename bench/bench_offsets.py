@@ -45,8 +45,8 @@ from bench.lib.report import machine_facts, markdown_table, median, write_sectio
 
 def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
     """Write one partition of about `megabytes` MB; returns (records, bytes)."""
-    from coordinator.record_codec import offset_key, offset_value
-    from coordinator.record_types import OffsetValue
+    from coordinator.records.log_codec import offset_key, offset_value
+    from coordinator.records.types import OffsetValue
     from coordinator.runtime.durable_log import DurableLog
     from storage.batch import build_batch
 
@@ -74,8 +74,8 @@ def write_offsets_partition(root: str, megabytes: int) -> tuple[int, int]:
 
 def measure_load(root: str) -> tuple[float, int, int]:
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.coordinator import GroupCoordinator
     from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.loader import load_shard
     from coordinator.runtime.timers import FakeScheduler
 

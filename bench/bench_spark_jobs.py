@@ -19,9 +19,9 @@ import os
 import shutil
 import time
 
+from rules.placement import partition_for
 from storage.batch import assign_offsets, build_batch
 from storage.dump import iter_log_records
-from storage.placement import partition_for
 from storage.records import OffsetCommitKey, OffsetCommitValue, decode_key, decode_value, encode_key, encode_value
 
 SEGMENT_BYTES = 128 << 20

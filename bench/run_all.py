@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n=== {name} ({time.monotonic() - started:.0f} s so far)", flush=True)
         try:
             rc |= module.main([*smoke, "--no-docs"] if quick else full) or 0
-        except Exception as exc:  # noqa: BLE001 - one broken benchmark must not hide the others
+        except Exception as exc:  # one broken benchmark must not hide the others
             print(f"{name} failed: {type(exc).__name__}: {exc}", flush=True)
             rc = 1
     print(f"\nall benchmarks: {time.monotonic() - started:.0f} s" + ("" if quick else f"; wrote {DOC}"))

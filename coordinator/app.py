@@ -109,7 +109,7 @@ class App:
                                  metrics=metrics, dynamic=dynamic, scram=scram, acl_store=acl_store,
                                  txn_topic=None if cluster is None else cluster.txn_topic.ready)
         listener = self.services.txn.listener
-        if listener is not None:  # offsets a restart found pending, for transactions known over (txn/orphans.py)
+        if listener is not None:  # offsets a restart found pending, transactions known over (runtime/orphans.py)
             self.offsets.on_loaded = listener.sweep_soon
         if cluster is not None:
             cluster.acls = self.services.acls

@@ -27,7 +27,7 @@ from coordinator.config_values import (  # noqa: F401 (read_properties: part of 
     read_properties,
 )
 from coordinator.groups.consumer.config_settings import CONSUMER_GROUP_SETTINGS, check as check_consumer_group_settings
-from coordinator.net.settings import HTTP_SETTINGS, NETWORK_SETTINGS
+from coordinator.net.config_settings import HTTP_SETTINGS, NETWORK_SETTINGS
 from coordinator.security.listener_config import (
     SECURITY_SETTINGS,
     ListenerSecurity,
@@ -37,7 +37,7 @@ from coordinator.security.listener_config import (
     listener_env_names,
     listener_security,
 )
-from coordinator.txn.config_settings import TXN_SETTINGS
+from coordinator.transactions.runtime.config_settings import TXN_SETTINGS
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 from storage.pg.url import redact
 

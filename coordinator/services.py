@@ -13,13 +13,13 @@ from coordinator.groups.consumer.catalog_view import CatalogTopics
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.node import Node
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access
 from coordinator.security.acl_store import Acls, AclStore, FileAclStore
 from coordinator.security.authorizer import Authorizer, parse_super_users
 from coordinator.security.scram_store import FileCredentialStore, ScramCredentials
-from coordinator.txn.build import build_transaction_coordinator
-from coordinator.txn.coordinator import TransactionCoordinator
+from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
+from coordinator.transactions.runtime.wiring import build_transaction_coordinator
 
 
 class Services:

@@ -269,7 +269,7 @@ def writer_for(entity_type: type) -> Writer:
         name = compiler.function_for(entity_type)
         source = "\n\n".join(compiler.sources)
         code = compile(source, f"<encoder {entity_type.__module__}.{entity_type.__qualname__}>", "exec")
-        exec(code, compiler.namespace)  # noqa: S102 - generated from kio's own field metadata
+        exec(code, compiler.namespace)  # generated from kio's own field metadata
         writer = compiler.namespace[name]
         writer.__source__ = source
         _writers[entity_type] = writer

@@ -3,7 +3,7 @@
 Every `error_code` field of a response entity and of the entities nested in it (per topic, per
 partition, per group...) counts once. The walk of each entity class is planned once from kio's field
 metadata, so counting a response costs a few attribute reads per entity: the metrics of the generic
-answer path (coordinator/ops/request_metrics.py) call it only when metrics are on.
+answer path (coordinator/net/request_metrics.py) call it only when metrics are on.
 """
 
 from __future__ import annotations

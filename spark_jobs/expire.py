@@ -11,7 +11,7 @@ is never read for it nor rewritten) decides what each closed segment keeps, and 
 task per segment writes the cleaned copy (storage.cleaner, Kafka's retention rules
 incl. the delete horizon) into the partition's staging directory; (4) expiry: the
 latest state of every group over the whole log (active segment included) goes
-through storage.expiry (Kafka's ClassicGroup/OffsetMetadataManager rules; a KIP-848
+through rules.offset_expiry (Kafka's ClassicGroup/OffsetMetadataManager rules; a KIP-848
 consumer group's by ConsumerGroup's: its records are never expired, its offsets of
 subscribed topics kept, the group itself never deleted here) and the
 expired offsets, plus classic groups left empty with no offsets, become tombstones;
@@ -126,7 +126,8 @@ def _clean_task(row, staging_id, now_ms, retention_ms, interval, decided):
 
 def _expire_task(row, now_ms, retention_ms):
     """Task: KIP-211 decisions for one group's latest state."""
-    from storage.expiry_rules import consumer_group_subscribed, expire_consumer_group, expire_group
+    from rules.offset_expiry import expire_consumer_group, expire_group
+    from storage.consumer_group_records import consumer_group_subscribed
     from storage.records import GroupMetadataKey, OffsetCommitValue, decode_value, read_offset_value
 
     group, value, value_offset, offsets, consumer = row.group, None, None, [], []
@@ -183,7 +184,7 @@ def run(argv, spark=None, out=None) -> dict:
 
 def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict:
     from pyspark import StorageLevel
-    from pyspark.sql import Window, functions as F
+    from pyspark.sql import functions as F
 
     from storage.txn_clean import cleanable_below
 
@@ -225,28 +226,9 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
         summary["bytes_before"] = sum(c[5] for c in closed)
     records = scanned.filter(~F.col("kind").isin(KIND_SUMMARY, KIND_TXN)).filter(F.col("src_partition").isin(good))
     committed = settle(spark, records, txns)  # aborted and pending transactional records never count
-    cleaned = []
     with progress.stage(3, 5, f"compact {len(closed)} closed segment(s)"):
-        if closed and not args.no_compaction:
-            jobs = spark.createDataFrame(closed, "src_partition int, segment_base long, path string, "
-                                                 "upper_bound long, last_offset long, scanned_bytes long")
-            in_closed = committed.filter(F.col("key").isNotNull()).join(
-                jobs.select("src_partition", "segment_base"), ["src_partition", "segment_base"], "left_semi")
-            w = Window.partitionBy("src_partition", "key")
-            keep = (in_closed.withColumn("latest", F.max("offset").over(w))
-                    .filter(F.col("offset") == F.col("latest"))
-                    .groupBy("src_partition", "segment_base").agg(F.collect_list("offset").alias("keep")))
-            jobs = jobs.join(keep, ["src_partition", "segment_base"], "left")
-            sid, dr, iv = staging_id, args.delete_retention_ms, args.index_interval_bytes
-            after = per_segment(txns)  # how the transactions each segment leaves open end
-            if args.storage_url:
-                sources = {(p, base): source for p in good for base, source, _ in segs[p][:-1]}
-                cleaned = jobs.rdd.map(lambda r: clean_chunk(
-                    r, sources[(r.src_partition, r.segment_base)], now_ms, dr,
-                    after.get((r.src_partition, r.segment_base), {}))).collect()
-            else:
-                cleaned = jobs.rdd.map(lambda r: _clean_task(r, sid, now_ms, dr, iv, after.get(
-                    (r.src_partition, r.segment_base), {}))).collect()
+        cleaned = _compact(spark, args, committed, closed, txns, staging_id, now_ms, good, segs) \
+            if closed and not args.no_compaction else []
     tombstones = []
     with progress.stage(4, 5, "expire offsets (KIP-211)"):
         if not args.no_expiry:
@@ -258,28 +240,14 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
                     "offsets.retention.ms": retention_ms, "delete.retention.ms": args.delete_retention_ms,
                     "now_ms": now_ms, "index.interval.bytes": args.index_interval_bytes,
                     "compaction": not args.no_compaction, "expiry": not args.no_expiry}
-        staged: list = []
         if args.storage_url:
             staged = write_store_staging(args.storage_url, staging_id, now_ms, settings, segs, good, cleaned,
                                          tombstones, info)
             for name in staged:
                 progress.log(f"  staged {name}")
-        for part in parts if not args.storage_url else ():
-            if part.partition in bad:
-                continue
-            p = part.partition
-            mine = sorted((c for c in cleaned if c["partition"] == p), key=lambda c: c["base_offset"])
-            tombs = [{k: v for k, v in t.items() if k != "offsets_partition"}
-                     for t in tombstones if t["offsets_partition"] == p]
-            staging = os.path.join(part.path, staging_id)
-            if not mine and not tombs:
-                shutil.rmtree(staging, ignore_errors=True)
-                continue
-            last_base, _, _ = segs[p][-1]
-            _write_staging(staging, staging_id, p, now_ms, settings, mine, tombs, last_base, info[(p, last_base)],
-                           bounds[p])
-            staged.append(staging)
-            progress.log(f"  partition {p}: {len(mine)} segment(s) cleaned, {len(tombs)} tombstone(s) -> {staging}")
+        else:
+            staged = _write_local_staging(progress, parts, bad, staging_id, now_ms, settings, cleaned, tombstones,
+                                          segs, info, bounds)
     totals = _sum_stats(cleaned)
     summary.update(
         keys_kept=totals.get("records_kept", 0), superseded_dropped=totals.get("superseded_dropped", 0),
@@ -291,6 +259,54 @@ def _run(spark, args, progress, now_ms, staging_id, parts, segs_by_path) -> dict
         staged=staged, wall_time_s=round(progress.elapsed, 2))
     print_summary(progress, summary)
     return summary
+
+
+def _compact(spark, args, committed, closed, txns, staging_id, now_ms, good, segs) -> list:
+    """Stage 3: the closed segments below their partition's cleaning bound cleaned (Kafka's cleaner: the
+    latest committed record per key kept, tombstones past delete.retention.ms dropped), as staged files."""
+    from pyspark.sql import Window, functions as F
+
+    jobs = spark.createDataFrame(closed, "src_partition int, segment_base long, path string, "
+                                         "upper_bound long, last_offset long, scanned_bytes long")
+    in_closed = committed.filter(F.col("key").isNotNull()).join(
+        jobs.select("src_partition", "segment_base"), ["src_partition", "segment_base"], "left_semi")
+    w = Window.partitionBy("src_partition", "key")
+    keep = (in_closed.withColumn("latest", F.max("offset").over(w))
+            .filter(F.col("offset") == F.col("latest"))
+            .groupBy("src_partition", "segment_base").agg(F.collect_list("offset").alias("keep")))
+    jobs = jobs.join(keep, ["src_partition", "segment_base"], "left")
+    sid, dr, iv = staging_id, args.delete_retention_ms, args.index_interval_bytes
+    after = per_segment(txns)  # how the transactions each segment leaves open end
+    if args.storage_url:
+        sources = {(p, base): source for p in good for base, source, _ in segs[p][:-1]}
+        return jobs.rdd.map(lambda r: clean_chunk(
+            r, sources[(r.src_partition, r.segment_base)], now_ms, dr,
+            after.get((r.src_partition, r.segment_base), {}))).collect()
+    return jobs.rdd.map(lambda r: _clean_task(r, sid, now_ms, dr, iv, after.get(
+            (r.src_partition, r.segment_base), {}))).collect()
+
+
+def _write_local_staging(progress, parts, bad, staging_id, now_ms, settings, cleaned, tombstones, segs, info,
+                         bounds) -> list:
+    """Stage 5 in local mode: each partition's cleaned segments and tombstones into its staging directory."""
+    staged: list = []
+    for part in parts:
+        if part.partition in bad:
+            continue
+        p = part.partition
+        mine = sorted((c for c in cleaned if c["partition"] == p), key=lambda c: c["base_offset"])
+        tombs = [{k: v for k, v in t.items() if k != "offsets_partition"}
+                 for t in tombstones if t["offsets_partition"] == p]
+        staging = os.path.join(part.path, staging_id)
+        if not mine and not tombs:
+            shutil.rmtree(staging, ignore_errors=True)
+            continue
+        last_base, _, _ = segs[p][-1]
+        _write_staging(staging, staging_id, p, now_ms, settings, mine, tombs, last_base, info[(p, last_base)],
+                       bounds[p])
+        staged.append(staging)
+        progress.log(f"  partition {p}: {len(mine)} segment(s) cleaned, {len(tombs)} tombstone(s) -> {staging}")
+    return staged
 
 
 def _live_per_group(records, pending=None):

@@ -72,7 +72,7 @@ def read_exports(spark, paths: list[str], fmt: str | None, target_partitions: in
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType
 
-    from storage.placement import partition_for
+    from rules.placement import partition_for
 
     df = None
     for path in paths:

@@ -35,11 +35,11 @@ import bisect
 import heapq
 import os
 
+from rules.placement import partition_for
 from storage import consumer_group_records
 from storage.batch import decode_records, ensure_valid, iter_batches
 from storage.consumer_group_records import ConsumerGroupKey
 from storage.errors import RecordError
-from storage.placement import partition_for
 from storage.records import GroupMetadataKey, Key, OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
 from storage.txn_clean import SegmentTxns
 
@@ -234,7 +234,7 @@ def scan_many(task: list[tuple], target_partitions: int, with_keys: bool, skip_c
 
 
 def ship_code(spark) -> None:
-    """On a real cluster, send the primitives, storage and spark_jobs packages to the executors
+    """On a real cluster, send the primitives, rules, storage and spark_jobs packages to the executors
     (local masters import them from this checkout / virtualenv directly)."""
     master = spark.sparkContext.master
     if master.startswith("local"):
@@ -246,7 +246,7 @@ def ship_code(spark) -> None:
     fd, zpath = tempfile.mkstemp(suffix=".zip", prefix="kgc-spark-")
     os.close(fd)
     with zipfile.ZipFile(zpath, "w") as z:
-        for pkg in ("primitives", "storage", "spark_jobs"):
+        for pkg in ("primitives", "rules", "storage", "spark_jobs"):
             for dirpath, _, files in os.walk(os.path.join(root, pkg)):
                 for name in files:
                     if name.endswith(".py"):

@@ -22,6 +22,7 @@ when set. Other record types (share groups 9-15, streams groups 17+) raise Unkno
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, final
 
@@ -308,3 +309,22 @@ def key_json(key: ConsumerGroupKey) -> dict[str, Any]:
 def value_json(key: ConsumerGroupKey, value: Any, version: int) -> dict[str, Any]:
     """The value as Kafka's JsonConverter prints it (camelCase, Uuids base64url)."""
     return to_json(record_type(key).value, value, version)
+
+
+def consumer_group_subscribed(records: Iterable[tuple[bytes, bytes | None]]) -> set[str]:
+    """A consumer group's subscribed topics from its live records' (key, value) bytes: the
+    members' SubscribedTopicNames and the resolved regular expressions' Topics (ConsumerGroup.isSubscribedToTopic,
+    as the live server's groups/consumer/offset_rules.py answers it; the Spark expire job's input to
+    rules/offset_expiry.expire_consumer_group)."""
+    topics: set[str] = set()
+    for raw_key, raw_value in records:
+        key = decode_key(raw_key)
+        decoded = decode_value(key, raw_value)
+        if decoded is None:
+            continue
+        value = decoded[1]
+        if isinstance(value, ConsumerGroupMemberMetadataValue):
+            topics.update(value.subscribed_topic_names)
+        elif isinstance(value, ConsumerGroupRegularExpressionValue):
+            topics.update(value.topics)
+    return topics

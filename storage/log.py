@@ -37,7 +37,6 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
@@ -54,6 +53,7 @@ from .log_files import LogFiles
 from .log_repair import RepairMixin
 from .log_replica import ReplicaMixin
 from .log_retention import LogStartMixin
+from .log_timestamps import TimestampReadsMixin
 from .recovery import fsync_dir, open_all, open_segment, unlink_segment
 from .segment import Segment
 
@@ -83,17 +83,11 @@ class AppendResult(NamedTuple):
         return self.durable.__await__()
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampOffset:
-    timestamp: int
-    offset: int
-
-
 def partition_dir(root: str, topic: str, partition: int) -> str:
     return os.path.join(root, partition_dir_name(topic, partition))
 
 
-class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, LogFiles):
+class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, TimestampReadsMixin, LogFiles):
     """Use ``PartitionLog.open``; see the module docstring for the guarantees."""
 
     def __init__(self, path: str, segments: list[Segment], *, segment_bytes: int,
@@ -353,27 +347,6 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Lo
             if pos is not None:
                 return seg.read(pos, max_bytes, seg.durable_size)
         return b""
-
-    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """First record at or above the log start offset with timestamp >= ``timestamp`` (ListOffsets by time)."""
-        for seg in self._segments:
-            if seg.max_timestamp >= timestamp:
-                found = seg.find_timestamp(timestamp, seg.durable_size, self._log_start)
-                if found is not None:
-                    return TimestampOffset(*found)
-        return None
-
-    def max_timestamp_offset(self) -> TimestampOffset | None:
-        """The record with the largest timestamp (the first such one), if any."""
-        best = None
-        for seg in self._segments:
-            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
-                best = seg
-        if best is None:
-            return None
-        found = best.record_with_timestamp(best.max_timestamp, best.offset_of_max_timestamp,
-                                           best.durable_size)
-        return TimestampOffset(*found) if found else None
 
     # ------------------------------------------------- truncation and shutdown
     async def truncate_to(self, offset: int) -> None:

@@ -104,7 +104,7 @@ class RepairMixin(LogFields):
     async def _repair(self) -> None:
         try:
             await self._cut_to_durable()
-        except Exception as exc:  # noqa: BLE001 - the disk still fails: try again later
+        except Exception as exc:  # the disk still fails: try again later
             self._health.failed(self.path, exc)
             log.debug("storage.log.repair_failed", dir=self.path, error=repr(exc))
             self._schedule_repair(RETRY_SECONDS)

@@ -3,7 +3,7 @@
 Key: int16 version (0) + TransactionLogKey v0 (TransactionalId). Value: int16 version + TransactionLogValue
 v0 (classic) or v1 (flexible, tagged PreviousProducerId/NextProducerId/ClientTransactionVersion); a null
 value is the tombstone of an expired transactional id. TransactionStatus carries Kafka's TransactionState
-ids (coordinator/transactions/state.py names them; TXN_STATUS_NAMES here is the same table for storage).
+ids (coordinator/transactions/lifecycle.py names them; TXN_STATUS_NAMES here is the same table for storage).
 
 Which value version Kafka writes depends on the cluster's finalized `transaction.version` feature, not on
 the client: TransactionVersion.transactionLogValueVersion() is 1 from TV_1 up, else 0 (Kafka 3.9 in

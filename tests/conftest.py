@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
 
 SERIAL_MODULES = ("test_hostile_", "test_bench_fleet")
+
+# Hypothesis's per-example deadline (200 ms by default) is a wall-clock bound inside unit tests: on 2 loaded cores a
+# first example that pays an import or a cold cache missed it (test_control_records' round trip: 292 ms, then
+# 0.12 ms). What a property test checks is the property; speed is the benchmarks' job (docs/BENCHMARKS.md).
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

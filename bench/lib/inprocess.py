@@ -15,7 +15,7 @@ from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.groups.consumer.catalog_view import CatalogTopics
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.dispatch import Deferred, Dispatcher
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 from coordinator.services import Node, Services

@@ -156,7 +156,7 @@ class _Connection(asyncio.Protocol):
                 if self.check is not None:
                     try:
                         self.check(bytes(buf[pos + 4:pos + 4 + size]))
-                    except Exception as exc:  # noqa: BLE001 - reported to the caller
+                    except Exception as exc:  # reported to the caller
                         self._fail(exc)
                         return
             t = sent.popleft()
@@ -262,7 +262,7 @@ def _child(pipe: Any, job: Callable[[Callable[[str], None]], Result], cpu: int |
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
         pipe.send(("result", job(lambda event: pipe.send((event, None)))))
-    except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+    except BaseException as exc:  # everything goes back to the parent
         pipe.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         pipe.close()

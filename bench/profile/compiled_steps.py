@@ -28,13 +28,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("primitives", "protocol", "storage", "coordinator", "bench")
+PACKAGES = ("primitives", "rules", "protocol", "storage", "coordinator", "bench")
 #: The modules a pipelined OffsetCommit runs through (framing to answer, log append and flush).
 HOT_MODULES = (
     "protocol/framing.py", "protocol/header.py", "protocol/codec.py", "protocol/bounds.py",
     "coordinator/net/connection.py", "coordinator/net/dispatch.py", "coordinator/handlers/offset_commit.py",
     "coordinator/offsets/manager.py", "coordinator/offsets/store.py", "coordinator/offsets/known_topics.py",
-    "coordinator/record_codec.py", "coordinator/runtime/shard.py", "coordinator/runtime/writes.py",
+    "coordinator/records/log_codec.py", "coordinator/runtime/shard.py", "coordinator/runtime/writes.py",
     "coordinator/runtime/durable_log.py", "coordinator/completion.py", "storage/batch.py", "storage/log.py",
     "storage/varint.py",
 )

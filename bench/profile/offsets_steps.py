@@ -24,11 +24,11 @@ from collections.abc import Callable
 
 from bench.lib.commits import commit_frames
 from bench.lib.inprocess import DispatcherRig
-from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
 from coordinator.net.dispatch import Dispatcher
 from coordinator.offsets.manager import commit_records
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records import log_codec
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from protocol import bounds
 from protocol.apis import API_TABLE, ApiKey
@@ -61,13 +61,13 @@ def measure(repeat: int) -> dict[str, float]:
     group = request.group_id
     records, _answer, _tails = commit_records(group, request.topics, 1_700_000_000_000, -1, 4096, True)
     shard = GroupCoordinator(GroupSettings(), FakeScheduler(), _NullLog()).shard_for(group)
-    tails = record_codec.encode_tails(records) * 32
+    tails = log_codec.encode_tails(records) * 32
 
     def write() -> None:
         shard.write(records).resolve()
 
     def encode() -> None:
-        record_codec.encode_tails(records)
+        log_codec.encode_tails(records)
 
     gc.collect()
     gc.freeze()

@@ -26,9 +26,9 @@ from kio.serial import entity_reader
 from bench.lib.inprocess import DispatcherRig
 from bench.lib.members import join_request, sync_request
 from bench.lib.wire import request_frame
-from coordinator import record_codec
 from coordinator.log_setup import configure_logging
-from coordinator.record_types import GroupMetadataRecord
+from coordinator.records import log_codec
+from coordinator.records.types import GroupMetadataRecord
 
 
 def join_frame(group: str, member_id: str) -> bytes:
@@ -72,7 +72,7 @@ async def one_rebalance(size: int, group: str) -> tuple[float, float, float]:
     sync_cpu = time.process_time() - started
     group_record = next(r for r in reversed(rig.log.all_records()) if isinstance(r, GroupMetadataRecord))
     started = time.process_time()
-    record_codec.encode(group_record)
+    log_codec.encode(group_record)
     return join_cpu, sync_cpu, time.process_time() - started
 
 

@@ -11,14 +11,14 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from coordinator.cli.admin import EARLIEST, LATEST, Admin
+from coordinator.cli.admin_client import EARLIEST, LATEST, Admin
 from coordinator.cli.client import CliError
 from coordinator.cli.history import fetch_history
-from coordinator.cli.model import GroupDescription, Member, OffsetRow
 from coordinator.cli.render import progress, render_delete, render_describe, render_list, render_plan
 from coordinator.cli.reset import ResetSpec, compute_plan, parse_datetime, parse_topic, select_partitions
-from protocol.consumer_assignment import TopicPartition, decode_assignment
+from coordinator.cli.view_model import GroupDescription, Member, OffsetRow
 from protocol.error_codes import error_name
+from rules.consumer_protocol import TopicPartition, assigned_partitions
 
 INACTIVE = ("Empty", "Dead")  # the states in which Kafka lets offsets be reset
 _COMMIT_CHUNK = 500  # partitions per OffsetCommit of a reset (and per step of its progress bar)
@@ -71,7 +71,7 @@ def describe_group(admin: Admin, group: str) -> GroupDescription:
     consumer = str(answer.protocol_type) == "consumer"
     members = tuple(
         Member(str(m.member_id), getattr(m, "group_instance_id", None), str(m.client_id), str(m.client_host),
-               decode_assignment(m.member_assignment) if consumer else ())
+               assigned_partitions(m.member_assignment) if consumer else ())
         for m in answer.members)
     return _with_offsets(admin, group, str(answer.group_state), str(answer.protocol_type), str(answer.protocol_data),
                          members)

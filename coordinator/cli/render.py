@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from coordinator.cli.model import GroupDescription, GroupListing, TopicPartition
+from coordinator.cli.view_model import GroupDescription, GroupListing, TopicPartition
 
 
 def console(out: IO[str]) -> Console:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from coordinator.cli.client import CliError
-from coordinator.cli.model import TopicPartition
+from coordinator.cli.view_model import TopicPartition
 
 KINDS = ("earliest", "latest", "offset", "datetime", "shift")
 

@@ -13,8 +13,8 @@ import asyncpg
 
 from coordinator.config import ConfigError
 from coordinator.node import new_cluster_id
+from rules.placement import OFFSETS_TOPIC, offsets_topic_id
 from storage.pg import catalog, cluster_meta
-from storage.placement import OFFSETS_TOPIC, offsets_topic_id
 
 
 async def join_cluster(pool: asyncpg.Pool, offsets_partitions: int, txn_partitions: int | None = None) -> str:

@@ -2,13 +2,14 @@
 
 For a partition this node holds, the markers other nodes' transaction coordinators queued are written
 into its log by this node's own writer (the data plane's write_marker for a topic partition, the group
-coordinator's complete_transaction for an __consumer_offsets partition: txn/markers.MarkerWriter without
+coordinator's complete_transaction for an __consumer_offsets partition:
+transactions/runtime/markers.MarkerWriter without
 a remote), one at a time in queue order, and the rows of those now durable are deleted -- which tells
 the waiting coordinator. A partition is drained when a marker for it is queued (NOTIFY), when this node
 takes it (markers queued while it had no holder), and at every `sweep` (a missed notification).
 
 As Kafka's partition leader answers WriteTxnMarkers: a marker refused for good (the partition is gone,
-a newer coordinator or producer epoch: txn/markers.DONE_CODES / FENCED_CODES) is dropped -- its row
+a newer coordinator or producer epoch: transactions/runtime/markers.DONE_CODES / FENCED_CODES) is dropped -- its row
 deleted too, the coordinator counts it as done; a retriable failure (not the holder any more, loading,
 PostgreSQL away) keeps the row and the rest of that partition's queue behind it, retried with back-off
 while this node holds the partition, else by the next holder.
@@ -24,7 +25,7 @@ from typing import Any
 import structlog
 
 from coordinator.errors import error_code_for
-from coordinator.txn.markers import DONE_CODES, FENCED_CODES, WriteMarker
+from coordinator.transactions.runtime.markers import DONE_CODES, FENCED_CODES, WriteMarker
 from storage.pg import txn_markers
 
 log = structlog.get_logger(__name__)

@@ -27,7 +27,7 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.marker_consumer import MarkerConsumer
 from coordinator.cluster.marker_queue import MarkerQueue
-from coordinator.cluster.membership import ClusterMembership
+from coordinator.cluster.node_leases import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
@@ -45,9 +45,9 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
-from coordinator.txn.markers import MarkerWriter
+from coordinator.transactions.runtime.markers import MarkerWriter
 from storage.pg import cluster_meta, txn_markers, txn_verify
-from storage.pg.connect import connect
+from storage.pg.connect import ConnectionSet
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
 
@@ -59,8 +59,10 @@ JOIN_MARGIN_SECONDS = 1.0  # past the session, before a node.id held by a lease 
 class ClusterNode:
     def __init__(self, config: Config, pool: Any, node: Node, topics: TopicCatalog, offsets: OffsetsRuntime,
                  data: DataPlane, scratch_lock: int, dynamic: DynamicBrokerConfigs | None = None,
-                 scram: ScramCredentials | None = None) -> None:
+                 scram: ScramCredentials | None = None, connections: ConnectionSet | None = None) -> None:
         self.config = config
+        # the pool's, the session's and the watcher's connections: all ended at once if PostgreSQL stops answering
+        self.connections = ConnectionSet(config.storage_url) if connections is None else connections
         # SCRAM credentials from kc_scram_credentials, read again at every membership refresh
         self.scram = ScramCredentials(PgCredentialStore(pool)) if scram is None else scram
         self.acl_store = PgAclStore(pool)  # kc_acls; the App's Acls over it are read again at every refresh
@@ -92,7 +94,8 @@ class ClusterNode:
 
     @classmethod
     async def build(cls, config: Config) -> ClusterNode:
-        pool = await open_store(config)
+        connections = ConnectionSet(config.storage_url)
+        pool = await open_store(config, connections)
         try:
             cluster_id = await join_cluster(pool, config.offsets_topic_num_partitions,
                                             config.transaction_state_log_num_partitions)
@@ -111,7 +114,8 @@ class ClusterNode:
         except BaseException:
             await pool.close()
             raise
-        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic, scram)
+        return cls(config, pool, Node(config.node_id, cluster_id), topics, offsets, data, scratch, dynamic, scram,
+                   connections)
 
     def _live_brokers(self) -> list[int]:
         """The live nodes as of the last refresh, this one included (it is answering, whatever it has seen yet)."""
@@ -157,7 +161,8 @@ class ClusterNode:
             self.pool, self.reconciler, self.view, node_id=config.node_id,
             listeners=advertised_listeners((a.name, a.host, a.port) for a in advertised), rack=None,
             heartbeat_ms=config.broker_heartbeat_interval_ms, session_ms=config.broker_session_timeout_ms,
-            connect=partial(connect, config.storage_url), refresh_catalog=self._refresh_catalog)
+            connect=self.connections.connect, refresh_catalog=self._refresh_catalog,
+            unanswered=self.connections.abandon)
         self.membership.session.listen(txn_markers.CHANNEL, self._txn_notified)
         if self.verification is not None:
             self.membership.session.listen(txn_verify.CHANNEL, self.verification.notified)

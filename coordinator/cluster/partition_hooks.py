@@ -23,7 +23,7 @@ import structlog
 from coordinator.cluster.log_factory import LogFactory
 from coordinator.cluster.state import WIRE_LEADER_EPOCH
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
-from storage.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = structlog.get_logger(__name__)
 

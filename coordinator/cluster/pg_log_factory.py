@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
+from rules.placement import OFFSETS_TOPIC
 from storage.log import partition_dir
 from storage.pg.pg_log import PgPartitionLog
-from storage.placement import OFFSETS_TOPIC
 
 
 class PgLogFactory:

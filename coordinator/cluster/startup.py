@@ -19,14 +19,15 @@ class StartupError(Exception):
     """The node cannot start; the message is the line the operator sees (exit code 2)."""
 
 
-async def open_store(config: Any) -> Any:
-    """The PostgreSQL pool, schema migrated; StartupError when unreachable or too new."""
+async def open_store(config: Any, connections: Any = None) -> Any:
+    """The PostgreSQL pool (its connections opened through `connections`, a ConnectionSet, when given), schema
+    migrated; StartupError when unreachable or too new."""
     from storage.pg.connect import open_pool
     from storage.pg.errors import SchemaTooNewError, StoreUnavailableError
 
     url = config.storage_url
     try:
-        return await open_pool(url)
+        return await open_pool(url, connections=connections)
     except SchemaTooNewError as exc:
         raise StartupError(f"storage.url: {exc}") from None
     except StoreUnavailableError as exc:

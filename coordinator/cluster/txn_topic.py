@@ -19,8 +19,8 @@ from typing import Any
 import structlog
 
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from rules.placement import TRANSACTION_STATE_TOPIC, transaction_state_topic_id
 from storage.pg import catalog
-from storage.placement import TRANSACTION_STATE_TOPIC, transaction_state_topic_id
 
 log = structlog.get_logger(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 import asyncpg
 
 from coordinator.data_plane.topic_catalog import TopicInfo
+from rules.placement import OFFSETS_TOPIC
 from storage.pg import broker_configs, catalog as sql
-from storage.placement import OFFSETS_TOPIC
 
 
 def topic_row(topic: TopicInfo) -> sql.TopicRow:

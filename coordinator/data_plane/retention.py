@@ -118,7 +118,7 @@ class RetentionManager:
                 aborted = [(t.producer_id, t.first_offset, t.last_offset) for t in part.producers.txns.aborted]
                 await lg.compact(part.config.compaction, now, self._worker(),
                                  last_stable_offset=part.last_stable_offset, aborted_txns=aborted)
-        except Exception as exc:  # noqa: BLE001 - a disk error must not stop retention of other logs
+        except Exception as exc:  # a disk error must not stop retention of other logs
             log.warning("data_plane.retention.failed", topic=part.topic, partition=part.index, error=repr(exc))
         return deleted
 

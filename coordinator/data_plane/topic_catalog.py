@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from coordinator.errors import InvalidPartitions
-from storage.placement import OFFSETS_TOPIC, offsets_topic_id
+from rules.placement import OFFSETS_TOPIC, offsets_topic_id
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249

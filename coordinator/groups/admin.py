@@ -18,7 +18,7 @@ from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 
 S = GroupState
 GROUP_TYPE_CLASSIC = "classic"
@@ -33,7 +33,7 @@ class GroupShard(Protocol):
 
 
 class GroupShards(Protocol):
-    """What the admin views read of the coordinator (runtime.coordinator.GroupCoordinator)."""
+    """What the admin views read of the coordinator (runtime.group_coordinator.GroupCoordinator)."""
 
     def shard_for(self, group_id: str) -> GroupShard: ...
 

@@ -1,6 +1,6 @@
 """Periodic KIP-211 offset expiry of live groups (Kafka's cleanupGroupMetadata).
 
-The rules are storage.expiry's (written for the Spark expire job), applied to the live
+The rules are rules/offset_expiry.py's (the Spark expire job's too), applied to the live
 state so that server and job cannot disagree: a live group is presented to
 `expire_group` as the GroupMetadataValue Kafka would load for it -- no members when
 Empty, its members and their subscriptions when Stable. Groups in PreparingRebalance or
@@ -20,14 +20,14 @@ from typing import Literal
 from coordinator.groups.admin import group_tombstones
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
-from storage.expiry_rules import expire_group
+from coordinator.records.types import GroupMetadataValue, MemberMetadata, OffsetCommitRecord, Record
+from rules.offset_expiry import expire_group
 
 S = GroupState
 
 
 def expiry_view(group: ClassicGroup) -> GroupMetadataValue | None | Literal[False]:
-    """The value storage.expiry judges for a live group; None for a simple group (no
+    """The value rules.offset_expiry judges for a live group; None for a simple group (no
     protocol type); False when the group's state lets nothing expire."""
     if not group.protocol_type:
         return None

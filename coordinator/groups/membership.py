@@ -18,22 +18,17 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError, write_error_code
 from coordinator.groups.classic_group import (
-    EMPTY_ASSIGNMENT,
     MAX_SHORT_STRING_BYTES,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     GroupState,
     IllegalStateTransition,
-    JoinResult,
-    JoinWaiter,
-    Member,
-    SyncResult,
-    SyncWaiter,
 )
+from coordinator.groups.classic_member import EMPTY_ASSIGNMENT, JoinResult, JoinWaiter, Member, SyncResult, SyncWaiter
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.result import GroupResult, combined, store_group
-from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue
+from coordinator.records.types import GroupMetadataRecord, GroupMetadataValue
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import Protocols
+from coordinator.groups.classic_member import Protocols
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,17 +29,14 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import logged_by_storage, write_error_code
 from coordinator.groups.classic_group import (
-    EMPTY_ASSIGNMENT,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     GroupState,
     IllegalStateTransition,
-    JoinResult,
-    Member,
     OpenRebalance,
     RebalanceRecord,
-    SyncResult,
 )
+from coordinator.groups.classic_member import EMPTY_ASSIGNMENT, JoinResult, Member, SyncResult
 from coordinator.groups.context import GroupContext
 from coordinator.groups.result import GroupResult, OnWritten, store_group
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coordinator.groups.classic_group import ClassicGroup
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 
 OnWritten = Callable[[BaseException | None], "GroupResult | None"]
 

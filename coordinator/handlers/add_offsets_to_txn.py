@@ -16,11 +16,11 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
+from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from coordinator.transactions.steps import client_error
-from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from storage.placement import OFFSETS_TOPIC, partition_for
+from rules.placement import OFFSETS_TOPIC, partition_for
 
 
 class AddOffsetsToTxnHandler:

@@ -18,7 +18,7 @@ from coordinator.handlers import sliced_encoding
 from coordinator.handlers.group_admin import GROUP_OPERATIONS
 from coordinator.handlers.wire_values import NO_THROTTLE, NOT_REQUESTED
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services

@@ -20,7 +20,7 @@ from coordinator.groups.consumer.model import Assignment
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey

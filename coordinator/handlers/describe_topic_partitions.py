@@ -28,7 +28,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from storage.placement import OFFSETS_TOPIC
+from rules.placement import OFFSETS_TOPIC
 
 MAX_PARTITIONS_PER_RESPONSE = 2000  # Kafka's max.request.partition.size.limit default
 

@@ -25,7 +25,7 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from storage.placement import (
+from rules.placement import (
     DEFAULT_TXN_PARTITIONS,
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,

@@ -5,7 +5,7 @@ producer id with epoch 0, whatever producer id/epoch a v3+ request carries; we d
 the same from a persisted id block (data_plane/producer_ids.py; when a new block cannot be
 reserved from PostgreSQL now: COORDINATOR_LOAD_IN_PROGRESS, as Kafka). With a transactional id
 (WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) the transaction coordinator decides
-(coordinator/txn/): a new id or an epoch bump, fencing the old producer; a producer id without an
+(coordinator/transactions/): a new id or an epoch bump, fencing the old producer; a producer id without an
 epoch or the reverse is INVALID_REQUEST (KafkaApis); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 """
 
@@ -22,8 +22,8 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
+from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from coordinator.transactions.steps import client_error
-from coordinator.txn.coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 

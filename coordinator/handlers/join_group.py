@@ -16,13 +16,13 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion
-from coordinator.groups.classic_group import JoinResult, dedupe_protocols
+from coordinator.groups.classic_member import JoinResult, dedupe_protocols
 from coordinator.groups.params import JoinParams
 from coordinator.handlers import sliced_encoding
 from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey

@@ -16,7 +16,7 @@ from coordinator.groups.params import LeaveResult, LeavingMember
 from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey

@@ -32,7 +32,7 @@ from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, Requ
 from coordinator.net.request_metrics import RequestMetrics
 from coordinator.offsets.known_topics import merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer, validate_commit
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey

@@ -9,12 +9,12 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion
-from coordinator.groups.classic_group import SyncResult
+from coordinator.groups.classic_member import SyncResult
 from coordinator.groups.params import SyncParams
 from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey

@@ -41,14 +41,14 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.offsets.known_topics import merge_answers, split_unknown
 from coordinator.offsets.manager import DEFAULT_RETENTION, commit_records, error_answer
 from coordinator.offsets.txn_commit import producer_epoch_error, txn_commit_error
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.security.access import Access, Op
 from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
-from storage.placement import OFFSETS_TOPIC
+from rules.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger("coordinator.offsets.txn")
 

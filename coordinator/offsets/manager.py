@@ -12,7 +12,7 @@ Reads see durable state. While a commit is appended but not yet durable its key 
 answers what survived a crash (Kafka reads at the last committed offset), one with
 require_stable answers UNSTABLE_OFFSET_COMMIT, and a failed write puts the durable value
 back (Kafka reverts its timeline to the last committed offset). A key with a pending
-transactional offset (TxnOffsetCommit, coordinator/offsets/pending.py) answers
+transactional offset (TxnOffsetCommit, rules/pending_offsets.py) answers
 UNSTABLE_OFFSET_COMMIT to require_stable too, until its transaction's marker.
 
 Hot path: a commit builds one OffsetValue and one OffsetCommitRecord tuple per
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from coordinator import record_codec
 from coordinator.groups.classic_group import ClassicGroup, GroupState
 from coordinator.groups.consumer import offset_rules as consumer_rules
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.offsets.store import OffsetStore, durable_value
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from storage.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
+from coordinator.records import log_codec
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from rules.consumer_protocol import SubscriptionError, subscribed_topics as decode_topics
 
 if TYPE_CHECKING:
     from coordinator.groups.membership import Membership
@@ -153,7 +153,7 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
 
     The answer is [(topic, partition indexes, codes)], codes None when every partition
     answers NONE (the common case: no tuple per partition), else the code of each index.
-    The tails are record_codec.encode_tails(records), made in the same pass (the hot
+    The tails are log_codec.encode_tails(records), made in the same pass (the hot
     path: one loop over the partitions, not two), or None when a name or metadata cannot
     be encoded (the log's encoding then fails the write, as for any other write).
 
@@ -169,7 +169,7 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
     # OffsetCommitRecord(...) / OffsetValue(...) without the NamedTuples' Python-level
     # __new__ (a third of the cost of a commit's records); fields in order
     new, Record, Value = tuple.__new__, OffsetCommitRecord, OffsetValue
-    plain_tail = record_codec.plain_commit_tail
+    plain_tail = log_codec.plain_commit_tail
     ok, too_large = E.none, E.offset_metadata_too_large
     half = max_metadata // 2
     for topic in topics:
@@ -179,7 +179,7 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
         head = b""  # the key head, read only while tails is not None
         if tails is not None:
             try:
-                head = record_codec.key_head(group_id, name)
+                head = log_codec.key_head(group_id, name)
             except ValueError:
                 tails = None
         for p in topic.partitions:
@@ -199,7 +199,7 @@ def commit_records(group_id: str, topics: Any, now_ms: int, retention_ms: int, m
             if tails is not None:
                 if metadata or expire != -1:
                     try:
-                        tails += record_codec.encode_tails([record])
+                        tails += log_codec.encode_tails([record])
                     except Exception:  # the log's encoding fails the write with the reason
                         tails = None
                 else:

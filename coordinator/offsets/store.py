@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from struct import Struct
 from typing import Any
 
-from coordinator.offsets.pending import PendingTxnOffsets
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
+from coordinator.offsets.pending import ShardPendingOffsets
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 
 Key = tuple[str, str, int]
 
@@ -73,7 +73,7 @@ class OffsetStore:
     def __init__(self) -> None:
         self.by_group: dict[str, dict[str, Partitions]] = {}
         # the pending transactional offsets (TxnOffsetCommit), apart from the committed ones until their marker
-        self.txn = PendingTxnOffsets()
+        self.txn = ShardPendingOffsets()
         # a write in flight (its token: the shard's PendingWrite) -> (its records, its undo
         # list), in write order
         self.inflight: dict[Any, tuple[list, list]] = {}

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coordinator.groups.classic_group import ClassicGroup, GroupState, RebalanceRecord
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import ConsumerGroupMember
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.services import Services
-from protocol.consumer_assignment import decode_assignment
+from rules.consumer_protocol import assigned_partitions
 
 if TYPE_CHECKING:
     from coordinator.net.server import Server
@@ -152,7 +152,7 @@ def _header(group_id: str, group: ClassicGroup | None) -> dict[str, Any]:
 def _member(group: ClassicGroup, member: Any) -> dict[str, Any]:
     by_topic: dict[str, list[int]] = {}
     if group.protocol_type == "consumer":  # other protocols' assignments are opaque bytes
-        for topic, partition in decode_assignment(member.assignment):
+        for topic, partition in assigned_partitions(member.assignment):
             by_topic.setdefault(topic, []).append(partition)
     assignment = [{"topic": topic, "partitions": partitions} for topic, partitions in sorted(by_topic.items())]
     return {"member_id": member.member_id, "group_instance_id": member.group_instance_id,

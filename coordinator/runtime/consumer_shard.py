@@ -6,7 +6,7 @@ or the other. A consumer group is made by the replay of its first record; a "sim
 id (made only by offset commits) is dropped then, and an Empty classic group is deleted by a GroupMetadata
 tombstone written with the consumer group's first records (GroupMetadataManager.maybeDeleteEmptyClassicGroup;
 its committed offsets stay). A classic group with members keeps its id (GROUP_ID_NOT_FOUND to a consumer
-heartbeat) unless it can be upgraded (runtime/migration.py). Classic-protocol members of a consumer group are
+heartbeat) unless it can be upgraded (runtime/online_migration.py). Classic-protocol members of a consumer group are
 served by groups/consumer/classic_members.py.
 
 Failed writes: each write's replay works on copies of the groups it touches (ConsumerGroupReplay); when the
@@ -22,16 +22,16 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.groups.classic_group import JoinResult, JoinWaiter, SyncResult
+from coordinator.groups.classic_member import JoinResult, JoinWaiter, SyncResult
 from coordinator.groups.consumer.classic_members import ClassicMembers
 from coordinator.groups.consumer.group import ConsumerGroup, ConsumerGroupState
-from coordinator.groups.consumer.heartbeat import ConsumerGroupOps
+from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps
 from coordinator.groups.consumer.params import ConsumerGroupSettings, HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.consumer.replay import ConsumerGroupReplay, Saved
 from coordinator.groups.consumer.topic_view import TopicView
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
 
 if TYPE_CHECKING:
     from coordinator.groups.classic_group import ClassicGroup

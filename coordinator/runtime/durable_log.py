@@ -28,16 +28,16 @@ from functools import partial
 
 import structlog
 
-from coordinator import record_codec
 from coordinator.errors import NotCoordinator
-from coordinator.record_types import GroupMetadataRecord
+from coordinator.records import log_codec
+from coordinator.records.types import GroupMetadataRecord
 from coordinator.runtime.writes import PendingWrite
 from primitives.histogram import Histogram
+from rules.placement import OFFSETS_TOPIC
 from storage.batch import HEADER_SIZE, build_tail_batch
 from storage.control_records import build_marker_batch
 from storage.errors import RecordTooLargeError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
-from storage.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger(__name__)
 
@@ -181,7 +181,7 @@ def _encode_writes(writes: list[PendingWrite], now: int,
     members: list[PendingWrite] = []
     run: list[PendingWrite] = []  # the writes whose tails make the batch being built
     tails: list = []
-    encode_tails = record_codec.encode_tails
+    encode_tails = log_codec.encode_tails
     for pending in writes:
         if pending.done():  # e.g. failed by an unload meanwhile
             continue
@@ -247,7 +247,7 @@ def _own_batch(pending: PendingWrite, now: int, max_batch_bytes: int, batches: l
                                        marker.coordinator_epoch, now)
         else:
             assert pending.producer is not None
-            encoded = pending.tails if pending.tails is not None else record_codec.encode_tails(pending.records)
+            encoded = pending.tails if pending.tails is not None else log_codec.encode_tails(pending.records)
             size = HEADER_SIZE + sum(map(len, encoded))
             if size > max_batch_bytes:
                 raise RecordTooLargeError(f"a write of {size} bytes passes the offsets log's "

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.record_codec import decode, decode_all
-from coordinator.record_types import OffsetCommitRecord
+from coordinator.records.log_codec import decode, decode_all
+from coordinator.records.types import OffsetCommitRecord
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots

@@ -25,8 +25,8 @@ from typing import Any
 import structlog
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all, load_logged
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staging import check_all

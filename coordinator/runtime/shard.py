@@ -68,7 +68,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import NotCoordinator
 from coordinator.groups.admin import deletion_error, group_tombstones
-from coordinator.groups.classic_group import ClassicGroup, GroupState, JoinResult, JoinWaiter, SyncResult, SyncWaiter
+from coordinator.groups.classic_group import ClassicGroup, GroupState
+from coordinator.groups.classic_member import JoinResult, JoinWaiter, SyncResult, SyncWaiter
 from coordinator.groups.consumer.expiry import expiry_records as consumer_expiry_records
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.consumer.records import consumer_group_tombstones
@@ -82,14 +83,14 @@ from coordinator.groups.result import GroupResult
 from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.offsets.manager import offset_tombstones
-from coordinator.offsets.pending import StaleMarks
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record
 from coordinator.runtime.consumer_shard import ConsumerGroups
-from coordinator.runtime.migration import ShardMigration
+from coordinator.runtime.online_migration import ShardMigration
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog
+from rules.pending_offsets import StaleMarks
 
 log = structlog.get_logger(__name__)
 
@@ -139,7 +140,7 @@ class Shard:
     def write(self, records: list[Record], tails: list[bytes] | None = None) -> PendingWrite:
         """Apply `records` through `replay_all`, append them; the result completes when durable
         (a failed one is taken back first: see the module docstring). `tails`, if given, must be
-        record_codec.encode_tails(records) (the log uses them)."""
+        log_codec.encode_tails(records) (the log uses them)."""
         if self.state is ShardState.UNLOADED:
             pending = PendingWrite(records, tails)
             pending.resolve(NotCoordinator(f"partition {self.partition} is not loaded here"))

@@ -33,8 +33,8 @@ from storage.compaction import list_staging, validate_staging
 from storage.pg import is_store_log
 
 if TYPE_CHECKING:
-    from coordinator.runtime.coordinator import GroupCoordinator
     from coordinator.runtime.durable_log import DurableLog
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.shard import Shard
 
 log = structlog.get_logger("coordinator.runtime.staging")

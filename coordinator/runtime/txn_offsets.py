@@ -1,7 +1,7 @@
 """A shard's transactional offsets: TxnOffsetCommit's writes and the transaction markers of its partition.
 
 Kafka's OffsetMetadataManager.replay with a producer id, replayEndTransactionMarker, and the coordinator
-runtime's transactional writes and scheduleTransactionCompletion, over coordinator/offsets/pending.py:
+runtime's transactional writes and scheduleTransactionCompletion, over rules/pending_offsets.py:
 
 * `write(producer_id, producer_epoch, records)`: the TxnOffsetCommit records, replayed at once as pending
   offsets of the producer (`replay`: the function loading uses too), then appended as one transactional batch
@@ -12,15 +12,15 @@ runtime's transactional writes and scheduleTransactionCompletion, over coordinat
   the transaction coordinator sends it again.
 
 Pending offsets whose producer's transaction is over (no marker will come) are ended by an ABORT marker written
-through `complete` as well (txn/orphans.py), so the same replay and loading apply.
+through `complete` as well (transactions/runtime/orphans.py), so the same replay and loading apply.
 
 Loading does the same from the log: storage.latest.LatestRecords holds transactional records per producer
 until their marker and applies it by the same rules; what has no marker by the log end is replayed here as
 pending (`replay` with the flag the fold computed), so a restart mid-transaction keeps it pending.
 
 A non-transactional commit that marks a pending offset stale and then fails to be written takes the mark back
-(offsets/pending.StaleMarks). Known gaps: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write fails
-does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key); a
+(rules/pending_offsets.StaleMarks). Known gaps: an offset tombstone (OffsetDelete, DeleteGroups, expiry) whose write
+fails does not bring back the pending offsets of its key it removed (their marker then commits nothing for the key); a
 commit written after the producer's COMMIT marker, still in flight when the marker is durable, keeps the marker
 from materializing the key's pending offset (right when that commit is durable: it is newer) -- should that
 commit fail, the key keeps its older committed offset until a reload gives the pending one.
@@ -35,9 +35,10 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import InvalidProducerEpoch, KafkaError, NotCoordinator
-from coordinator.offsets.pending import PendingOffset, PendingTxnOffsets
-from coordinator.record_types import OffsetCommitRecord, Record
+from coordinator.offsets.pending import Key, ShardPendingOffsets
+from coordinator.records.types import OffsetCommitRecord, OffsetValue, Record
 from coordinator.runtime.writes import PendingWrite
+from rules.pending_offsets import PendingOffset
 from storage.control_records import ControlMarker
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-Undo = list[tuple[int, tuple[str, str, int], "PendingOffset | None", bool]]
+Undo = list[tuple[int, Key, "PendingOffset[OffsetValue] | None", bool]]
 
 
 class Shard(Protocol):
@@ -72,7 +73,7 @@ class ShardTxnOffsets:
         self.verifying: dict[int, list[object]] = {}
 
     @property
-    def pending(self) -> PendingTxnOffsets:
+    def pending(self) -> ShardPendingOffsets:
         return self.shard.offsets.txn  # replaced with the store when the shard unloads
 
     # --- replay ---------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ class ShardTxnOffsets:
             pending_write.resolve(exc)
         return pending_write
 
-    def _undo_on_failure(self, undo: Undo, pending: PendingTxnOffsets) -> Callable[[BaseException | None], None]:
+    def _undo_on_failure(self, undo: Undo, pending: ShardPendingOffsets) -> Callable[[BaseException | None], None]:
         def taken_back(error: BaseException | None) -> None:
             if error is None or pending is not self.pending:  # durable, or the shard was unloaded meanwhile
                 return

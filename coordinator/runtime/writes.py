@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from coordinator.completion import Completion
-from coordinator.record_types import Record
+from coordinator.records.types import Record
 from storage.control_records import ControlMarker
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class PendingWrite(Completion):
         runtime writes them. `marker`: a transaction marker (no records): the log writes its control batch."""
         Completion.__init__(self)
         self.records = records
-        self.tails = tails  # record_codec.encode_tails(records), when the writer made them already
+        self.tails = tails  # log_codec.encode_tails(records), when the writer made them already
         self._store = store
         self.producer = producer
         self.marker = marker

@@ -334,7 +334,7 @@ class EmbeddedKafka:
             self.http_port = int(http[0]["port"])
 
     def _partitions_of(self, topic: str) -> int | None:
-        from coordinator.cli.admin import Admin
+        from coordinator.cli.admin_client import Admin
 
         with Admin(f"127.0.0.1:{self._port(CONTROL_LISTENER if CONTROL_LISTENER in self.ports else CLIENT_LISTENER)}",
                    10.0) as admin:

@@ -10,9 +10,9 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.transactions.metadata import NO_PRODUCER_EPOCH, TxnMetadata, TxnStateError, TxnTransit
-from coordinator.transactions.state import TxnState
+from coordinator.transactions.lifecycle import TxnState
 from coordinator.transactions.steps import MarkerJob, TopicPartition, TxnAnswer, TxnStep
+from coordinator.transactions.txn_metadata import NO_PRODUCER_EPOCH, TxnMetadata, TxnStateError, TxnTransit
 
 _E = ErrorCode
 #: what follows a settled write: (the step, the mapped error) -> the answer

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.transactions import ending, views
-from coordinator.transactions.metadata import (
+from coordinator.transactions import descriptions, ending
+from coordinator.transactions.lifecycle import TxnState
+from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
+from coordinator.transactions.txn_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TopicPartition,
@@ -25,8 +27,6 @@ from coordinator.transactions.metadata import (
     TxnTransit,
     is_epoch_exhausted,
 )
-from coordinator.transactions.state import TxnState
-from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
 from storage.txn_log_records import TxnLogValue
 
 _E = ErrorCode
@@ -241,12 +241,12 @@ class TxnOps:
 
     # --- admin views (last: `list` would shadow the builtin in the annotations above) ------------
 
-    def describe(self, txn_id: str) -> views.TxnDescription:
-        return views.describe(self.txns, txn_id)
+    def describe(self, txn_id: str) -> descriptions.TxnDescription:
+        return descriptions.describe(self.txns, txn_id)
 
     def list(self, states_filter: Iterable[str] = (), producer_ids_filter: Iterable[int] = (),
-             duration_filter_ms: int = -1) -> views.TxnListing:
-        return views.list_transactions(self.txns, self.clock_ms(), states_filter, producer_ids_filter,
+             duration_filter_ms: int = -1) -> descriptions.TxnListing:
+        return descriptions.list_transactions(self.txns, self.clock_ms(), states_filter, producer_ids_filter,
                                        duration_filter_ms)
 
 def _retriable_after_fence(step: TxnStep) -> TxnStep:

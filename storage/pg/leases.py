@@ -3,7 +3,7 @@
 A node registers with a fresh incarnation and renews before `session_ms` passes; a row whose
 expires_at is past (per clock_timestamp() of PostgreSQL, never a node's clock) is a dead node, whose
 node.id another incarnation may take. Membership policy (when to renew, what to do on loss) lives
-in coordinator/cluster/membership.py.
+in coordinator/cluster/node_leases.py.
 
 A node is also dead, before its lease runs out, when its PostgreSQL session has ended: each
 incarnation holds a session-level advisory lock (its `session_key`, a random bigint) on a connection

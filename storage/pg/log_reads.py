@@ -15,8 +15,8 @@ from typing import NamedTuple, TypeVar
 
 import asyncpg
 
-from storage import placement
-from storage.placement import OFFSETS_TOPIC
+from rules import placement
+from rules.placement import OFFSETS_TOPIC
 
 from .connect import connect, redact, unavailable_as_store_error
 

@@ -35,8 +35,9 @@ import structlog
 from storage import batch as batch_format
 from storage.cleaner import CleanStats
 from storage.errors import CorruptRecordError, LogClosedError, OffsetOutOfRangeError, StorageError
-from storage.log import AppendResult, FlushPolicy, PartitionLog, TimestampOffset
+from storage.log import AppendResult, FlushPolicy, PartitionLog
 from storage.log_compaction import CompactionPolicy
+from storage.log_timestamps import TimestampOffset
 from storage.retention_rules import SegmentInfo
 from storage.segment import segment_name
 
@@ -208,7 +209,7 @@ class PgPartitionLog:
             except asyncio.CancelledError:
                 self._fail(StoreUnavailableError("append cancelled: its commit outcome is unknown"), waiting)
                 raise
-            except Exception as exc:  # noqa: BLE001 - any other error: the outcome is unknown too
+            except Exception as exc:  # any other error: the outcome is unknown too
                 self._fail(exc if isinstance(exc, StorageError) else _unknown(exc), waiting)
                 return
         finally:

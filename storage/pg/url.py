@@ -1,8 +1,10 @@
 """The storage URL: libpq's URI form, with one host or several (`postgresql://u:pw@h1:5432,h2:5432/db?
 target_session_attrs=read-write`, the standard way to reach whichever PostgreSQL is primary after a failover).
 
-`parse` checks what a node needs of it and names its hosts (connect.py tries them in order, as libpq does);
-`redact` hides its password in log lines. No driver import, so the settings can use it in local mode too.
+`parse` checks what a node needs of it, names its hosts (connect.py tries them in order, as libpq does) and reads
+the options libpq applies on the client side (connect_timeout, the TCP keepalive settings and tcp_user_timeout, which
+asyncpg would otherwise send to the server as settings); `redact` hides its password in log lines. No driver
+import, so the settings can use it in local mode too.
 No message here quotes the URL: it may carry a password.
 """
 
@@ -18,6 +20,17 @@ SESSION_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer
 WRITABLE_SESSION_ATTRS = ("read-write", "primary")
 DEFAULT_CONNECT_TIMEOUT_S = 10.0  # per host, when the URL sets no connect_timeout
 MIN_CONNECT_TIMEOUT_S = 2.0  # libpq's floor for connect_timeout
+# libpq's TCP settings, applied to each connection's socket; 0 in the URL: the operating system's default. Ours
+# when the URL sets none (libpq's are the OS's: a peer gone without a reset is noticed after 2 h idle, or some 15
+# min with data unacknowledged): a connection silent for 5 s while idle (keepalive probes after 2 s, one a second,
+# 3 unanswered) or with data unacknowledged for 5 s is ended by the kernel.
+DEFAULT_KEEPALIVES_IDLE_S = 2
+DEFAULT_KEEPALIVES_INTERVAL_S = 1
+DEFAULT_KEEPALIVES_COUNT = 3
+DEFAULT_TCP_USER_TIMEOUT_MS = 5000
+#: the URL parameters that are libpq's client-side options: read here, never handed to asyncpg
+CLIENT_PARAMETERS = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+                     "tcp_user_timeout")
 FORM = "postgresql://user:password@host:port[,host:port...]/database[?target_session_attrs=read-write]"
 
 _PASSWORD_PARAMETER = re.compile(r"(password=)([^&\s]*)", re.IGNORECASE)
@@ -29,11 +42,22 @@ class Host(NamedTuple):
     port: int | None  # None: the driver's default (PGPORT, else 5432)
 
 
+class TcpOptions(NamedTuple):
+    """What a TCP connection's socket is set to (connect.py); a value of 0: the operating system's default."""
+
+    keepalives: bool  # SO_KEEPALIVE
+    keepalives_idle_s: int  # TCP_KEEPIDLE
+    keepalives_interval_s: int  # TCP_KEEPINTVL
+    keepalives_count: int  # TCP_KEEPCNT
+    tcp_user_timeout_ms: int  # TCP_USER_TIMEOUT
+
+
 class StorageUrl(NamedTuple):
     hosts: tuple[Host, ...]  # in the URL's order; empty: the driver's default host
     target_session_attrs: str  # libpq's default "any"
     connect_timeout_s: float | None  # per host; None: no limit of its own (the caller's applies)
-    driver_url: str  # the URL as the driver is given it (without connect_timeout, which asyncpg lacks)
+    tcp: TcpOptions
+    driver_url: str  # the URL as the driver is given it (without CLIENT_PARAMETERS, which asyncpg lacks)
 
 
 def parse(url: str) -> StorageUrl:
@@ -57,12 +81,27 @@ def parse(url: str) -> StorageUrl:
         raise ValueError("lists several hosts without target_session_attrs=read-write (or primary): a node "
                          "must reach the one PostgreSQL that can write, not the first that answers")
     timeout = _connect_timeout(query.get("connect_timeout"))
+    tcp = TcpOptions(_whole(query, "keepalives", 1, 2**31 - 1) != 0,  # libpq: any other number than 0 is on
+                     _whole(query, "keepalives_idle", DEFAULT_KEEPALIVES_IDLE_S, 32767),
+                     _whole(query, "keepalives_interval", DEFAULT_KEEPALIVES_INTERVAL_S, 32767),
+                     _whole(query, "keepalives_count", DEFAULT_KEEPALIVES_COUNT, 127),
+                     _whole(query, "tcp_user_timeout", DEFAULT_TCP_USER_TIMEOUT_MS, 2**31 - 1))
     driver_url = url
-    if "connect_timeout" in query:
+    if any(name in query for name in CLIENT_PARAMETERS):
         base, _, params = url.partition("?")
-        kept = "&".join(item for item in params.split("&") if item.partition("=")[0] != "connect_timeout")
+        kept = "&".join(item for item in params.split("&") if item.partition("=")[0] not in CLIENT_PARAMETERS)
         driver_url = f"{base}?{kept}" if kept else base
-    return StorageUrl(hosts, attrs, timeout, driver_url)
+    return StorageUrl(hosts, attrs, timeout, tcp, driver_url)
+
+
+def _whole(query: dict[str, str], name: str, default: int, most: int) -> int:
+    """A parameter that is a whole number up to `most` (Linux's limit for the socket option), else `default`."""
+    text = query.get(name)
+    if text is None:
+        return default
+    if not text.isdigit() or int(text) > most:
+        raise ValueError(f"has a {name} that is not a whole number from 0 to {most}")
+    return int(text)
 
 
 def _hosts(hostlist: str, query: dict[str, str]) -> tuple[Host, ...]:

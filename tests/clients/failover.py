@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from storage.placement import OFFSETS_TOPIC, partition_for
+from rules.placement import OFFSETS_TOPIC, partition_for
 from tests.clients import committed_offsets, produce, run_consumer
 from tests.clients.process import ClientProcess, wait_all
 from tests.clients.scenarios import stop_all, wait_stable

@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from py_txn_clients import CLIENTS, Fenced, Positions, emit, parse_value  # noqa: E402 (run as a script)
+from py_txn_clients import CLIENTS, Fenced, Positions, emit, parse_value  # run as a script
 
 # ----------------------------------------------------------------- the loop, the same for every client
 COMMIT_RETRIES = 20

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not (BOOTSTRAP and STEP), reason="run by ./dev c
 
 def _admin():
     """An admin client bootstrapped from the first address that answers (the cluster run kills a node)."""
-    from coordinator.cli.admin import Admin
+    from coordinator.cli.admin_client import Admin
     from coordinator.cli.client import CliError
 
     errors = []

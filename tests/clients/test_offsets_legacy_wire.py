@@ -14,7 +14,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import ApiKey
-from storage.placement import partition_for
+from rules.placement import partition_for
 from tests.support.legacy_offsets import commit_v0, commit_v1, fetch_v0
 from tests.support.offsets import codes, commit_request, fetch_request, fetched, wait_loaded
 from tests.support.server_process import ROOT, start_server

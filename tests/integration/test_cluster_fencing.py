@@ -8,7 +8,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from protocol.apis import ApiKey
-from storage.placement import OFFSETS_TOPIC, partition_for
+from rules.placement import OFFSETS_TOPIC, partition_for
 from tests.clients.produce import create_topic
 from tests.support.cluster import OFFSETS_PARTITIONS, ClusterNodes, wait_until
 from tests.support.data_plane import batch, ms, req

@@ -14,9 +14,9 @@ from collections.abc import Callable
 import asyncpg
 import pytest
 
-from coordinator.cluster import membership
+from coordinator.cluster import node_leases
 from coordinator.cluster.assignment import desired_owners
-from coordinator.cluster.membership import ClusterMembership
+from coordinator.cluster.node_leases import ClusterMembership
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
 from coordinator.cluster.state import ClusterState, advertised_listeners
 from coordinator.cluster.watcher import SessionWatcher
@@ -170,7 +170,7 @@ async def test_a_frozen_node_is_taken_over_after_its_session(cluster):
 async def test_a_node_whose_session_ends_is_taken_over_at_once_not_after_its_session(cluster, monkeypatch,
                                                                                       noticed_by):
     if noticed_by == "watcher":  # the orphan check would come too late to matter
-        monkeypatch.setattr(membership, "ORPHAN_CHECK_S", 3600)
+        monkeypatch.setattr(node_leases, "ORPHAN_CHECK_S", 3600)
     else:  # no watcher (e.g. it died with the node it watched): the orphan check alone
         monkeypatch.setattr(SessionWatcher, "watch", lambda self, target: None)
     reported: list[tuple[int, int]] = []  # (watching node, node whose session ended)

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from storage.placement import TRANSACTION_STATE_TOPIC
+from rules.placement import TRANSACTION_STATE_TOPIC
 from tests.clients.txn_scenarios import PARTITIONS, aborts_and_exactly_once
 from tests.support.cluster import ClusterNodes, wait_until
 

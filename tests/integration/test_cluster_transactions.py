@@ -12,8 +12,8 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
+from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for, transaction_partition_for
 from storage.control_records import read_marker
-from storage.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for, transaction_partition_for
 from tests.integration.test_txn_offsets_wire import codes, txn_commit
 from tests.support.cluster import OFFSETS_PARTITIONS, ClusterNodes, wait_until
 from tests.support.offsets import fetch_request, fetched, wait_loaded

@@ -15,7 +15,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from storage.placement import partition_for
+from rules.placement import partition_for
 from tests.support.offsets import commit_request, fetch_request, fetched, schema, wait_loaded
 from tests.support.server_process import ROOT, start_server
 from tests.support.wire_client import WireClient, request_frame, response_class_for

@@ -186,8 +186,8 @@ def test_rebalance_history_records_who_joined_and_left(consuming_group):
 
 def write_large_offsets_log(root: str, megabytes: int) -> None:
     """Partition 0 of __consumer_offsets holding ~`megabytes` MB of commits (one batch, appended again and again)."""
-    from coordinator.record_codec import offset_key, offset_value
-    from coordinator.record_types import OffsetValue
+    from coordinator.records.log_codec import offset_key, offset_value
+    from coordinator.records.types import OffsetValue
     from coordinator.runtime.durable_log import DurableLog
     from storage.batch import build_batch
 

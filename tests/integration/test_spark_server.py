@@ -36,9 +36,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
+from rules.placement import partition_for
 from spark_jobs.common import spark_session
 from storage.dump import iter_log_records
-from storage.placement import partition_for
 from storage.snapshot import latest_snapshot, read_snapshot
 from tests.support.groups import assignment
 from tests.support.offsets import commit_request, delete_request, fetch_request, schema
@@ -395,7 +395,7 @@ class Committer:
                                 self.errors.append((group, t.name, p.partition_index, p.error_code))
                     self.commits += 1
                 time.sleep(self.pause)
-        except Exception as exc:  # noqa: BLE001 -- reported by the test
+        except Exception as exc:  # reported by the test
             self.errors.append(repr(exc))
 
     def __enter__(self) -> Committer:

@@ -4,7 +4,7 @@ UNSTABLE_OFFSET_COMMIT, a plain one the committed offset -- still pending after 
 committed by EndTxn's marker; offsets for a group the transaction never added are refused (KIP-890's
 verification, Kafka's error per request version) and nothing stays pending after EndTxn; offsets an earlier
 version left pending outside their transaction are aborted once the transaction is known over (at the load,
-when it completes) and stay so across restarts (txn/orphans.py)."""
+when it completes) and stay so across restarts (transactions/runtime/orphans.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
-from storage.placement import partition_for
+from rules.placement import partition_for
 from tests.support.offsets import commit_request, fetch_request, fetched, schema, wait_loaded
 from tests.support.server_process import ServerProcess, start_server
 from tests.support.txn_wire import add_offsets, add_partitions, end_txn, init_producer_id

@@ -11,7 +11,7 @@ from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import Assignment, TopicMetadata
 from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.settings import GroupSettings
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog

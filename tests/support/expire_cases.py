@@ -4,7 +4,7 @@ offsets partition for the server's staging tests (local and cluster mode)."""
 
 from __future__ import annotations
 
-from storage.placement import partition_for
+from rules.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
 from tests.support.spark import commit, delete_group, delete_offset, encode_subscription, group_meta, write_log
 

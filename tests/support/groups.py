@@ -7,10 +7,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import ClassicGroup, JoinResult, RebalanceRecord, SyncResult
+from coordinator.groups.classic_group import ClassicGroup, RebalanceRecord
+from coordinator.groups.classic_member import JoinResult, SyncResult
 from coordinator.groups.params import JoinParams, LeavingMember, SyncParams
 from coordinator.groups.settings import GroupSettings
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-PACKAGES = ("primitives", "protocol", "storage", "coordinator", "spark_jobs")
+PACKAGES = ("primitives", "rules", "protocol", "storage", "coordinator", "spark_jobs")
 
 
 def _module_name(root: Path, path: Path) -> str:

@@ -7,9 +7,9 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.groups.classic_group import JoinResult, SyncResult
+from coordinator.groups.classic_member import JoinResult, SyncResult
 from coordinator.groups.params import JoinParams, LeavingMember, SyncParams
-from storage.consumer_protocol import decode_assignment
+from rules.consumer_protocol import decode_assignment
 from tests.support.consumer_groups import ConsumerHarness
 from tests.support.spark import encode_subscription
 

@@ -3,9 +3,9 @@ partition's log holds, and the durable view a reload must reproduce."""
 
 from __future__ import annotations
 
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from storage.batch import decode_records, iter_batches
 
 

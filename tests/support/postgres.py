@@ -3,7 +3,9 @@
 `PostgresServer` is a plain context manager (scripts, benches); the `postgres_server` fixture
 (session-scoped, so each xdist worker gets its own cluster) and `pg_url` (a fresh database per
 test) are registered for every test by tests/conftest.py. `standby()` adds a synchronous streaming-replication
-standby (pg_basebackup); `kill()` (kill -9 of the postmaster) and `promote()` make a PostgreSQL failover.
+standby (pg_basebackup); `kill()` (kill -9 of the postmaster) and `promote()` make a PostgreSQL failover;
+`freeze()` (SIGSTOP of the postmaster and every process it started) is a primary that vanishes without closing its
+connections (its host lost, the network cut), until `thaw()`.
 
 initdb refuses to run as root; as root the server runs as the unprivileged `postgres` user
 (created by Debian's postgresql package) through `runuser`, in a temp dir that user owns.
@@ -23,7 +25,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -42,10 +44,13 @@ SETTINGS = {
 }
 
 
-# $1: the pid to outlive, $2: the data dir, $3: the temp dir, then the pg_ctl command.
+# $1: the pid to outlive, $2: the data dir, $3: the temp dir, then the pg_ctl command. A frozen server is thawed
+# first (a stopped postmaster would never act on pg_ctl's signal).
 _WATCHDOG = """
 pid=$1 data=$2 dir=$3; shift 3
 while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+postmaster=$(head -n 1 "$data/postmaster.pid" 2>/dev/null)
+[ -n "$postmaster" ] && kill -CONT $postmaster $(ps -o pid= --ppid "$postmaster") 2>/dev/null
 "$@" stop -m immediate -w -D "$data"
 rm -rf "$dir"
 """
@@ -90,6 +95,7 @@ class PostgresServer:
         self.dir = Path()
         self._database_numbers = itertools.count(1)
         self._running = False
+        self._frozen: list[int] = []
         self._watchdog: subprocess.Popen | None = None
 
     @property
@@ -186,10 +192,14 @@ class PostgresServer:
             raise
         return standby
 
+    @property
+    def postmaster_pid(self) -> int:
+        return int((self._data / "postmaster.pid").read_text().split()[0])
+
     def kill(self) -> None:
         """kill -9 of the postmaster: its listening socket closes at once; its backends notice and end
         themselves (a commit waiting for the synchronous standby is never answered)."""
-        pid = int((self._data / "postmaster.pid").read_text().split()[0])
+        pid = self.postmaster_pid
         self._running = False
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
@@ -197,6 +207,30 @@ class PostgresServer:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the postmaster {pid} outlived SIGKILL for 30 s")
             time.sleep(0.01)
+
+    def freeze(self) -> None:
+        """SIGSTOP of the postmaster, then of every process it started (backends, walsenders, writers): nothing
+        answers any more, yet every connection stays open and this host's kernel still accepts new ones into the
+        listen backlog and acknowledges what clients send -- as a host lost without a reset looks to a client,
+        apart from those acknowledgements (only a timeout of the client's own can tell)."""
+        postmaster = self.postmaster_pid
+        os.kill(postmaster, signal.SIGSTOP)  # first: it starts no process after this
+        _wait_state(postmaster, "T")
+        self._frozen = [postmaster]
+        for pid in _children(postmaster):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                self._frozen.append(pid)
+        for pid in self._frozen:
+            _wait_state(pid, "T")
+
+    def thaw(self) -> None:
+        """SIGCONT of every process `freeze` stopped: the server goes on from where it stood, reading what its
+        clients sent meanwhile."""
+        frozen, self._frozen = self._frozen, []
+        for pid in reversed(frozen):  # the postmaster last
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def promote(self) -> None:
         """pg_ctl promote (a standby): it ends recovery and accepts writes."""
@@ -229,6 +263,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         """Stop at once (a throwaway cluster needs no clean shutdown) and remove the temp dir."""
+        self.thaw()
         self._stop_server()
         if self._watchdog is not None:
             self._watchdog.kill()
@@ -245,14 +280,38 @@ class PostgresServer:
 
 
 def _alive(pid: int) -> bool:
+    state = _state(pid)  # a zombie is dead: reaped by nobody here (the postmaster is not our child)
+    return state is not None and state != "Z"
+
+
+def _state(pid: int) -> str | None:
+    """The state letter /proc gives `pid` (R, S, T: stopped, Z: zombie...); None when it is gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead: reaped by nobody here (the postmaster is not our child)
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _wait_state(pid: int, state: str, timeout: float = 10) -> None:
+    """Until `pid` is in `state` (T: stopped), or has ended (gone, or a zombie)."""
+    deadline = time.monotonic() + timeout
+    while (current := _state(pid)) not in (state, "Z", None):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"process {pid} not in state {state} within {timeout} s (it is {current})")
+        time.sleep(0.005)
 
 
 def _check(done: subprocess.CompletedProcess, what: str) -> None:

@@ -77,7 +77,7 @@ _I32 = struct.Struct(">i")
 def encode_subscription(topics, version: int = 0, user_data: bytes | None = None,
                         owned_partitions=(), generation_id: int = -1,
                         rack_id: str | None = None) -> bytes:
-    """A ConsumerProtocolSubscription's bytes: the inverse of storage.consumer_protocol.decode_subscription
+    """A ConsumerProtocolSubscription's bytes: the inverse of rules.consumer_protocol.decode_subscription
     (the server only decodes them; clients write them)."""
     out = bytearray(_I16.pack(version))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.transactions.metadata import TxnMetadata
 from coordinator.transactions.operations import TxnOps, TxnSettings
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
+from coordinator.transactions.txn_metadata import TxnMetadata
 from storage.txn_log_records import TxnLogValue
 
 

@@ -1,7 +1,8 @@
 """One node's transaction coordinator and group coordinator wired together, in process: a real
 __transaction_state log in a tmp dir (flush policy none), the group coordinator's shards over a MemoryLog
 (fake clock), markers for the offsets partitions written by the group coordinator as in the server
-(txn/build.py), topic partitions' markers recorded; and the orphaned-offsets sweeper as its listener."""
+(transactions/runtime/wiring.py),
+topic partitions' markers recorded; and the orphaned-offsets sweeper as its listener."""
 
 from __future__ import annotations
 
@@ -16,21 +17,21 @@ from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.groups.settings import GroupSettings
 from coordinator.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from coordinator.offsets.manager import fetch
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
-from coordinator.txn.coordinator import Loading, TransactionCoordinator
-from coordinator.txn.markers import MarkerWriter
-from coordinator.txn.orphans import OrphanedOffsets
-from coordinator.txn.settings import TxnRuntimeSettings
-from coordinator.txn.state_log import TxnStateLog
-from storage.placement import OFFSETS_TOPIC, partition_for
+from coordinator.transactions.runtime.markers import MarkerWriter
+from coordinator.transactions.runtime.orphans import OrphanedOffsets
+from coordinator.transactions.runtime.settings import TxnRuntimeSettings
+from coordinator.transactions.runtime.state_log import TxnStateLog
+from coordinator.transactions.runtime.txn_coordinator import Loading, TransactionCoordinator
+from rules.placement import OFFSETS_TOPIC, partition_for
 from tests.support.offsets import schema
 
 OFFSETS_PARTITIONS = 3
 
 
-def OFFSETS(group: str) -> tuple[str, int]:  # noqa: N802 -- reads as the partition AddOffsetsToTxn adds
+def OFFSETS(group: str) -> tuple[str, int]:  # reads as the partition AddOffsetsToTxn adds
     return OFFSETS_TOPIC, partition_for(group, OFFSETS_PARTITIONS)
 
 

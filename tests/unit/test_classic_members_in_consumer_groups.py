@@ -7,7 +7,7 @@ from kio.schema.errors import ErrorCode as E
 
 from coordinator.groups.params import LeavingMember, SyncParams
 from coordinator.offsets.manager import validate_commit
-from coordinator.record_types import ConsumerGroupMemberSubscriptionRecord
+from coordinator.records.types import ConsumerGroupMemberSubscriptionRecord
 from coordinator.runtime.shard import Shard
 from coordinator.runtime.writes import MemoryLog
 from storage.consumer_group_records import ClassicMemberMetadata

@@ -12,7 +12,7 @@ import pytest
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.partition_hooks import PartitionHooks, Runtime, runtime_of
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
-from storage.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 
 class FakeLog:

@@ -3,7 +3,7 @@ after one heartbeat interval."""
 
 from __future__ import annotations
 
-from coordinator.cluster.membership import EXPIRY_MARGIN_S, next_look_s
+from coordinator.cluster.node_leases import EXPIRY_MARGIN_S, next_look_s
 
 
 def test_alone_it_looks_every_heartbeat_interval():

@@ -20,7 +20,7 @@ from coordinator.net.dispatch import Deferred, Dispatcher
 from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.services import Services
-from storage.placement import partition_for
+from rules.placement import partition_for
 from tests.support.dispatch import known_topics
 from tests.support.offsets import TEST_TOPICS, codes, commit_request, decode, fetch_request, fetched
 from tests.support.wire_client import request_frame

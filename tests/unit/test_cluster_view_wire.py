@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.view import NO_LEADER, Broker, LocalView
 from coordinator.node import Node
-from storage.placement import OFFSETS_TOPIC, partition_for, transaction_partition_for
+from rules.placement import OFFSETS_TOPIC, partition_for, transaction_partition_for
 from tests.support.dispatch import InProcess, make_services, named_request as req
 
 E = ErrorCode

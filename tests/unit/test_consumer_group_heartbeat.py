@@ -254,7 +254,7 @@ def test_a_classic_join_to_a_live_consumer_group_stays_in_it_and_takes_over_an_e
 def test_a_consumer_heartbeat_to_a_classic_group_with_members_is_refused_and_an_empty_one_is_replaced():
     """(migration disabled: with it, tests/unit/test_group_migration.py)"""
     from coordinator.groups.params import JoinParams, LeavingMember
-    from coordinator.record_types import GroupMetadataRecord
+    from coordinator.records.types import GroupMetadataRecord
 
     h = ConsumerHarness(consumer=ConsumerGroupSettings(assignors=default_assignors(), migration_policy="disabled"))
     replies: list = []

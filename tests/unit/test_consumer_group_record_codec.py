@@ -1,4 +1,4 @@
-"""The coordinator's consumer-group records through record_codec (round trips of every type and of
+"""The coordinator's consumer-group records through log_codec (round trips of every type and of
 its tombstone, sorted assignments, unknown types), the GroupCoordinatorRecordHelpers equivalents,
 and members rebuilt from their records."""
 
@@ -10,10 +10,10 @@ import uuid
 import pytest
 from hypothesis import given, strategies as st
 
-from coordinator import record_codec
 from coordinator.groups.consumer import records as helpers
 from coordinator.groups.consumer.model import ConsumerGroupMember, MemberState, TopicMetadata
-from coordinator.record_types import (
+from coordinator.records import log_codec
+from coordinator.records.types import (
     CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
@@ -59,20 +59,20 @@ RECORDS = st.one_of(
 
 @given(RECORDS)
 def test_round_trip_every_record_type_and_tombstone(record):
-    key, value = record_codec.encode(record)
+    key, value = log_codec.encode(record)
     type_id, field = CONSUMER_GROUP_RECORD_TYPES[type(record)]
     assert struct.unpack(">h", key[:2])[0] == type_id
     assert (value is None) == (getattr(record, field) is None) == record.is_tombstone
-    assert record_codec.decode(key, value) == record
-    assert record_codec.encode_tails([record]) == [record_tail(key, value)]
-    assert list(record_codec.decode_all([(key, value)])) == [record]
+    assert log_codec.decode(key, value) == record
+    assert log_codec.encode_tails([record]) == [record_tail(key, value)]
+    assert list(log_codec.decode_all([(key, value)])) == [record]
 
 
 def test_assignments_are_written_sorted():
     a = ConsumerGroupTargetAssignmentRecord("g", "m", {B: frozenset({3, 1}), A: frozenset({2, 0})})
     b = ConsumerGroupTargetAssignmentRecord("g", "m", {A: frozenset({0, 2}), B: frozenset({1, 3})})
-    _, value = record_codec.encode(a)
-    assert value == record_codec.encode(b)[1]
+    _, value = log_codec.encode(a)
+    assert value == log_codec.encode(b)[1]
     decoded = cg.decode_value(cg.ConsumerGroupTargetAssignmentMemberKey("g", "m"), value)
     assert decoded is not None
     assert decoded[1].topic_partitions == (cg.TopicPartitions(A, (0, 2)), cg.TopicPartitions(B, (1, 3)))
@@ -82,32 +82,32 @@ def test_reading_merges_a_repeated_topic_and_drops_empty_ones():
     wire = cg.ConsumerGroupTargetAssignmentMemberValue(
         (cg.TopicPartitions(A, (1,)), cg.TopicPartitions(B, ()), cg.TopicPartitions(A, (0,))))
     key = cg.encode_key(cg.ConsumerGroupTargetAssignmentMemberKey("g", "m"))
-    record = record_codec.decode(key, cg.encode_value(7, wire))
+    record = log_codec.decode(key, cg.encode_value(7, wire))
     assert record == ConsumerGroupTargetAssignmentRecord("g", "m", {A: frozenset({0, 1})})
 
 
 def test_unknown_member_state_is_refused():
     wire = cg.ConsumerGroupCurrentMemberAssignmentValue(1, 0, 5)
     with pytest.raises(InvalidRecordError):
-        record_codec.decode(cg.encode_key(cg.ConsumerGroupCurrentMemberAssignmentKey("g", "m")),
+        log_codec.decode(cg.encode_key(cg.ConsumerGroupCurrentMemberAssignmentKey("g", "m")),
                             cg.encode_value(8, wire))
 
 
 def test_share_group_records_stay_unknown():
     share_key = struct.pack(">h", 11) + struct.pack(">h", 1) + b"g"  # ShareGroupMetadataKey
     with pytest.raises(UnknownRecordType):
-        record_codec.decode(share_key, b"\x00\x00\x00\x00\x00\x01\x00")
+        log_codec.decode(share_key, b"\x00\x00\x00\x00\x00\x01\x00")
     commit = OffsetCommitRecord("g", "t", 0, OffsetValue(5, "", 1))
     epoch = ConsumerGroupEpochRecord("g", 3)
-    pairs = [record_codec.encode(commit), (share_key, None), record_codec.encode(epoch)]
-    assert list(record_codec.decode_all(pairs)) == [commit, epoch]
+    pairs = [log_codec.encode(commit), (share_key, None), log_codec.encode(epoch)]
+    assert list(log_codec.decode_all(pairs)) == [commit, epoch]
 
 
 def test_offset_commit_tails_are_unchanged_beside_consumer_group_records():
     commit = OffsetCommitRecord("g", "t", 0, OffsetValue(5, "", 1, 2))
-    alone = record_codec.encode_tails([commit])
-    mixed = record_codec.encode_tails([commit, ConsumerGroupEpochRecord("g", 1), commit])
-    assert mixed[0] == mixed[2] == alone[0] == record_tail(*record_codec.encode(commit))
+    alone = log_codec.encode_tails([commit])
+    mixed = log_codec.encode_tails([commit, ConsumerGroupEpochRecord("g", 1), commit])
+    assert mixed[0] == mixed[2] == alone[0] == record_tail(*log_codec.encode(commit))
 
 
 MEMBER = ConsumerGroupMember(
@@ -125,7 +125,7 @@ def test_helpers_write_what_kafka_writes():
     assert cur == ConsumerGroupCurrentAssignmentRecord("g", "m1", CurrentAssignment(
         5, 4, MemberState.UNREVOKED_PARTITIONS, {A: frozenset({0})}, {B: frozenset({1, 2})}))
     assert helpers.new_consumer_group_epoch_record("g", 7) == ConsumerGroupEpochRecord("g", 7)
-    assert record_codec.encode(helpers.new_consumer_group_epoch_record("g", 7)) == (
+    assert log_codec.encode(helpers.new_consumer_group_epoch_record("g", 7)) == (
         b"\x00\x03\x00\x01g", b"\x00\x00\x00\x00\x00\x07\x00")
     assert helpers.new_consumer_group_target_assignment_epoch_record("g", 7).assignment_epoch == 7
     target = helpers.new_consumer_group_target_assignment_record("g", "m1", {A: frozenset({1})})
@@ -135,7 +135,7 @@ def test_helpers_write_what_kafka_writes():
     assert meta.topics == (cg.TopicMetadata(A, "a", 1), cg.TopicMetadata(B, "z", 2))
     regex = helpers.new_consumer_group_regular_expression_record(
         "g", "x.*", ResolvedRegularExpression(frozenset({"xb", "xa"}), 3, 99))
-    assert cg.decode_value(cg.ConsumerGroupRegularExpressionKey("g", "x.*"), record_codec.encode(regex)[1]) == (
+    assert cg.decode_value(cg.ConsumerGroupRegularExpressionKey("g", "x.*"), log_codec.encode(regex)[1]) == (
         0, cg.ConsumerGroupRegularExpressionValue(("xa", "xb"), 3, 99))
 
 
@@ -150,15 +150,15 @@ def test_helpers_write_what_kafka_writes():
 ])
 def test_tombstone_helpers(tombstone):
     assert tombstone.is_tombstone
-    key, value = record_codec.encode(tombstone)
-    assert value is None and record_codec.decode(key, None) == tombstone
+    key, value = log_codec.encode(tombstone)
+    assert value is None and log_codec.decode(key, None) == tombstone
 
 
 def test_a_member_comes_back_from_its_records():
     sub = helpers.new_consumer_group_member_subscription_record("g", MEMBER)
     cur = helpers.new_consumer_group_current_assignment_record("g", MEMBER)
-    sub_back = record_codec.decode(*record_codec.encode(sub))
-    cur_back = record_codec.decode(*record_codec.encode(cur))
+    sub_back = log_codec.decode(*log_codec.encode(sub))
+    cur_back = log_codec.decode(*log_codec.encode(cur))
     assert isinstance(sub_back, ConsumerGroupMemberSubscriptionRecord)
     assert isinstance(cur_back, ConsumerGroupCurrentAssignmentRecord)
     assert helpers.member_from_records("m1", sub_back.value, cur_back.value) == MEMBER
@@ -168,7 +168,7 @@ def test_a_member_comes_back_from_its_records():
 
 def test_the_shard_hands_consumer_group_records_to_its_consumer_replay():
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.timers import FakeScheduler
     from coordinator.runtime.writes import MemoryLog
 

@@ -6,7 +6,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.groups.admin import describe_groups, list_groups
 from coordinator.groups.classic_group import GroupState
-from coordinator.record_types import GroupMetadataRecord
+from coordinator.records.types import GroupMetadataRecord
 from storage.errors import StorageError
 from tests.support.groups import Harness, finish, rebalance_history
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.admin import describe_groups
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord
 from storage.errors import StorageError
 from tests.support.groups import finish
 from tests.support.offsets import OffsetsHarness, commit_request, fetch_request, fetched

@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.groups.classic_group import GroupState
 from coordinator.groups.params import LeavingMember
-from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue, MemberMetadata
+from coordinator.records.types import GroupMetadataRecord, GroupMetadataValue, MemberMetadata
 from storage.errors import StorageError
 from tests.support.groups import RANGE, Harness
 

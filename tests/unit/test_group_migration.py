@@ -10,7 +10,7 @@ from coordinator.errors import KafkaError
 from coordinator.groups.classic_group import GroupState
 from coordinator.groups.consumer.assignors import default_assignors
 from coordinator.groups.consumer.params import ConsumerGroupSettings
-from coordinator.record_types import ConsumerGroupEpochRecord, GroupMetadataRecord
+from coordinator.records.types import ConsumerGroupEpochRecord, GroupMetadataRecord
 from tests.support.consumer_groups import Consumer, ConsumerHarness, FakeTopics
 from tests.support.groups import assignment
 from tests.support.migration import ClassicConsumer, topic_partitions

@@ -8,14 +8,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import FencedInstanceId, UnknownMemberId
-from coordinator.groups.classic_group import (
-    VALID_PREVIOUS_STATES,
-    ClassicGroup,
-    GroupState,
-    IllegalStateTransition,
-    Member,
-    dedupe_protocols,
-)
+from coordinator.groups.classic_group import VALID_PREVIOUS_STATES, ClassicGroup, GroupState, IllegalStateTransition
+from coordinator.groups.classic_member import Member, dedupe_protocols
 from coordinator.runtime.timers import FakeScheduler, KeyedTimers
 
 S = GroupState

@@ -14,7 +14,7 @@ from coordinator.groups.context import GroupContext
 from coordinator.groups.params import JoinParams, LeavingMember, SyncParams
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.result import GroupResult, combined
-from coordinator.record_types import GroupMetadataRecord, GroupMetadataValue
+from coordinator.records.types import GroupMetadataRecord, GroupMetadataValue
 from storage.errors import RecordTooLargeError, StorageError
 from tests.support.groups import RANGE, Harness
 from tests.support.import_graph import import_graph

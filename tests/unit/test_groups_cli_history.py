@@ -25,7 +25,7 @@ class Handler(BaseHTTPRequestHandler):
     paths: list[str] = []
     authorizations: list[str | None] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # http.server's name
         Handler.paths.append(self.path)
         Handler.authorizations.append(self.headers.get("Authorization"))
         if self.path == "/groups/g%2F1/rebalances":
@@ -87,7 +87,7 @@ def test_describe_with_history_renders_it(base_url: str, monkeypatch: pytest.Mon
     is replaced by a fixed description)."""
     from coordinator.__main__ import main
     from coordinator.cli import groups
-    from coordinator.cli.model import GroupDescription
+    from coordinator.cli.view_model import GroupDescription
 
     class FakeAdmin:
         def __init__(self, *args: object) -> None:

@@ -6,9 +6,9 @@ import io
 import json
 import struct
 
-from coordinator.cli.model import GroupDescription, GroupListing, Member, OffsetRow
 from coordinator.cli.render import render_delete, render_describe, render_list, render_plan
-from protocol.consumer_assignment import decode_assignment
+from coordinator.cli.view_model import GroupDescription, GroupListing, Member, OffsetRow
+from rules.consumer_protocol import assigned_partitions
 
 
 def assignment_bytes(version: int, topics: dict[str, list[int]]) -> bytes:
@@ -22,10 +22,10 @@ def assignment_bytes(version: int, topics: dict[str, list[int]]) -> bytes:
 
 def test_assignment_decoding_of_every_version_and_of_garbage() -> None:
     for version in (0, 1, 3, 7):  # 7: a newer version is read as the newest known
-        got = decode_assignment(assignment_bytes(version, {"b": [2, 0], "a": [1]}))
+        got = assigned_partitions(assignment_bytes(version, {"b": [2, 0], "a": [1]}))
         assert got == (("a", 1), ("b", 0), ("b", 2))
-    assert decode_assignment(b"") == () and decode_assignment(None) == ()
-    assert decode_assignment(b"\x00\x00\x7f\xff\xff\xff") == ()  # a count past the end
+    assert assigned_partitions(b"") == () and assigned_partitions(None) == ()
+    assert assigned_partitions(b"\x00\x00\x7f\xff\xff\xff") == ()  # a count past the end
 
 
 MEMBER = Member("m-1", None, "client[x]", "/10.0.0.1", (("t", 0), ("t", 1)))

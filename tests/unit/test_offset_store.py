@@ -6,7 +6,7 @@ import pytest
 
 from coordinator.offsets.manager import commit_records
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import OffsetValue
+from coordinator.records.types import OffsetValue
 from tests.support.offsets import commit_request
 
 I64_MAX, I64_MIN = 2**63 - 1, -(2**63)

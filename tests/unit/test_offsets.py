@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.net.dispatch import Deferred
 from coordinator.offsets.manager import java_length
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import ShardState
 from storage.errors import RecordTooLargeError, StorageError
 from tests.support.groups import subscription

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode as E
 
 from coordinator.offsets.manager import commit_records
-from coordinator.record_codec import encode_tails
+from coordinator.records.log_codec import encode_tails
 from storage.errors import StorageError
 from tests.support.offsets import OffsetsHarness, codes, mixed_commit
 

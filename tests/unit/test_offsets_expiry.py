@@ -8,9 +8,9 @@ import os
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.staging import check_partition
 from coordinator.runtime.timers import FakeScheduler

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from kio.static.primitive import i32, i64
 
-from coordinator import record_codec
 from coordinator.offsets.manager import commit_records
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.records import log_codec
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from storage.batch import build_batch, build_tail_batch, decode_records, record_tail, validate
 from storage.errors import InvalidRecordError
 
@@ -43,7 +43,7 @@ def test_plain_batch_refuses_no_records():
 
 
 def tails(records: list) -> list[bytes]:
-    return [record_tail(*record_codec.encode(r)) for r in records]
+    return [record_tail(*log_codec.encode(r)) for r in records]
 
 
 def test_encode_tails_equals_encode_per_record():
@@ -56,21 +56,21 @@ def test_encode_tails_equals_encode_per_record():
         OffsetCommitRecord("gü", "t", 0, OffsetValue(1, "", 2)),
         GroupMetadataRecord("g", None),
     ]
-    assert record_codec.encode_tails(records) == tails(records)
-    assert record_codec.encode_tails(records) == tails(records)  # cached key heads
+    assert log_codec.encode_tails(records) == tails(records)
+    assert log_codec.encode_tails(records) == tails(records)  # cached key heads
 
 
 def test_encode_tails_refuses_too_long_names():
     with pytest.raises(ValueError):
-        record_codec.encode_tails([OffsetCommitRecord("g" * 40_000, "t", 0, OffsetValue(1, "", 2))])
+        log_codec.encode_tails([OffsetCommitRecord("g" * 40_000, "t", 0, OffsetValue(1, "", 2))])
 
 
 def test_the_key_prefix_cache_stays_bounded(monkeypatch):
-    monkeypatch.setattr(record_codec, "_KEY_HEAD_LIMIT", 2)
-    monkeypatch.setattr(record_codec, "_KEY_HEADS", {})
+    monkeypatch.setattr(log_codec, "_KEY_HEAD_LIMIT", 2)
+    monkeypatch.setattr(log_codec, "_KEY_HEADS", {})
     records = [OffsetCommitRecord(f"g{i}", f"t{i % 3}", i, OffsetValue(i, "", 1)) for i in range(7)]
-    assert record_codec.encode_tails(records) == tails(records)
-    assert len(record_codec._KEY_HEADS) <= 2
+    assert log_codec.encode_tails(records) == tails(records)
+    assert len(log_codec._KEY_HEADS) <= 2
 
 
 @settings(max_examples=200, deadline=None)
@@ -90,7 +90,7 @@ def test_commit_records_tails_are_encode_tails_of_its_records(partitions, retent
                                     group_instance_id=None,
                                     topics=(m.OffsetCommitRequestTopic(name=topic, partitions=topic_partitions),))
     records, _answer, made = commit_records(group, request.topics, 1_700_000_000_000, retention, 4096, with_epoch)
-    assert made == record_codec.encode_tails(records)
+    assert made == log_codec.encode_tails(records)
 
 
 def test_commit_records_gives_no_tails_for_names_the_log_cannot_encode():
@@ -100,4 +100,4 @@ def test_commit_records_gives_no_tails_for_names_the_log_cannot_encode():
     records, _answer, made = commit_records("g", commit_request(8, "g", {(long_topic, 0): 1}).topics, 1, -1, 4096, True)
     assert len(records) == 1 and made is None
     with pytest.raises(ValueError):
-        record_codec.encode_tails(records)
+        log_codec.encode_tails(records)

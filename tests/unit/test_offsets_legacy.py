@@ -7,7 +7,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.handlers.offset_commit import with_commit_timestamps
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.shard import ShardState
 from protocol import legacy_messages as m
 from tests.support.legacy_offsets import commit_v0, commit_v1, fetch_v0

@@ -8,15 +8,15 @@ import asyncio
 from hypothesis import HealthCheck, given, settings, strategies as st
 from kio.schema.errors import ErrorCode
 
-from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records import log_codec
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.timers import FakeScheduler
-from storage.placement import partition_for
+from rules.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
 from storage.snapshot import write_snapshot
 from tests.support.groups import subscription
@@ -30,8 +30,8 @@ GROUPS = ["g1", "g2", "g3"]
 def reload(records: list, settings: GroupSettings) -> GroupCoordinator:
     fresh = GroupCoordinator(settings, FakeScheduler())
     for record in records:
-        key, value = record_codec.encode(record)  # through the bytes, as from disk
-        decoded = record_codec.decode(key, value)
+        key, value = log_codec.encode(record)  # through the bytes, as from disk
+        decoded = log_codec.decode(key, value)
         group = decoded.group if isinstance(decoded, OffsetCommitRecord) else decoded.group_id
         fresh.shard_for(group).replay(decoded)
     return fresh

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records import log_codec
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
+from rules.placement import partition_for
 from storage.dump import iter_log_records
-from storage.placement import partition_for
 from storage.records import GroupMetadataValue
 from tests.support.offsets_log import snapshot_of
 
@@ -50,7 +50,7 @@ async def test_load_with_group_tombstones_equals_replay_of_every_record(tmp_path
     reference = GroupCoordinator(settings, FakeScheduler())
     every = list(iter_log_records(durable.path(7)))
     for _offset, key, value in every:
-        reference.shard_for(a).replay(record_codec.decode(key, value))
+        reference.shard_for(a).replay(log_codec.decode(key, value))
 
     durable2 = DurableLog(str(tmp_path))
     coordinator2 = GroupCoordinator(settings, FakeScheduler(), durable2, owned=[7])
@@ -76,7 +76,7 @@ def test_loading_yields_to_the_loop_while_replaying(monkeypatch):
         turns.append(1)
 
     monkeypatch.setattr(loader.asyncio, "sleep", sleep)
-    pairs = [record_codec.encode(OffsetCommitRecord("g", "t", p, OffsetValue(p, "", 1))) for p in range(5)]
+    pairs = [log_codec.encode(OffsetCommitRecord("g", "t", p, OffsetValue(p, "", 1))) for p in range(5)]
     replayed = []
     assert asyncio.run(loader._replay_pairs(replayed.extend, iter(pairs))) == 5
     assert len(replayed) == 5 and len(turns) == 2

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import record_codec
-from coordinator.record_types import GroupMetadataRecord
+from coordinator.records import log_codec
+from coordinator.records.types import GroupMetadataRecord
 from coordinator.runtime import durable_log
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.writes import PendingWrite
@@ -51,8 +51,8 @@ async def test_a_commit_larger_than_the_batch_limit_fails_alone(tmp_path):
 async def test_a_group_record_past_the_limit_is_refused_before_encoding(tmp_path, monkeypatch):
     durable = await open_log(tmp_path)
     encoded = []
-    real = record_codec.encode_tails
-    monkeypatch.setattr(record_codec, "encode_tails", lambda records: encoded.append(records) or real(records))
+    real = log_codec.encode_tails
+    monkeypatch.setattr(log_codec, "encode_tails", lambda records: encoded.append(records) or real(records))
     big = PendingWrite([group_record(LIMIT // 2 + 1)])
     small = PendingWrite([group_record(1000)])
     for write in (big, small):
@@ -93,13 +93,13 @@ async def test_a_failure_building_a_batch_fails_its_writes_and_the_log_goes_on(t
 
 async def test_a_memory_error_encoding_one_write_fails_it_alone(tmp_path, monkeypatch):
     durable = await open_log(tmp_path)
-    real = record_codec.encode_tails
+    real = log_codec.encode_tails
 
     def no_memory_for_groups(records):
         if isinstance(records[0], GroupMetadataRecord):
             raise MemoryError()
         return real(records)
-    monkeypatch.setattr(record_codec, "encode_tails", no_memory_for_groups)
+    monkeypatch.setattr(log_codec, "encode_tails", no_memory_for_groups)
     group, ok = PendingWrite([group_record(10)]), PendingWrite(commits("g", 0, 1))
     for write in (group, ok):
         durable.append(0, write)

@@ -8,10 +8,10 @@ import struct
 import pytest
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime import durable_log
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import PendingWrite
 from storage.errors import RecordTooLargeError

@@ -6,8 +6,8 @@ import random
 
 from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.store import OffsetStore, durable_value
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 

@@ -12,9 +12,9 @@ from coordinator.cluster.identity import join_cluster
 from coordinator.config import ConfigError
 from coordinator.data_plane.producer_ids import BLOCK_SIZE, ProducerIdAllocator
 from protocol.apis import ApiKey
+from rules.placement import offsets_topic_id
 from storage.pg.cluster_meta import reserve_producer_ids
 from storage.pg.connect import open_pool
-from storage.placement import offsets_topic_id
 from tests.support.data_plane import Plane, ms, req
 
 

@@ -1,17 +1,32 @@
 """storage/pg/connect.py with several hosts: the first that can write is used, whatever the others do (refuse, never
-answer, are standbys), and no host that can write is "PostgreSQL unavailable" (retriable), never another error."""
+answer, are standbys), a host that did not answer is tried last until it answers again, and no host that can write
+is "PostgreSQL unavailable" (retriable), never another error. Every TCP socket gets libpq's keepalive settings and
+tcp_user_timeout; a ConnectionSet ends all of its connections at once."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+from pathlib import Path
 
 import asyncpg
 import pytest
+import uvloop
 
-from storage.pg.connect import connect, open_pool, unavailable_as_store_error
+from storage.pg import connect as connect_module
+from storage.pg.connect import ConnectionSet, connect, open_pool, unavailable_as_store_error
 from storage.pg.errors import StoreUnavailableError
 from tests.support.postgres import PostgresServer, free_port, server_or_skip
+from tests.support.tcp_relay import Relay
+
+
+@pytest.fixture(autouse=True)
+def no_host_remembered():
+    """Each test starts with no host remembered as silent (they are remembered per process)."""
+    connect_module._UNANSWERED.clear()
+    yield
+    connect_module._UNANSWERED.clear()
 
 
 def hosts_url(database: str, *ports: int, options: str = "") -> str:
@@ -123,3 +138,112 @@ def test_a_standby_follows_its_primary_synchronously_and_takes_over_when_promote
         if standby is not None:
             standby.stop()
         primary.stop()
+
+
+def tcp_settings(connection: asyncpg.Connection) -> tuple[int, int, int, int, int]:
+    sock = connection._transport.get_extra_info("socket")
+    return (sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+            *(sock.getsockopt(socket.IPPROTO_TCP, option)
+              for option in (socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT, socket.TCP_USER_TIMEOUT)))
+
+
+def system_keepalive() -> tuple[int, int, int]:
+    return tuple(int(Path(f"/proc/sys/net/ipv4/tcp_keepalive_{name}").read_text())  # type: ignore[return-value]
+                 for name in ("time", "intvl", "probes"))
+
+
+async def settings_of(url: str) -> tuple[int, ...]:
+    connection = await connect(url)
+    try:
+        return tcp_settings(connection)
+    finally:
+        await connection.close()
+
+
+async def test_every_tcp_connection_gets_keepalives_and_a_user_timeout(postgres_server):
+    """Without them in the URL: ours (url.py); with them: the URL's, 0 leaving the system's default, as libpq."""
+    assert await settings_of(postgres_server.url) == (1, 2, 1, 3, 5000)
+    several = hosts_url("postgres", free_port(), postgres_server.port)
+    assert await settings_of(several + "&keepalives_idle=7&keepalives_interval=3&keepalives_count=4"
+                                       "&tcp_user_timeout=9000") == (1, 7, 3, 4, 9000)
+    assert await settings_of(postgres_server.url + "?keepalives_idle=0&keepalives_interval=0&keepalives_count=0"
+                                                   "&tcp_user_timeout=0") == (1, *system_keepalive(), 0)
+    assert (await settings_of(postgres_server.url + "?keepalives=0"))[0] == 0
+
+
+async def test_a_pool_opened_through_a_connection_set_sets_them_too(postgres_server):
+    connections = ConnectionSet(postgres_server.url + "?tcp_user_timeout=4000")
+    pool = await open_pool(connections.url, connections=connections, max_size=2)
+    try:
+        async with pool.acquire() as connection:
+            assert tcp_settings(connection._con)[4] == 4000
+    finally:
+        await pool.close()
+
+
+def test_the_settings_reach_the_socket_under_uvloop_too(postgres_server):
+    """The node runs on uvloop, whose transports give a socket of their own kind."""
+    assert uvloop.run(settings_of(postgres_server.url + "?keepalives_idle=9")) == (1, 9, 1, 3, 5000)
+
+
+async def test_a_unix_socket_is_left_alone(postgres_server):
+    connection = await connect(f"postgresql://postgres@/postgres?host={postgres_server.dir}&port={postgres_server.port}"
+                               "&tcp_user_timeout=3000")
+    try:
+        assert connection._transport.get_extra_info("socket").family == socket.AF_UNIX
+        assert await connection.fetchval("SELECT 1") == 1
+    finally:
+        await connection.close()
+
+
+async def test_a_host_that_ran_out_its_connect_timeout_is_tried_last_until_it_answers(postgres_server):
+    """After a failover only the first connection waits for the silent old primary, not every one after it."""
+    first, second = Relay(postgres_server.port), Relay(postgres_server.port)
+    await first.start()
+    await second.start()
+    try:
+        url = hosts_url("postgres", first.port, second.port, options="&connect_timeout=2")
+        first.silent = True
+        for _ in range(2):
+            connection = await connect(url)
+            await connection.close()
+        assert (first.accepted, second.accepted) == (1, 2)  # waited on once, then tried after the other
+        first.thaw()
+        await second.close()  # refuses: the silent host is tried after all, answers, and is first again
+        await (await connect(url)).close()
+        await second.start()
+        await (await connect(url)).close()
+        assert (first.accepted, second.accepted) == (3, 2)
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_abandon_ends_every_connection_at_once_without_a_word_to_the_silent_server(postgres_server):
+    """A statement in flight on a frozen server fails at once as "unavailable", no cancel request is sent to it,
+    the pool opens new connections, and the silent host is tried last from then on."""
+    relay = await Relay(postgres_server.port).start()
+    try:
+        connections = ConnectionSet(hosts_url("postgres", relay.port, postgres_server.port))
+        pool = await open_pool(connections.url, connections=connections, max_size=2)
+        session = await connections.connect()
+        relay.freeze()
+        stuck = asyncio.ensure_future(pool.fetchval("SELECT 1"))
+        probe = asyncio.ensure_future(session.fetchval("SELECT 1"))
+        done, _ = await asyncio.wait([stuck, probe], timeout=0.5)
+        assert not done  # the frozen server answers neither
+        accepted = relay.accepted
+        connections.abandon(session)
+        with pytest.raises(StoreUnavailableError, match="ConnectionDoesNotExistError"):
+            async with asyncio.timeout(2):
+                with unavailable_as_store_error("a statement in flight"):
+                    await stuck
+        with pytest.raises(asyncpg.exceptions.ConnectionDoesNotExistError):
+            await probe
+        assert session.is_closed()
+        async with pool.acquire() as connection:  # a new one, on the next host
+            assert await server_port(connection) == postgres_server.port
+        assert relay.accepted == accepted
+    finally:
+        await pool.close()
+        await relay.aclose()

@@ -19,9 +19,9 @@ from coordinator.config import ConfigError
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
 from coordinator.errors import UnknownTopicOrPartition
+from rules.placement import TRANSACTION_STATE_TOPIC, transaction_state_topic_id
 from storage.pg import catalog, txn_markers
 from storage.pg.connect import open_pool
-from storage.placement import TRANSACTION_STATE_TOPIC, transaction_state_topic_id
 
 OFFSETS_PARTITIONS = 6
 LIMIT_S = 30  # a failure, not a hang, if a wait never ends

@@ -8,7 +8,20 @@ import argparse
 import pytest
 
 from coordinator.config import Config, ConfigError
-from storage.pg.url import DEFAULT_CONNECT_TIMEOUT_S, Host, argument, parse, passwords, redact, without_password
+from storage.pg.url import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_KEEPALIVES_COUNT,
+    DEFAULT_KEEPALIVES_IDLE_S,
+    DEFAULT_KEEPALIVES_INTERVAL_S,
+    DEFAULT_TCP_USER_TIMEOUT_MS,
+    Host,
+    TcpOptions,
+    argument,
+    parse,
+    passwords,
+    redact,
+    without_password,
+)
 
 MULTI = "postgresql://kc:s3cret@pg-a:5432,pg-b:5433/kc?target_session_attrs=read-write"
 
@@ -50,6 +63,28 @@ def test_connect_timeout_is_per_host_and_is_not_handed_to_the_driver():
     assert parse("postgresql://h/db?connect_timeout=5").driver_url == "postgresql://h/db"
 
 
+def test_without_tcp_settings_a_connection_to_a_vanished_peer_ends_within_seconds():
+    """libpq's defaults are the OS's (2 h idle before a keepalive; ~15 min of retransmissions); ours end a silent
+    connection within 5 s either way."""
+    assert parse(MULTI).tcp == TcpOptions(True, DEFAULT_KEEPALIVES_IDLE_S, DEFAULT_KEEPALIVES_INTERVAL_S,
+                                          DEFAULT_KEEPALIVES_COUNT, DEFAULT_TCP_USER_TIMEOUT_MS)
+    assert DEFAULT_KEEPALIVES_IDLE_S + DEFAULT_KEEPALIVES_INTERVAL_S * DEFAULT_KEEPALIVES_COUNT <= 5
+    assert DEFAULT_TCP_USER_TIMEOUT_MS <= 5000
+
+
+def test_libpq_tcp_settings_are_read_and_not_handed_to_the_driver():
+    """asyncpg would send them to the server as settings: an error for keepalives*, and tcp_user_timeout would set
+    the server's socket, not ours. 0 means the system's default, as in libpq."""
+    parsed = parse(MULTI + "&keepalives_idle=7&sslmode=disable&keepalives_interval=3&keepalives_count=4"
+                           "&tcp_user_timeout=9000&keepalives=1")
+    assert parsed.tcp == TcpOptions(True, 7, 3, 4, 9000)
+    assert parsed.driver_url == MULTI + "&sslmode=disable"
+    assert parse("postgresql://h/db?keepalives=0&tcp_user_timeout=0").tcp == \
+        TcpOptions(False, DEFAULT_KEEPALIVES_IDLE_S, DEFAULT_KEEPALIVES_INTERVAL_S, DEFAULT_KEEPALIVES_COUNT, 0)
+    assert parse("postgresql://h/db?keepalives=2").tcp.keepalives  # libpq: not 0 is on
+    assert parse("postgresql://h/db?keepalives_idle=0&connect_timeout=3").driver_url == "postgresql://h/db"
+
+
 @pytest.mark.parametrize(
     ("url", "reason"),
     [
@@ -63,6 +98,11 @@ def test_connect_timeout_is_per_host_and_is_not_handed_to_the_driver():
         ("postgresql://kc:secret@a,,b/kc?target_session_attrs=read-write", "empty entry"),
         ("postgresql://kc:secret@a,b/kc?port=1,2,3&target_session_attrs=read-write", "3 ports"),
         ("postgresql://kc:secret@a/kc?connect_timeout=soon", "connect_timeout"),
+        ("postgresql://kc:secret@a/kc?keepalives=yes", "keepalives that is not a whole number"),
+        ("postgresql://kc:secret@a/kc?keepalives_idle=-1", "keepalives_idle that is not a whole number"),
+        ("postgresql://kc:secret@a/kc?keepalives_interval=32768", "keepalives_interval .* to 32767"),
+        ("postgresql://kc:secret@a/kc?keepalives_count=128", "keepalives_count .* to 127"),
+        ("postgresql://kc:secret@a/kc?tcp_user_timeout=5s", "tcp_user_timeout"),
         ("mysql://kc:secret@a/kc", "scheme"),
         ("postgresql://kc:secret@[::1/kc", "not a URL"),
     ],

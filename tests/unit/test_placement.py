@@ -5,7 +5,7 @@ Expected values were printed by Java 17 (String.hashCode, and the Utils.abs rule
 
 import pytest
 
-from storage.placement import java_string_hash, kafka_abs, partition_for
+from rules.placement import java_string_hash, kafka_abs, partition_for
 
 JAVA = [  # (string, hashCode, partition of 50, partition of 7)
     ("", 0, 0, 0),

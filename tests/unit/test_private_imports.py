@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("primitives", "protocol", "coordinator", "storage", "spark_jobs", "bench")
+PACKAGES = ("primitives", "rules", "protocol", "coordinator", "storage", "spark_jobs", "bench")
 ALLOWED = {"kio": "protocol/kio_fields.py", "aiokafka": "storage/record_readers.py"}
 
 

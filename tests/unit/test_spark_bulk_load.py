@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rules.placement import partition_for
 from spark_jobs.bulk_load import run
 from spark_jobs.common import JobError, spark_session
 from storage.dump import iter_log_records
-from storage.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
 from storage.snapshot import latest_snapshot, read_snapshot
 from tests.support.spark import commit, delete_group, delete_offset, group_meta, offsets_dir, replay, write_log

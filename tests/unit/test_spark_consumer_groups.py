@@ -11,9 +11,9 @@ import uuid
 
 import pytest
 
-from coordinator import record_codec
 from coordinator.groups.consumer.model import MemberState
-from coordinator.record_types import (
+from coordinator.records import log_codec
+from coordinator.records.types import (
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
     ConsumerGroupMemberMetadataValue,
@@ -38,7 +38,7 @@ G = "cg"
 
 
 def rec(record, ts=RECENT):
-    return (*record_codec.encode(record), ts)
+    return (*log_codec.encode(record), ts)
 
 
 def member(member_id, topics, regex=None):
@@ -102,10 +102,10 @@ def test_expire_compacts_consumer_group_records_and_keeps_subscribed_offsets(spa
     keys = [k for k, _ in consumer]
     assert len(keys) == len(set(keys))  # the newest record per key, once
     live = {k: v for k, v in consumer if v is not None}
-    assert live == dict(record_codec.encode(r) for r in FINAL)
+    assert live == dict(log_codec.encode(r) for r in FINAL)
     # m2's records were tombstoned: the tombstones stay (first cleaning: delete horizon set), values gone
     gone = {k for k, v in consumer if v is None}
-    assert gone == {record_codec.encode(r)[0] for r in (
+    assert gone == {log_codec.encode(r)[0] for r in (
         ConsumerGroupMemberSubscriptionRecord(G, "m2", None), ConsumerGroupTargetAssignmentRecord(G, "m2", None),
         ConsumerGroupCurrentAssignmentRecord(G, "m2", None))}
 
@@ -118,13 +118,13 @@ def test_bulk_load_carries_live_consumer_group_records_into_the_snapshot(spark, 
     assert info is not None and info.manifest["consumer_group_records"] == len(FINAL)
     _, pairs = read_records(info.path)
     consumer = [(k, v) for k, v in pairs if k[:2] not in (b"\x00\x01", b"\x00\x02")]
-    assert sorted(consumer) == sorted(record_codec.encode(r) for r in FINAL)
+    assert sorted(consumer) == sorted(log_codec.encode(r) for r in FINAL)
     assert info.manifest["offsets"] == 4  # cg's three and filler's one
     assert sum(1 for key, _ in state_of(pairs) if isinstance(key, OffsetCommitKey)) == 4
 
     # the loader replays them into the shard's consumer_replay, before the offsets
     from coordinator.groups.settings import GroupSettings
-    from coordinator.runtime.coordinator import GroupCoordinator
+    from coordinator.runtime.group_coordinator import GroupCoordinator
     from coordinator.runtime.loader import _replay_snapshot
     from coordinator.runtime.timers import FakeScheduler
     from coordinator.runtime.writes import MemoryLog

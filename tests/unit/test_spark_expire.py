@@ -7,12 +7,12 @@ import shutil
 
 import pytest
 
+from rules.consumer_protocol import decode_subscription, subscribed_topics
 from spark_jobs.common import spark_session
 from spark_jobs.expire import run
 from storage.batch import decode_records, iter_batches
 from storage.cleaner import clean_segment
 from storage.compaction import list_staging, validate_staging
-from storage.consumer_protocol import decode_subscription, subscribed_topics
 from storage.dump import iter_log_records
 from tests.support.expire_cases import DELETE_RETENTION, EXPECTED, NOW, RETENTION_MIN, build_log, tomb_key
 from tests.support.spark import (

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.runtime.coordinator import GroupCoordinator
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from spark_jobs.bulk_load import run as bulk_load

@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.staging import check_partition
 from coordinator.runtime.timers import FakeScheduler

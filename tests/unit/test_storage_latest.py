@@ -11,16 +11,16 @@ import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from coordinator import record_codec
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import (
+from coordinator.records import log_codec
+from coordinator.records.types import (
     ConsumerGroupEpochRecord,
     ConsumerGroupMemberSubscriptionRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     OffsetValue,
 )
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import CONTROL_MASK, build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError, InvalidRecordError
@@ -50,7 +50,7 @@ def record_strategy():
 
 
 def pairs_of(records: list) -> list[tuple[bytes | None, bytes | None]]:
-    return [record_codec.encode(r) for r in records]
+    return [log_codec.encode(r) for r in records]
 
 
 def gzip_batch(plain: bytes) -> bytes:
@@ -123,8 +123,8 @@ def replay_all(data: bytes, start: int = 0, min_timestamp: int | None = None) ->
             if r.offset < start or r.key is None or (min_timestamp is not None and r.timestamp < min_timestamp):
                 continue
             try:
-                shard.replay(record_codec.decode(r.key, r.value))
-            except record_codec.UnknownRecordType:
+                shard.replay(log_codec.decode(r.key, r.value))
+            except log_codec.UnknownRecordType:
                 continue
     return state(coordinator)
 
@@ -140,10 +140,10 @@ def replay_folded(data: bytes, chunk: int, start: int = 0, min_timestamp: int | 
     while i < len(batches):
         piece = bytes(b"".join(bytes(b.raw()) for b in batches[i:i + chunk]))
         fold.add(piece)
-        for record in record_codec.decode_all(fold.take_sealed()):
+        for record in log_codec.decode_all(fold.take_sealed()):
             shard.replay(record)
         i += chunk
-    for record in record_codec.decode_all(fold.take_all()):
+    for record in log_codec.decode_all(fold.take_all()):
         shard.replay(record)
     return state(coordinator)
 
@@ -196,9 +196,9 @@ def test_fast_path_reads_what_the_general_decoder_reads(reader):
 
 @pytest.mark.parametrize("tombstone", [GroupMetadataRecord("g", None), ConsumerGroupEpochRecord("g", None)])
 def test_group_tombstone_seals_what_came_before(tombstone):
-    before = record_codec.encode(OffsetCommitRecord("g", "t", 0, OffsetValue(1, "", 5)))
-    barrier = record_codec.encode(tombstone)
-    after = record_codec.encode(OffsetCommitRecord("h", "t", 0, OffsetValue(2, "", 5)))
+    before = log_codec.encode(OffsetCommitRecord("g", "t", 0, OffsetValue(1, "", 5)))
+    barrier = log_codec.encode(tombstone)
+    after = log_codec.encode(OffsetCommitRecord("h", "t", 0, OffsetValue(2, "", 5)))
     fold = LatestRecords()
     fold.add(build_batch([(*before, 1), (*barrier, 1), (*after, 1)]))
     assert list(fold.take_sealed()) == [before, barrier]
@@ -207,8 +207,8 @@ def test_group_tombstone_seals_what_came_before(tombstone):
 
 
 def test_other_consumer_group_tombstones_are_no_barrier():
-    member = record_codec.encode(ConsumerGroupMemberSubscriptionRecord("g", "m", None))
-    epoch = record_codec.encode(ConsumerGroupEpochRecord("g", 4))
+    member = log_codec.encode(ConsumerGroupMemberSubscriptionRecord("g", "m", None))
+    epoch = log_codec.encode(ConsumerGroupEpochRecord("g", 4))
     fold = LatestRecords()
     fold.add(build_batch([(*epoch, 1), (*member, 1)]))
     assert list(fold.take_sealed()) == []

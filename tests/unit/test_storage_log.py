@@ -12,7 +12,8 @@ import pytest
 from storage.batch import build_batch, iter_batches
 from storage.errors import CorruptRecordError, InvalidRecordError, OffsetOutOfRangeError, StorageError
 from storage.index import OFFSET_ENTRY, TIME_ENTRY
-from storage.log import PartitionLog, RecordTooLargeError, TimestampOffset
+from storage.log import PartitionLog, RecordTooLargeError
+from storage.log_timestamps import TimestampOffset
 from tests.support.storage_log import files, fill, read_all, rec
 
 

@@ -9,13 +9,13 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
-from storage.errors import InvalidRecordError, RecordError
-from storage.placement import (
+from rules.placement import (
     DEFAULT_TXN_PARTITIONS,
     TRANSACTION_STATE_TOPIC,
     partition_for,
     transaction_partition_for,
 )
+from storage.errors import InvalidRecordError, RecordError
 from storage.txn_log_records import (
     DEFAULT_VALUE_VERSION,
     TXN_STATUS_NAMES,

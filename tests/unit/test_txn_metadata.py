@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.transactions.metadata import TxnMetadata, TxnStateError, TxnTransit
-from coordinator.transactions.state import TxnState
+from coordinator.transactions.lifecycle import TxnState
+from coordinator.transactions.txn_metadata import TxnMetadata, TxnStateError, TxnTransit
 from storage.txn_log_records import TxnLogValue, TxnPartitions
 
 S = TxnState

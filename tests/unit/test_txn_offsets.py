@@ -14,8 +14,8 @@ from coordinator.errors import KafkaError
 from coordinator.groups.settings import GroupSettings
 from coordinator.offsets.manager import delete_offsets, fetch
 from coordinator.offsets.txn_commit import producer_epoch_error, txn_commit_error
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 
 from coordinator.groups.settings import GroupSettings
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.runtime.coordinator import GroupCoordinator
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
 from coordinator.runtime.durable_log import DurableLog
+from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from storage.batch import iter_batches

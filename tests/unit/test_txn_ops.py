@@ -6,8 +6,8 @@ import pytest
 from kio.schema.errors import ErrorCode as E
 
 from coordinator.errors import ProducerIdsUnavailable
+from coordinator.transactions.lifecycle import TxnState as S
 from coordinator.transactions.operations import TxnSettings
-from coordinator.transactions.state import TxnState as S
 from coordinator.transactions.steps import client_error, map_append_error
 from tests.support.txn import Harness
 

@@ -1,6 +1,7 @@
-"""Pending transactional offsets no marker will end (coordinator/txn/orphans.py), on one node's real transaction
-coordinator and group coordinator (tests/support/txn_node.py): aborted by an ABORT marker once the producer's
-transaction is known over -- when it completes, when the transaction state loads, at a sweep -- and never while
+"""Pending transactional offsets no marker will end (coordinator/transactions/runtime/orphans.py), on one node's real
+transaction coordinator and group coordinator (tests/support/txn_node.py): aborted by an ABORT marker once the
+producer's transaction is known over -- when it completes, when the transaction state loads, at a sweep -- and never
+while
 a marker may still come; the abort ends only what was pending before it."""
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.record_types import OffsetCommitRecord, OffsetValue
-from coordinator.transactions.metadata import TxnMetadata
-from coordinator.transactions.state import TxnState
-from coordinator.transactions.views import by_producer, markers_may_come
+from coordinator.records.types import OffsetCommitRecord, OffsetValue
+from coordinator.transactions.descriptions import by_producer, markers_may_come
+from coordinator.transactions.lifecycle import TxnState
+from coordinator.transactions.txn_metadata import TxnMetadata
 from tests.support.txn_node import OFFSETS, TxnNode, commit, request, stable_fetch
 
 E = ErrorCode

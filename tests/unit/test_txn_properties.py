@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 from kio.schema.errors import ErrorCode as E
 
+from coordinator.transactions.lifecycle import TxnState as S
 from coordinator.transactions.operations import TxnSettings
-from coordinator.transactions.state import TxnState as S
 from coordinator.transactions.steps import MarkerJob, TxnStep
 from tests.support.txn import Harness
 

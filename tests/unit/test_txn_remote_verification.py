@@ -13,9 +13,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.txn_verification import RemoteVerification
+from rules.placement import transaction_partition_for
 from storage.pg import txn_verify
 from storage.pg.errors import StoreUnavailableError
-from storage.placement import transaction_partition_for
 from tests.support.txn_node import OFFSETS, TxnNode, commit, request, stable_fetch
 
 E = ErrorCode

@@ -1,6 +1,7 @@
-"""The transaction coordinator's runtime (coordinator/txn/coordinator.py) over a real __transaction_state log
-in a tmp dir and a fake marker writer: EndTxn's markers then CompleteCommit, retried markers, recovery of a
-PrepareCommit after a restart, KIP-890 verification answers, timeouts, partitions not hosted or loading."""
+"""The transaction coordinator's runtime (coordinator/transactions/runtime/txn_coordinator.py) over a real
+__transaction_state log in a tmp dir and a fake marker writer: EndTxn's markers then CompleteCommit, retried markers,
+recovery of a PrepareCommit after a restart, KIP-890 verification answers, timeouts, partitions not
+hosted or loading."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.errors import KafkaError, NotCoordinator
-from coordinator.txn.coordinator import TransactionCoordinator
-from coordinator.txn.markers import MarkerWriter
-from coordinator.txn.settings import TxnRuntimeSettings
-from coordinator.txn.state_log import TxnStateLog
+from coordinator.transactions.runtime.markers import MarkerWriter
+from coordinator.transactions.runtime.settings import TxnRuntimeSettings
+from coordinator.transactions.runtime.state_log import TxnStateLog
+from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 
 pytestmark = pytest.mark.asyncio
 E = ErrorCode

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode as E
 
-from coordinator.transactions.metadata import TxnMetadata
+from coordinator.transactions.lifecycle import TxnState as S
 from coordinator.transactions.operations import TxnOps, TxnSettings
-from coordinator.transactions.state import TxnState as S
+from coordinator.transactions.txn_metadata import TxnMetadata
 from tests.support.txn import Harness
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from coordinator.txn.state_log import TxnStateLog
+from coordinator.transactions.runtime.state_log import TxnStateLog
 from storage.batch import iter_batches
 from storage.log_compaction import CompactionPolicy
 from storage.txn_log_records import TxnLogValue, TxnPartitions, decode_txn_key

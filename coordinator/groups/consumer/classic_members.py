@@ -23,18 +23,19 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError, write_error_code
-from coordinator.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
+from coordinator.groups.classic_group import UNKNOWN_MEMBER_ID
+from coordinator.groups.classic_member import JoinResult, SyncResult
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
-from coordinator.groups.consumer.heartbeat import ConsumerGroupOps, _error
+from coordinator.groups.consumer.group_heartbeat import ConsumerGroupOps, _error
 from coordinator.groups.consumer.leaving import fence, fence_members_records, member_tombstones
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
 from coordinator.groups.membership import JOIN_REQUIRES_KNOWN_MEMBER_ID_FROM
 from coordinator.groups.params import JoinParams, LeaveResult, LeavingMember, SyncParams
 from coordinator.groups.result import GroupResult
-from coordinator.record_types import Record
+from coordinator.records.types import Record
+from rules.consumer_protocol import SubscriptionError, decode_subscription, encode_assignment, protocol_version
 from storage.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
-from storage.consumer_protocol import SubscriptionError, decode_subscription, encode_assignment, protocol_version
 
 log = structlog.get_logger("coordinator.groups")
 

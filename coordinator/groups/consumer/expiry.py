@@ -11,7 +11,8 @@ from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.offset_rules import is_subscribed
 from coordinator.groups.consumer.records import consumer_group_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.record_types import OffsetCommitRecord, Record
+from coordinator.records.types import OffsetCommitRecord, Record
+from rules.offset_expiry import is_offset_expired
 
 
 def expired(group: ConsumerGroup, store: OffsetStore, now_ms: int, retention_ms: int) -> tuple[list[Record], bool]:
@@ -25,11 +26,7 @@ def expired(group: ConsumerGroup, store: OffsetStore, now_ms: int, retention_ms:
         if (topic, partition) in in_flight or is_subscribed(group, topic) or pending.has(group_id, topic, partition):
             all_expired = False
             continue
-        if value.expire_timestamp != -1:
-            gone = now_ms >= value.expire_timestamp
-        else:
-            gone = now_ms - value.commit_timestamp >= retention_ms
-        if gone:
+        if is_offset_expired(value, value.commit_timestamp, now_ms, retention_ms):
             records.append(OffsetCommitRecord(group_id, topic, partition, None))
         else:
             all_expired = False

@@ -19,7 +19,7 @@ from coordinator.groups.consumer.params import HeartbeatAnswer, HeartbeatParams
 from coordinator.groups.consumer.regexes import GroupRegexes
 from coordinator.groups.consumer.topic_view import TopicView, subscription_metadata
 from coordinator.groups.result import GroupResult
-from coordinator.record_types import Record
+from coordinator.records.types import Record
 
 
 class ConsumerGroupOps(Protocol):

@@ -1,7 +1,7 @@
 """The records a KIP-848 consumer group writes (Kafka's GroupCoordinatorRecordHelpers, the
 consumer-group part), and the way back from them to a member (ConsumerGroupMember.Builder.updateWith).
 
-Each helper returns one record_types record; a `..._tombstone` one deletes its key. As in Kafka
+Each helper returns one records.types record; a `..._tombstone` one deletes its key. As in Kafka
 4.0, subscribed topic names and regex topics are written sorted; the group epoch record carries
 no metadata hash (4.1's field).
 """
@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState, TopicMetadata
-from coordinator.record_types import (
+from coordinator.records.types import (
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
     ConsumerGroupMemberMetadataValue,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, TopicMetadata
 from coordinator.groups.consumer.records import member_with_current_assignment, member_with_subscription
-from coordinator.record_types import (
+from coordinator.records.types import (
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
     ConsumerGroupMemberMetadataValue,
@@ -75,7 +75,7 @@ class ConsumerGroupReplay:
     # --- the records ---------------------------------------------------------------------------------------
 
     def apply(self, record: Record) -> None:
-        """Replay one consumer-group record (the shard's hook for record_types.ConsumerGroupRecord)."""
+        """Replay one consumer-group record (the shard's hook for records.types.ConsumerGroupRecord)."""
         if isinstance(record, ConsumerGroupCurrentAssignmentRecord):
             self.current_assignment(record.group_id, record.member_id, record.value)
         elif isinstance(record, ConsumerGroupTargetAssignmentRecord):

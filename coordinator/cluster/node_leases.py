@@ -6,10 +6,12 @@ Five tasks and a timer:
 - watchdog (a loop timer at the local lease deadline, see lease.py): when the lease may have lapsed, every
   partition is lost at once (`Reconciler.lose_all`), whatever the other tasks are waiting for.
 - session: our own connection (session.py), which LISTENs on kc_cluster and holds the session lock our
-  registration names. When it drops, the others may end our lease at once, so we lose everything, reopen it and
-  register again with a new incarnation; it retries every SESSION_RETRY_MAX_S at most, and its reopening wakes the
-  renew and refresh tasks from their back-off, so a PostgreSQL restarted or failed over is used again at once.
-  A notification (or a take/release of our own finishing) wakes
+  registration names. When it drops, or leaves a probe unanswered for a third of the session timeout (PostgreSQL
+  frozen or cut off: then every connection of the node is ended, `unanswered`), the others may end our lease at
+  once, so we lose everything, reopen it and register again with a new incarnation; it retries every
+  SESSION_RETRY_MAX_S at most, and its reopening wakes the renew and refresh tasks from their back-off, so a
+  PostgreSQL restarted or failed over is used again at once. A notification (or a take/release of our own
+  finishing) wakes
 - refresh: live nodes + partition rows -> ClusterState, then a reconcile. It also wakes just after the earliest
   expiry of another node's lease (so a frozen node's partitions move within the session timeout + a little), and
   every heartbeat interval in case a notification was missed.
@@ -33,7 +35,7 @@ import structlog
 
 from coordinator.cluster.lease import LocalLease
 from coordinator.cluster.reconcile import Reconciler
-from coordinator.cluster.session import NodeSession
+from coordinator.cluster.session import NodeSession, answer_within_s
 from coordinator.cluster.state import ClusterState, broker_of
 from coordinator.cluster.watcher import SessionWatcher, successor
 from storage.pg import leases, ownership
@@ -69,6 +71,7 @@ class ClusterMembership:
                  rack: str | None, heartbeat_ms: int, session_ms: int,
                  connect: Callable[[], Awaitable[Any]],
                  refresh_catalog: Callable[[], Awaitable[None]] | None = None,
+                 unanswered: Callable[[Any], None] = lambda connection: None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.pool = pool
         self.reconciler = reconciler
@@ -78,7 +81,8 @@ class ClusterMembership:
         self.rack = rack
         self.heartbeat_s = heartbeat_ms / 1000.0
         self.session_ms = session_ms
-        self.session = NodeSession(connect, self._notified)
+        self.session = NodeSession(connect, self._notified, answer_within_s=answer_within_s(session_ms),
+                                   unanswered=unanswered)
         self.watcher = SessionWatcher(connect, self._watched_ended)
         self.refresh_catalog = refresh_catalog
         self.clock = clock

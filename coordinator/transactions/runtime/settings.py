@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storage.placement import DEFAULT_TXN_PARTITIONS
+from rules.placement import DEFAULT_TXN_PARTITIONS
 
 
 @dataclass(frozen=True)

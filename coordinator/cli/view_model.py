@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.consumer_assignment import TopicPartition
+from rules.consumer_protocol import TopicPartition
 
 
 @dataclass(frozen=True)

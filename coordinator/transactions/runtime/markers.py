@@ -18,7 +18,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import error_code_for
-from storage.placement import OFFSETS_TOPIC
+from rules.placement import OFFSETS_TOPIC
 
 log = structlog.get_logger(__name__)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.txn.coordinator import TransactionCoordinator
-from coordinator.txn.markers import MarkerWriter
-from coordinator.txn.orphans import OrphanedOffsets
-from coordinator.txn.settings import TxnRuntimeSettings
-from coordinator.txn.state_log import TxnStateLog
+from coordinator.transactions.runtime.markers import MarkerWriter
+from coordinator.transactions.runtime.orphans import OrphanedOffsets
+from coordinator.transactions.runtime.settings import TxnRuntimeSettings
+from coordinator.transactions.runtime.state_log import TxnStateLog
+from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 
 
 def build_transaction_coordinator(config: Any, data: Any, groups: Any) -> TransactionCoordinator:

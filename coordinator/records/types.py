@@ -1,7 +1,7 @@
 """The durable records the group coordinator writes, as plain values.
 
 One type per record kind, shared by the live path and the loader; they become bytes
-only at the log boundary (record_codec.py):
+only at the log boundary (records/log_codec.py):
 
 * `GroupMetadataRecord(group_id, value)`: GroupMetadataKey v2 + GroupMetadataValue
   (storage.records' value type, Kafka's schema field for field); `value=None` is the
@@ -22,7 +22,7 @@ only at the log boundary (record_codec.py):
 Offset records are NamedTuples, not dataclasses: an OffsetCommit of 10 partitions
 builds 20 of them on the hot path, and tuple construction is several times cheaper
 than a frozen dataclass. `OffsetValue` has the field names of
-storage.records.OffsetCommitValue, so storage.expiry's KIP-211 rules read it as is.
+storage.records.OffsetCommitValue, so rules/offset_expiry.py's KIP-211 rules read it as is.
 """
 
 from __future__ import annotations

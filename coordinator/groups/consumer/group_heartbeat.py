@@ -55,7 +55,7 @@ from coordinator.groups.consumer.regexes import Describable, GroupRegexes, Resol
 from coordinator.groups.consumer.subscription import subscribed_topic_ids
 from coordinator.groups.consumer.target_assignment import build_target_assignment
 from coordinator.groups.consumer.topic_view import TopicView, compile_regex, members_with, subscription_metadata
-from coordinator.record_types import Record
+from coordinator.records.types import Record
 
 log = structlog.get_logger("coordinator.groups")
 _STABLE = MemberState.STABLE
@@ -128,7 +128,7 @@ def check_member_epoch(member: ConsumerGroupMember, received: int, owned: Assign
 
 
 class Migration(Protocol):
-    """The online migration between classic and consumer groups (runtime/migration.py)."""
+    """The online migration between classic and consumer groups (runtime/online_migration.py)."""
 
     def upgrade(self, group_id: str, records: list[Record]) -> ConsumerGroup: ...
 

@@ -1,6 +1,6 @@
-"""KIP-848 consumer-group records <-> key/value bytes (record_codec's path for record types 3-8 and 16).
+"""KIP-848 consumer-group records <-> key/value bytes (log_codec's path for record types 3-8 and 16).
 
-The wire values are storage.consumer_group_records'; the records (record_types) carry model types:
+The wire values are storage.consumer_group_records'; the records (records/types.py) carry model types:
 an Assignment ({topic id: frozenset of partitions}) is written as [TopicId, Partitions] with
 topics and partitions sorted, so the same assignment always gives the same bytes (Kafka writes
 its maps' iteration order; any order reads the same). Reading one, a topic listed twice gets the
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.groups.consumer.model import Assignment, MemberState
-from coordinator.record_types import (
+from coordinator.records.types import (
     CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,

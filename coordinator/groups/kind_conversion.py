@@ -7,20 +7,21 @@ Stable, owning (and targeted at) the partitions of its last classic assignment. 
 group's epoch as the generation and gives each remaining member its target assignment, serialized with the
 consumer-protocol version of its JoinGroup metadata; the shard then starts a rebalance.
 
-Both raise storage.consumer_protocol.SubscriptionError when a member's consumer-protocol bytes are malformed
+Both raise rules.consumer_protocol.SubscriptionError when a member's consumer-protocol bytes are malformed
 (Kafka's SchemaException: the group is not converted).
 """
 
 from __future__ import annotations
 
-from coordinator.groups.classic_group import ClassicGroup, GroupState, Member
+from coordinator.groups.classic_group import ClassicGroup, GroupState
+from coordinator.groups.classic_member import Member
 from coordinator.groups.consumer import records as rec
 from coordinator.groups.consumer.group import PROTOCOL_TYPE, ConsumerGroup
 from coordinator.groups.consumer.model import Assignment, ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.topic_view import TopicView
-from coordinator.record_types import GroupMetadataRecord, Record
+from coordinator.records.types import GroupMetadataRecord, Record
+from rules.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, protocol_version
 from storage.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
-from storage.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, protocol_version
 
 
 def uses_consumer_protocol(group: ClassicGroup) -> bool:

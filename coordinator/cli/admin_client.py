@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.cli.client import CliError, Connection, parse_address
-from coordinator.cli.model import GroupListing, TopicPartition
+from coordinator.cli.view_model import GroupListing, TopicPartition
 from protocol.apis import ApiKey
 from protocol.error_codes import error_name
 

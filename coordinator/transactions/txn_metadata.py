@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from coordinator.transactions.state import TxnState
+from coordinator.transactions.lifecycle import TxnState
 from storage.txn_log_records import TxnLogValue, TxnPartitions
 
 NO_PRODUCER_ID = -1

@@ -5,7 +5,7 @@ every load decodes the survivors of millions), so OffsetCommitKey v1 and
 OffsetCommitValue v3/v1 go through storage.records' hand-packed codec (byte-identical
 to its schema-driven one, which still serves GroupMetadata records and every other
 version: keys v0, values v0/v2/v4). KIP-848 consumer-group records (types 3-8, 16) go
-through consumer_record_codec; other types (share groups...) raise UnknownRecordType.
+through consumer_log_codec; other types (share groups...) raise UnknownRecordType.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from struct import Struct
 
-from coordinator import consumer_record_codec
-from coordinator.record_types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
+from coordinator.records import consumer_log_codec
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
 from storage.batch import record_tail
 from storage.consumer_group_records import is_consumer_group_key
 from storage.errors import InvalidRecordError
@@ -54,7 +54,7 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
         return offset_key(group, topic, partition), None if value is None else offset_value(value)
     if type(record) is GroupMetadataRecord:
         return encode_key(GroupMetadataKey(record.group_id)), encode_value(record.value)
-    return consumer_record_codec.encode(record)  # KIP-848 consumer-group records
+    return consumer_log_codec.encode(record)  # KIP-848 consumer-group records
 
 
 _KEY_HEADS: dict[tuple[str, str], bytes] = {}
@@ -123,7 +123,7 @@ def decode(key: bytes, value: bytes | None) -> Record:
     if fields is not None:
         return OffsetCommitRecord(*fields, None if value is None else OffsetValue(*read_offset_value(value)))
     if is_consumer_group_key(key):
-        return consumer_record_codec.decode(key, value)
+        return consumer_log_codec.decode(key, value)
     _version, parsed = decode_key(key)
     if type(parsed) is GroupMetadataKey:
         decoded = decode_value(parsed, value)

@@ -13,8 +13,8 @@ ConsumerProtocolSubscription.json)::
 
 No version is flexible. Kafka's ClassicGroup.computeSubscribedTopics parses every
 version with the v0 schema (v0 is a prefix of all of them, so unknown future versions
-still yield their topics); ``subscribed_topics`` does the same. Kept here, not in
-``protocol/``, so the Spark jobs (which import ``storage`` only) can use it.
+still yield their topics); ``subscribed_topics`` does the same. In rules/, not
+``protocol/``, so the Spark jobs (which import no protocol/) and the server share it.
 """
 
 from __future__ import annotations
@@ -151,3 +151,20 @@ def decode_assignment(data: bytes) -> tuple[int, tuple[tuple[str, tuple[int, ...
     partitions = tuple((r.string(), tuple(r.fixed(_I32) for _ in range(r.count()))) for _ in range(r.count()))
     n = r.fixed(_I32)
     return version, partitions, (None if n < 0 else r.raw(n))
+
+
+TopicPartition = tuple[str, int]
+
+
+def assigned_partitions(data: bytes | None) -> tuple[TopicPartition, ...]:
+    """The topic-partitions of a ConsumerProtocolAssignment, sorted, for the views (the groups command, the
+    console): `decode_assignment` read leniently. Bytes that are not an assignment (a group of another protocol
+    type, a member still joining, garbage) give no partitions rather than an error: a describe shows what it
+    can."""
+    if not data:
+        return ()
+    try:
+        _version, partitions, _user_data = decode_assignment(data)
+    except SubscriptionError:
+        return ()
+    return tuple(sorted((topic, partition) for topic, numbers in partitions for partition in numbers))

@@ -24,18 +24,19 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import KafkaError
-from coordinator.groups.classic_group import ClassicGroup, JoinResult, SyncResult
+from coordinator.groups.classic_group import ClassicGroup
+from coordinator.groups.classic_member import JoinResult, SyncResult
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.records import consumer_group_tombstones
-from coordinator.groups.migration import (
+from coordinator.groups.kind_conversion import (
     classic_group_from_consumer,
     classic_group_record,
     consumer_group_from_classic,
     consumer_group_records,
     uses_consumer_protocol,
 )
-from coordinator.record_types import GroupMetadataRecord, Record
-from storage.consumer_protocol import SubscriptionError
+from coordinator.records.types import GroupMetadataRecord, Record
+from rules.consumer_protocol import SubscriptionError
 
 if TYPE_CHECKING:
     from coordinator.groups.membership import Membership

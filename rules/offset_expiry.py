@@ -35,15 +35,34 @@ Not modelled: pending transactional offsets (Kafka keeps those from expiring).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import consumer_group_records as consumer_groups
-from .consumer_protocol import SubscriptionError, subscribed_topics
-from .records import GroupMetadataValue
+from rules.consumer_protocol import SubscriptionError, subscribed_topics
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class Member(Protocol):
+    """What expiry reads of a group member: its ConsumerProtocolSubscription bytes."""
+
+    @property
+    def subscription(self) -> bytes: ...
+
+
+class GroupMetadataValue(Protocol):
+    """What expiry reads of a group's GroupMetadataValue: storage.records' (the Spark job's, from the log) or
+    coordinator.records.types' (the live group as Kafka would load it: groups/expiry.py)."""
+
+    @property
+    def protocol_type(self) -> str: ...
+    @property
+    def protocol(self) -> str | None: ...
+    @property
+    def members(self) -> Sequence[Member]: ...
+    @property
+    def current_state_timestamp(self) -> int: ...
 
 
 class CommitTimes(Protocol):
@@ -124,32 +143,20 @@ def _expired(offsets: Iterable[tuple[str, int, CommitTimes]], is_subscribed: Cal
         if is_subscribed(topic):
             all_expired = False
             continue
-        if offset.expire_timestamp != -1:
-            if now_ms >= offset.expire_timestamp:
-                expired.append((topic, partition, "expire_timestamp"))
-                continue
-        elif now_ms - base(offset) >= retention_ms:
-            expired.append((topic, partition, reason))
+        if is_offset_expired(offset, base(offset), now_ms, retention_ms):
+            expired.append((topic, partition, "expire_timestamp" if offset.expire_timestamp != -1 else reason))
             continue
         all_expired = False
     return expired, all_expired
 
 
-def consumer_group_subscribed(records: Iterable[tuple[bytes, bytes | None]]) -> set[str]:
-    """A consumer group's subscribed topics from its live records' (key, value) bytes: the
-    members' SubscribedTopicNames and the resolved regular expressions' Topics."""
-    topics: set[str] = set()
-    for raw_key, raw_value in records:
-        key = consumer_groups.decode_key(raw_key)
-        decoded = consumer_groups.decode_value(key, raw_value)
-        if decoded is None:
-            continue
-        value = decoded[1]
-        if isinstance(value, consumer_groups.ConsumerGroupMemberMetadataValue):
-            topics.update(value.subscribed_topic_names)
-        elif isinstance(value, consumer_groups.ConsumerGroupRegularExpressionValue):
-            topics.update(value.topics)
-    return topics
+def is_offset_expired(offset: CommitTimes, base_ms: int, now_ms: int, retention_ms: int) -> bool:
+    """OffsetExpirationConditionImpl.isOffsetExpired: an explicit expire timestamp (OffsetCommitValue v1) wins,
+    else `retention_ms` after `base_ms` (the commit, or an Empty group's state change). Classic and consumer
+    groups, live (coordinator/groups/) and in the Spark expire job alike."""
+    if offset.expire_timestamp != -1:
+        return now_ms >= offset.expire_timestamp
+    return now_ms - base_ms >= retention_ms
 
 
 def expire_consumer_group(subscribed: set[str], offsets: Iterable[tuple[str, int, CommitTimes]],

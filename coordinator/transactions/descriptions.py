@@ -1,6 +1,7 @@
 """DescribeTransactions and ListTransactions over the coordinator's transactions (Kafka's
 TransactionCoordinator.handleDescribeTransactions and TransactionStateManager.listTransactionStates), and
-whether a producer id may still have markers to come (for pending transactional offsets: txn/orphans.py)."""
+whether a producer id may still have markers to come (for pending transactional offsets:
+runtime/orphans.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.transactions.metadata import TxnMetadata
-from coordinator.transactions.state import TxnState
+from coordinator.transactions.lifecycle import TxnState
+from coordinator.transactions.txn_metadata import TxnMetadata
 
 
 @dataclass(frozen=True, slots=True)

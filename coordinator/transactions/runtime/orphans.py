@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import structlog
 
 from coordinator.runtime.shard import Shard, ShardState
-from coordinator.transactions.metadata import TxnMetadata
-from coordinator.transactions.views import by_producer, markers_may_come
-from coordinator.txn.coordinator import Loading
+from coordinator.transactions.descriptions import by_producer, markers_may_come
+from coordinator.transactions.runtime.txn_coordinator import Loading
+from coordinator.transactions.txn_metadata import TxnMetadata
 
 if TYPE_CHECKING:
-    from coordinator.runtime.coordinator import GroupCoordinator
-    from coordinator.txn.coordinator import TransactionCoordinator
+    from coordinator.runtime.group_coordinator import GroupCoordinator
+    from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 
 log = structlog.get_logger(__name__)
 
@@ -154,7 +154,7 @@ class OrphanedOffsets:
             return 0
         # never below the epoch of the producer's offsets here (the marker would be refused as a zombie's)
         epoch = max(verdict.producer_epoch, pending.epochs.get(producer_id, 0), 0)
-        groups = sorted(pending.groups_of.get(producer_id, ()))
+        groups = sorted(map(str, pending.groups_of.get(producer_id, ())))  # group ids
         count = len(pending.by_producer[producer_id])
         self._writing.add(key)
         write = shard.txn.complete(producer_id, epoch, False, verdict.coordinator_epoch)

@@ -18,11 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 
+from rules.placement import TRANSACTION_STATE_TOPIC
 from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
 from storage.log_compaction import CompactionPolicy
-from storage.placement import TRANSACTION_STATE_TOPIC
 from storage.txn_log_records import (
     TxnLogKey,
     TxnLogValue,
@@ -114,7 +114,7 @@ class TxnStateLog:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-log-compaction")
             try:
                 cleaned += await compact(policy, now_ms, self._executor) is not None
-            except Exception as exc:  # noqa: BLE001 - one failing log must not stop the others
+            except Exception as exc:  # one failing log must not stop the others
                 log.warning("transaction state log compaction failed", partition=partition, error=repr(exc))
         return cleaned
 

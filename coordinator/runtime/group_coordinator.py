@@ -23,7 +23,7 @@ from coordinator.groups.stats import GroupStats
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.runtime.timers import LoopScheduler, Scheduler
 from coordinator.runtime.writes import MemoryLog, PendingWrite, RecordLog
-from storage.placement import partition_for
+from rules.placement import partition_for
 
 log = structlog.get_logger(__name__)
 

@@ -5,7 +5,7 @@ Each request finds its partition (transaction_partition_for); a partition that i
 NOT_COORDINATOR, one still loading COORDINATOR_LOAD_IN_PROGRESS (both retriable: clients look the
 coordinator up again). A decision (`TxnStep`) that writes a record is answered once the record is durable
 (`step.written` applies it, as the replay of loading would). EndTxn's PrepareCommit/PrepareAbort starts the
-markers (txn/markers.py) in the background; when they are all written the CompleteCommit/CompleteAbort record
+markers (markers.py) in the background; when they are all written the CompleteCommit/CompleteAbort record
 is written. EndTxn's answer waits for that, bounded by END_TXN_MARKER_WAIT_MS (the outcome is decided at
 PrepareX: waiting only spares the client's next transaction a CONCURRENT_TRANSACTIONS back-off).
 Every `abort_interval_ms` transactions past their timeout are aborted (with an epoch bump, as Kafka), every
@@ -28,14 +28,14 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.errors import error_code_for, logged_by_storage
-from coordinator.transactions.metadata import TxnMetadata
+from coordinator.transactions.descriptions import TxnDescription, TxnListing, list_transactions
 from coordinator.transactions.operations import TxnOps, TxnSettings
+from coordinator.transactions.runtime.markers import RETRY_BACKOFF_MS, MarkerWriter, send_markers
+from coordinator.transactions.runtime.settings import TxnRuntimeSettings
+from coordinator.transactions.runtime.state_log import TxnStateLog
 from coordinator.transactions.steps import MarkerJob, TxnAnswer, TxnStep
-from coordinator.transactions.views import TxnDescription, TxnListing, list_transactions
-from coordinator.txn.markers import RETRY_BACKOFF_MS, MarkerWriter, send_markers
-from coordinator.txn.settings import TxnRuntimeSettings
-from coordinator.txn.state_log import TxnStateLog
-from storage.placement import transaction_partition_for
+from coordinator.transactions.txn_metadata import TxnMetadata
+from rules.placement import transaction_partition_for
 
 log = structlog.get_logger(__name__)
 
@@ -61,7 +61,7 @@ def _wall_ms() -> int:
 
 
 class TxnListener(Protocol):
-    """Told of what ends transactions (txn/orphans.OrphanedOffsets: pending offsets no marker will end)."""
+    """Told of what ends transactions (orphans.OrphanedOffsets: pending offsets no marker will end)."""
 
     def transaction_ended(self, md: TxnMetadata, coordinator_epoch: int) -> None: ...
 
@@ -99,7 +99,7 @@ class TransactionCoordinator:
         self.wall_ms = wall_ms
         self.partitions: dict[int, TxnPartition] = {}
         self._periodic: list[asyncio.Task] = []
-        self.listener: TxnListener | None = None  # set by txn/build.py once the group coordinator exists
+        self.listener: TxnListener | None = None  # set by wiring.py once the group coordinator exists
         #: cluster mode: asks the node coordinating a transaction hosted elsewhere (cluster/txn_verification.py)
         self.remote_verification: Callable[[str, int, int, str, int], Awaitable[ErrorCode | None]] | None = None
 
