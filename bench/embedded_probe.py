@@ -22,8 +22,8 @@ import time
 def one_run(index: int) -> dict[str, float]:
     from confluent_kafka import Consumer
 
-    import coordinator.cli.admin  # noqa: F401  # what create_topic imports: the test process's, once, not timed
-    import coordinator.cli.client  # noqa: F401
+    import coordinator.cli.client  # noqa: F401  # what create_topic imports: the test process's, once, not timed
+    import protocol.error_codes  # noqa: F401
     from coordinator.testing import EmbeddedKafka
 
     kafka = EmbeddedKafka()
