@@ -81,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from coordinator.cli.groups import run as run_groups
 
         return run_groups(args)
+    from coordinator.serve_imports import import_libraries
+
+    # before anything imports kio or structlog: without hypothesis, and rich unless for a terminal (~0.5-3 s)
+    import_libraries(console=sys.stderr.isatty())
     from coordinator.log_setup import configure_logging
 
     overrides: dict[str, str] = {}

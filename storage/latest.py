@@ -83,7 +83,7 @@ class LatestRecords:
     def __init__(self, start: int = 0, min_timestamp: int | None = None,
                  reader: RecordReader | None = None) -> None:
         self.start = start
-        self.reader = default_reader() if reader is None else reader
+        self.reader = reader  # None: default_reader(), resolved by the first add (an empty log imports no parser)
         self.min_timestamp = min_timestamp
         self.records = 0  # records read at or after `start`
         self.bytes = 0
@@ -111,7 +111,10 @@ class LatestRecords:
         pos, end = 0, len(data)
         start = self.start
         general = self.min_timestamp is not None
-        plain = self.reader.read_plain
+        reader = self.reader
+        if reader is None:
+            reader = self.reader = default_reader()
+        plain = reader.read_plain
         records = 0
         while end - pos >= HEADER_SIZE:
             base, length, magic, crc, attributes, last_delta, count = head(data, pos)

@@ -36,7 +36,7 @@ import bisect
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import NamedTuple
 
@@ -54,7 +54,7 @@ from .log_repair import RepairMixin
 from .log_replica import ReplicaMixin
 from .log_retention import LogStartMixin
 from .log_timestamps import TimestampReadsMixin
-from .recovery import fsync_dir, open_segment, open_segments, unlink_segment
+from .recovery import fsync_dir, open_all, open_segment, unlink_segment
 from .segment import Segment
 
 log = structlog.get_logger(__name__)
@@ -141,13 +141,26 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Ti
         directories and recovery use ``fsync``. ``self_repair=False``: a failed write leaves the
         log failed until its owner reopens it (cluster mode's replica), instead of log_repair.py.
         """
-        segments = open_segments(path, index_interval_bytes, fsync)
-        log_ = cls(path, segments, segment_bytes=segment_bytes, flush_policy=flush_policy,
-                   flush_interval_ms=flush_interval_ms, index_interval_bytes=index_interval_bytes,
-                   fsync=fsync, executor=executor, data_sync=os.fdatasync if fsync is os.fsync else fsync,
-                   self_repair=self_repair)
-        log_._restore_log_start(log_start_checkpoint.read(path))
-        return log_
+        return cls.open_many([path], segment_bytes=segment_bytes, flush_policy=flush_policy,
+                             flush_interval_ms=flush_interval_ms, index_interval_bytes=index_interval_bytes,
+                             fsync=fsync, executor=executor, self_repair=self_repair)[0]
+
+    @classmethod
+    def open_many(cls, paths: Sequence[str], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                  flush_policy: FlushPolicy | str = FlushPolicy.FSYNC, flush_interval_ms: int = 1000,
+                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, fsync=os.fsync,
+                  executor=None, self_repair: bool = True) -> list[PartitionLog]:
+        """``open`` of each of ``paths``, their directories created or recovered concurrently (recovery.open_all:
+        a start's tens of partitions fsynced their directories and index files one after the other)."""
+        logs = []
+        for path, segments in zip(paths, open_all(paths, index_interval_bytes, fsync), strict=True):
+            log_ = cls(path, segments, segment_bytes=segment_bytes, flush_policy=flush_policy,
+                       flush_interval_ms=flush_interval_ms, index_interval_bytes=index_interval_bytes,
+                       fsync=fsync, executor=executor, data_sync=os.fdatasync if fsync is os.fsync else fsync,
+                       self_repair=self_repair)
+            log_._restore_log_start(log_start_checkpoint.read(path))
+            logs.append(log_)
+        return logs
 
     # --------------------------------------------------------------- properties
     @property

@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import appends, ownership, replication, topic_configs, topic_reconfig
 from coordinator.data_plane.appends import Appended, TxnVerifier
-from coordinator.data_plane.partition import Partition, discard_local, local_log
+from coordinator.data_plane.partition import Partition, discard_local
 from coordinator.data_plane.producer_ids import ProducerIdAllocator
 from coordinator.data_plane.purgatory import FetchPurgatory
 from coordinator.data_plane.record_budget import EXCESSIVE_BATCH, RecordBudget, topic_records
@@ -146,33 +146,35 @@ class DataPlane:
     def _open_logs(self, topic: TopicInfo, fresh: bool) -> list[Partition]:
         """Open (creating) the topic's partition logs; blocking I/O, run off the loop for new topics."""
         config = EffectiveConfig.resolve(topic.config_map(), self.base_configs)
-        opened: list[Partition] = []
         if not self.take_all:  # cluster mode: partitions are hosted once taken (take_partition)
-            return opened
-        try:
-            for index in range(topic.partitions):
-                path = partition_dir(self.settings.log_dir, topic.name, index)
-                if fresh and os.path.exists(path):  # left over from a delete cut short by a crash
+            return []
+        paths = [partition_dir(self.settings.log_dir, topic.name, index) for index in range(topic.partitions)]
+        if fresh:
+            for path in paths:
+                if os.path.exists(path):  # left over from a delete cut short by a crash
                     shutil.rmtree(path)
-                log_ = self.new_log(topic.name, index, config)
-                part = Partition(topic.name, index, log_, config)
-                opened.append(part)
-                if not fresh:
-                    batches = part.rebuild_producers()
-                    if batches:
-                        log.info("data_plane.producer_state.rebuilt", topic=topic.name, partition=index,
-                                 producers=len(part.producers.entries), batches=batches)
+        logs = self._open_many(paths, config)  # concurrently: each new or recovered directory's fsyncs
+        try:
+            opened = [Partition(topic.name, index, log_, config) for index, log_ in enumerate(logs)]
+            for part in opened if not fresh else ():
+                batches = part.rebuild_producers()
+                if batches:
+                    log.info("data_plane.producer_state.rebuilt", topic=topic.name, partition=part.index,
+                             producers=len(part.producers.entries), batches=batches)
         except BaseException:
-            for part in opened:
-                local_log(part).close_sync()
+            for log_ in logs:
+                log_.close_sync()
             raise
         return opened
 
     def new_log(self, topic: str, index: int, config: EffectiveConfig) -> PartitionLog:
         """Open (and recover the tail of) a topic partition's local log under log.dirs."""
-        return PartitionLog.open(partition_dir(self.settings.log_dir, topic, index), segment_bytes=config.segment_bytes,
-                                 flush_policy=self.settings.flush_policy,
-                                 flush_interval_ms=self.settings.flush_interval_ms)
+        return self._open_many([partition_dir(self.settings.log_dir, topic, index)], config)[0]
+
+    def _open_many(self, paths: list[str], config: EffectiveConfig) -> list[PartitionLog]:
+        return PartitionLog.open_many(paths, segment_bytes=config.segment_bytes,
+                                      flush_policy=self.settings.flush_policy,
+                                      flush_interval_ms=self.settings.flush_interval_ms)
 
     def _open_new(self, topics: list[TopicInfo]) -> list[list[Partition] | Exception]:
         """In a worker thread: each new topic's logs, or the error that stopped them (say the

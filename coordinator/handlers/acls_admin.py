@@ -8,7 +8,7 @@ the matching ACLs by resource pattern; DeleteAcls answers per filter with the AC
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -22,7 +22,9 @@ from coordinator.security.acl_store import Acls
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.request_types import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 log = structlog.get_logger(__name__)
 

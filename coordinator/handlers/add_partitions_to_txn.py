@@ -9,7 +9,7 @@ partition's error (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -23,7 +23,9 @@ from coordinator.transactions.runtime.txn_coordinator import TransactionCoordina
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import AddPartitionsToTxnRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import AddPartitionsToTxnRequest
 
 E = ErrorCode
 

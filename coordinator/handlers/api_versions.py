@@ -19,7 +19,9 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
 from protocol.codec import Encoded
-from protocol.request_types import ApiVersionsRequest, ApiVersionsV0, ApiVersionsV1, ApiVersionsV2
+
+if TYPE_CHECKING:
+    from protocol.request_types import ApiVersionsRequest, ApiVersionsV0, ApiVersionsV1, ApiVersionsV2
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 

@@ -8,6 +8,8 @@ DESCRIBE turns the group into TOPIC_AUTHORIZATION_FAILED (Kafka 4's KafkaApis).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from coordinator.groups.consumer.group import ConsumerGroup
@@ -22,7 +24,9 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import ConsumerGroupDescribeRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import ConsumerGroupDescribeRequest
 
 MEMBER_TYPE_CLASSIC = 0  # v1 MemberType: 0 classic, 1 consumer
 MEMBER_TYPE_CONSUMER = 1

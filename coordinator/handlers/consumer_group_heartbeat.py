@@ -9,7 +9,7 @@ cannot see); a subscribed regex matches only topics the principal may DESCRIBE (
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -27,7 +27,9 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import DecodeError, FixedResponse, decode_request
 from protocol.header import plain_body_offset
-from protocol.request_types import ConsumerGroupHeartbeatRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import ConsumerGroupHeartbeatRequest
 
 log = structlog.get_logger("coordinator.groups")
 

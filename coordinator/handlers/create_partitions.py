@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -28,7 +28,9 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import CreatePartitionsRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import CreatePartitionsRequest
 
 
 def _result(name: str, code: ErrorCode = ErrorCode.none, message: str | None = None) -> Fields:

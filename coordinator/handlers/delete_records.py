@@ -18,6 +18,7 @@ Partition.deleteRecordsOnLeader:
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -30,8 +31,10 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import DeleteRecordsRequest
 from storage.errors import OffsetOutOfRangeError, StorageError
+
+if TYPE_CHECKING:
+    from protocol.request_types import DeleteRecordsRequest
 
 SLICE = 1024
 

@@ -10,6 +10,8 @@ operations are filled when asked for: with no authorizer, every cluster operatio
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.view import listener_brokers
@@ -19,7 +21,9 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.request_types import DescribeClusterRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeClusterRequest
 
 BROKER, CONTROLLER = 1, 2
 _TYPE_NAMES = {BROKER: "BROKER", CONTROLLER: "CONTROLLER"}

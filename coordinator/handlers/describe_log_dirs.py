@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -23,8 +24,10 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import DescribeLogDirsRequest
 from storage.log_protocol import PartitionLogProtocol
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeLogDirsRequest
 
 
 def log_size(lg: PartitionLogProtocol) -> int:

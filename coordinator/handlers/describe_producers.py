@@ -12,6 +12,8 @@ transaction in the partition (-1 without one), as Kafka's ProducerStateEntry hol
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
@@ -24,7 +26,9 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import DescribeProducersRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeProducersRequest
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> Fields:

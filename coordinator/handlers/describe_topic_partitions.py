@@ -15,6 +15,8 @@ every topic operation is authorized.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from coordinator.cluster.view import NO_LEADER, listener_brokers
@@ -28,8 +30,10 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import DescribeTopicPartitionsRequest
 from rules.placement import OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeTopicPartitionsRequest
 
 MAX_PARTITIONS_PER_RESPONSE = 2000  # Kafka's max.request.partition.size.limit default
 

@@ -52,9 +52,11 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
 from protocol.codec import Encoded
-from protocol.request_types import FetchRequest, FetchV4, FetchV5, FetchV6
 from storage.batch import LOG_OVERHEAD
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
+
+if TYPE_CHECKING:
+    from protocol.request_types import FetchRequest, FetchV4, FetchV5, FetchV6
 
 _OFFSET_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")

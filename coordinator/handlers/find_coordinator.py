@@ -26,13 +26,6 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import (
-    FindCoordinatorRequest,
-    FindCoordinatorV0,
-    FindCoordinatorV1,
-    FindCoordinatorV2,
-    FindCoordinatorV3,
-)
 from rules.placement import (
     DEFAULT_TXN_PARTITIONS,
     OFFSETS_TOPIC,
@@ -40,6 +33,15 @@ from rules.placement import (
     partition_for,
     transaction_partition_for,
 )
+
+if TYPE_CHECKING:
+    from protocol.request_types import (
+        FindCoordinatorRequest,
+        FindCoordinatorV0,
+        FindCoordinatorV1,
+        FindCoordinatorV2,
+        FindCoordinatorV3,
+    )
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_FROM = 4

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -17,7 +17,9 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 
 # AclOperation bits allowed on a GROUP resource with no authorizer: READ 3, DELETE 6, DESCRIBE 8.
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)

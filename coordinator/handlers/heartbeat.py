@@ -9,7 +9,7 @@ and its frame encoded once by the generic encoder (protocol.codec.FixedResponse)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -24,7 +24,9 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
 from protocol.codec import FixedResponse, decode_common
-from protocol.request_types import HeartbeatRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import HeartbeatRequest
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -27,7 +28,9 @@ from coordinator.transactions.runtime.txn_coordinator import TransactionCoordina
 from coordinator.transactions.steps import client_error
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.request_types import InitProducerIdRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import InitProducerIdRequest
 
 MILLISECOND = timedelta(milliseconds=1)
 

@@ -10,7 +10,6 @@ no coroutine per delayed JoinGroup; a 500-member rebalance completes 500 of them
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -27,14 +26,16 @@ from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.build import field_shapes
-from protocol.request_types import JoinGroupRequest, JoinGroupV0
+from protocol.build import field_shapes, nested_class
+
+if TYPE_CHECKING:
+    from protocol.request_types import JoinGroupRequest, JoinGroupV0
 
 log = structlog.get_logger("coordinator.groups")
 
 NULLABLE_JOIN_PROTOCOL_NAME_FROM = 7
 _CLASSES = API_TABLE[ApiKey.JOIN_GROUP].responses
-_MEMBER_CLASSES = {v: sys.modules[cls.__module__].JoinGroupResponseMember for v, cls in _CLASSES.items()}
+_MEMBER_CLASSES = _CLASSES.derived(lambda cls: nested_class(cls, "members"))
 
 
 def join_response(version: int, r: JoinResult) -> Any:

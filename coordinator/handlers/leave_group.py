@@ -21,7 +21,9 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.request_types import LeaveGroupRequest, LeaveGroupV0, LeaveGroupV1, LeaveGroupV2
+
+if TYPE_CHECKING:
+    from protocol.request_types import LeaveGroupRequest, LeaveGroupV0, LeaveGroupV1, LeaveGroupV2
 
 log = structlog.get_logger("coordinator.groups")
 

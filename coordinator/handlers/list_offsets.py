@@ -20,6 +20,7 @@ Follows KafkaApis.handleListOffsetRequest and UnifiedLog.fetchOffsetByTimestamp:
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -32,9 +33,11 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import ListOffsetsRequest
 from storage.errors import RecordError, StorageError
 from storage.log_protocol import PartitionLogProtocol
+
+if TYPE_CHECKING:
+    from protocol.request_types import ListOffsetsRequest
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 

@@ -19,7 +19,7 @@ first walked for a commit that surely cannot fit the offsets log.
 from __future__ import annotations
 
 import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -40,7 +40,9 @@ from protocol.build import nested_class
 from protocol.codec import Encoded, decode_common, encode_response
 from protocol.header import HeaderError, parse_request_header
 from protocol.legacy_messages import DEFAULT_COMMIT_TIMESTAMP
-from protocol.request_types import OffsetCommitRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import OffsetCommitRequest
 
 log = structlog.get_logger("coordinator.offsets.manager")
 
@@ -56,8 +58,8 @@ BODY_CACHE_SIZE = 10_000
 
 _SPEC = API_TABLE[ApiKey.OFFSET_COMMIT]
 _CLASSES = _SPEC.responses
-_TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
-_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+_TOPIC = _CLASSES.derived(lambda cls: nested_class(cls, "topics"))
+_PARTITION = _TOPIC.derived(lambda cls: nested_class(cls, "partitions"))
 _HEADER = {v: _SPEC.response_header_versions[v] for v in _CLASSES}
 _FLEXIBLE = {v: _SPEC.request_is_flexible(v) for v in _CLASSES}
 _FAST_FLEXIBLE = {v: flexible for v, flexible in _FLEXIBLE.items() if v >= COMMIT_RETENTION_FROM}

@@ -4,11 +4,10 @@ group-level error answers at top level; the answer waits for the tombstones to b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
-from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic
 
 from coordinator.errors import write_error_code
 from coordinator.handlers.wire_values import NO_THROTTLE
@@ -19,7 +18,11 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.request_types import OffsetDeleteRequest
+
+if TYPE_CHECKING:
+    from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic
+
+    from protocol.request_types import OffsetDeleteRequest
 
 log = structlog.get_logger("coordinator.offsets.manager")
 

@@ -23,7 +23,7 @@ from coordinator.offsets.manager import fetch
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.security.access import Access, Op
 from coordinator.services import Services
-from protocol.apis import API_TABLE, ApiKey
+from protocol.apis import API_TABLE, ApiKey, VersionMap
 from protocol.build import nested_class
 
 log = structlog.get_logger("coordinator.offsets.manager")
@@ -37,9 +37,10 @@ FETCH_GROUPS_FROM = 8
 FETCH_MEMBER_FROM = 9  # member id and epoch of KIP-848 members
 
 _CLASSES = API_TABLE[ApiKey.OFFSET_FETCH].responses
-_GROUP = {v: nested_class(cls, "groups") for v, cls in _CLASSES.items() if v >= FETCH_GROUPS_FROM}
-_TOPIC = {v: nested_class(_GROUP[v] if v >= FETCH_GROUPS_FROM else cls, "topics") for v, cls in _CLASSES.items()}
-_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+_GROUP = VersionMap(range(FETCH_GROUPS_FROM, _CLASSES.versions.stop), lambda v: nested_class(_CLASSES[v], "groups"))
+_TOPIC = VersionMap(_CLASSES.versions, lambda v: nested_class(_GROUP[v] if v >= FETCH_GROUPS_FROM else _CLASSES[v],
+                                                              "topics"))
+_PARTITION = _TOPIC.derived(lambda cls: nested_class(cls, "partitions"))
 
 
 def fetch_topics(version: int, rows: list) -> tuple:

@@ -17,7 +17,7 @@ answered with the log start offset as if it were the only one before.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -29,7 +29,9 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import OffsetForLeaderEpochRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import OffsetForLeaderEpochRequest
 
 UNDEFINED = -1
 

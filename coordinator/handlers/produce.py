@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -50,8 +50,10 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import ProduceRequest
 from storage.errors import RecordError, StorageError
+
+if TYPE_CHECKING:
+    from protocol.request_types import ProduceRequest
 
 _TRANSACTIONAL_BYTE = 22  # low byte of the attributes int16
 _UTC = datetime.UTC

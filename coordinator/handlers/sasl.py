@@ -6,6 +6,7 @@ handleSaslAuthenticateRequest). Before authentication a SASL listener's connecti
 from __future__ import annotations
 
 import datetime
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -13,7 +14,9 @@ from coordinator.net.dispatch import Dispatcher, RequestContext
 from coordinator.security.sasl_gate import SESSION_LIFETIME_FROM
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
-from protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import SaslAuthenticateRequest, SaslHandshakeRequest
 
 _HANDSHAKE = API_TABLE[ApiKey.SASL_HANDSHAKE].responses
 _AUTHENTICATE = API_TABLE[ApiKey.SASL_AUTHENTICATE].responses

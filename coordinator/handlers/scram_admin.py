@@ -8,6 +8,8 @@ iterations, never a salt or key. Alter: per-user results, the valid changes writ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import structlog
 from kio.schema.errors import ErrorCode
 
@@ -19,7 +21,9 @@ from coordinator.security.scram_store import ScramCredentials, Upsertion
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import build
-from protocol.request_types import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
 log = structlog.get_logger(__name__)
 

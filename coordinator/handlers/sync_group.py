@@ -3,7 +3,7 @@ assignment, through a Completion (as JoinGroup's, handlers/join_group.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -19,7 +19,9 @@ from coordinator.security.access import Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import field_shapes
-from protocol.request_types import SyncGroupRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import SyncGroupRequest
 
 log = structlog.get_logger("coordinator.groups")
 

@@ -42,7 +42,9 @@ from coordinator.security.access import Access, Op
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicsV6
+
+if TYPE_CHECKING:
+    from protocol.request_types import CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicsV6
 
 TOPIC_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 5  # DescribeConfigs ConfigSource ids
 

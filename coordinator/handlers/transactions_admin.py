@@ -12,6 +12,7 @@ COORDINATOR_LOAD_IN_PROGRESS.
 from __future__ import annotations
 
 import datetime
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -24,7 +25,9 @@ from coordinator.transactions.descriptions import TxnDescription
 from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
-from protocol.request_types import DescribeTransactionsRequest, ListTransactionsRequest
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeTransactionsRequest, ListTransactionsRequest
 
 _UTC = datetime.UTC
 _MS = datetime.timedelta(milliseconds=1)

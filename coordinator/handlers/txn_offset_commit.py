@@ -49,8 +49,10 @@ from coordinator.security.acl_model import ResourceType
 from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import nested_class
-from protocol.request_types import TxnOffsetCommitRequest, TxnOffsetCommitV0, TxnOffsetCommitV1, TxnOffsetCommitV2
 from rules.placement import OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from protocol.request_types import TxnOffsetCommitRequest, TxnOffsetCommitV0, TxnOffsetCommitV1, TxnOffsetCommitV2
 
 log = structlog.get_logger("coordinator.offsets.txn")
 
@@ -90,8 +92,8 @@ _UNASKED: Any = object()  # commit's verdict before the transaction coordinator 
 
 
 _CLASSES = API_TABLE[ApiKey.TXN_OFFSET_COMMIT].responses
-_TOPIC = {v: nested_class(cls, "topics") for v, cls in _CLASSES.items()}
-_PARTITION = {v: nested_class(_TOPIC[v], "partitions") for v in _CLASSES}
+_TOPIC = _CLASSES.derived(lambda cls: nested_class(cls, "topics"))
+_PARTITION = _TOPIC.derived(lambda cls: nested_class(cls, "partitions"))
 
 
 def txn_response(version: int, answer: list[AnswerRow]) -> Any:

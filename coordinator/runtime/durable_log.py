@@ -78,14 +78,22 @@ class DurableLog:
 
     def new_log(self, partition: int) -> PartitionLog:
         """Open (and recover the tail of) the partition's local log under log.dirs, unattached."""
-        return PartitionLog.open(self.path(partition), segment_bytes=self.segment_bytes,
-                                 flush_policy=self.flush_policy, flush_interval_ms=self.flush_interval_ms,
-                                 fsync=self._fsync)
+        return self._open([partition])[0]
 
     def open_partition(self, partition: int) -> PartitionLog:
         """Open the partition's local log and write to it; reopening replaces it."""
         plog = self.logs[partition] = self.new_log(partition)
         return plog
+
+    def open_partitions(self, partitions: Iterable[int]) -> None:
+        """open_partition of each, their directories created or recovered concurrently (PartitionLog.open_many)."""
+        partitions = list(partitions)
+        self.logs.update(zip(partitions, self._open(partitions), strict=True))
+
+    def _open(self, partitions: list[int]) -> list[PartitionLog]:
+        return PartitionLog.open_many([self.path(p) for p in partitions], segment_bytes=self.segment_bytes,
+                                      flush_policy=self.flush_policy, flush_interval_ms=self.flush_interval_ms,
+                                      fsync=self._fsync)
 
     def attach(self, partition: int, plog: PartitionLogProtocol) -> None:
         """Use a log opened elsewhere (cluster mode: a PgPartitionLog) for the partition."""

@@ -36,7 +36,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from itertools import islice
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import structlog
 
@@ -47,9 +47,11 @@ from coordinator.runtime.shard import Shard, ShardState
 from storage import snapshot as snapshots
 from storage.errors import CorruptRecordError
 from storage.latest import LatestRecords
-from storage.pg import snapshot_blobs
-from storage.pg.pg_log import PgPartitionLog
+from storage.pg import is_store_log
 from storage.txn_fold import Held
+
+if TYPE_CHECKING:
+    from storage.pg.pg_log import PgPartitionLog
 
 log = structlog.get_logger("coordinator.runtime.loader")
 
@@ -106,7 +108,7 @@ async def load_shard(shard: Shard, durable: DurableLog, snapshot_root: str | Non
     stats: LoadStats = {"partition": partition, "snapshot": None, "snapshot_records": 0, "log_records": 0}
     start = plog.log_start_offset
     min_timestamp = None
-    if isinstance(plog, PgPartitionLog):  # cluster mode: the bulk-load snapshots are kc_blobs rows
+    if is_store_log(plog):  # cluster mode: the bulk-load snapshots are kc_blobs rows
         snapshot_root = await _fetch_store_snapshots(plog)
     info = None
     if snapshot_root:
@@ -169,6 +171,8 @@ def replay_pending(shard: Shard, held: list[Held]) -> int:
 
 async def _fetch_store_snapshots(plog: PgPartitionLog) -> str:
     """Copy the partition's snapshot blobs into a local snapshot root; returns the root."""
+    from storage.pg import snapshot_blobs
+
     root = os.path.join(os.path.dirname(plog.path), STORE_SNAPSHOTS_DIR)
     async with plog.pool.acquire() as conn:
         await snapshot_blobs.fetch(conn, plog.topic_id, plog.partition, root)

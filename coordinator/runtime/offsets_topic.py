@@ -64,8 +64,7 @@ class OffsetsRuntime:
         return self.config.offsets_snapshot_dir or self.config.log_dirs
 
     async def start(self) -> None:
-        for partition in sorted(self.coordinator.owned or ()):
-            self.durable.open_partition(partition)
+        self.durable.open_partitions(sorted(self.coordinator.owned or ()))
         shards = self.coordinator.owned_shards()
         self.loading = asyncio.ensure_future(
             load_all(shards, self.durable, self.snapshot_root, self.config.offsets_load_buffer_size))

@@ -29,10 +29,9 @@ import structlog
 
 from coordinator.runtime.shard import ShardState
 from coordinator.runtime.staged_tombstones import append_tombstones, offered_tombstones
-from coordinator.runtime.staging_store import check_store_partition
 from storage.compaction import Manifest, list_staging, validate_staging
 from storage.log import PartitionLog
-from storage.pg.pg_log import PgPartitionLog
+from storage.pg import is_store_log
 
 if TYPE_CHECKING:
     from coordinator.runtime.durable_log import DurableLog
@@ -50,7 +49,9 @@ async def check_partition(coordinator: GroupCoordinator, durable: DurableLog, pa
     if shard is None or shard.state is not ShardState.ACTIVE or partition not in durable.logs:
         return []
     plog = durable.logs[partition]
-    if isinstance(plog, PgPartitionLog):  # cluster mode: stagings are kc_blobs rows
+    if is_store_log(plog):  # cluster mode: stagings are kc_blobs rows
+        from coordinator.runtime.staging_store import check_store_partition  # with the PostgreSQL driver
+
         return await check_store_partition(shard, durable, partition, plog)
     path = durable.path(partition)
     outcomes = []

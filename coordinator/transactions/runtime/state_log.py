@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import structlog
@@ -53,12 +53,16 @@ class TxnStateLog:
         self._executor: ThreadPoolExecutor | None = None
 
     def open(self, partition: int) -> PartitionLogProtocol:
-        if partition not in self.logs:
-            path = partition_dir(self.root, TRANSACTION_STATE_TOPIC, partition)
-            self.logs[partition] = PartitionLog.open(path, segment_bytes=self.segment_bytes,
-                                                     flush_policy=self.flush_policy,
-                                                     flush_interval_ms=self.flush_interval_ms, fsync=self._fsync)
+        self.open_all([partition])
         return self.logs[partition]
+
+    def open_all(self, partitions: Iterable[int]) -> None:
+        """Open the logs of `partitions` not open yet, their directories created or recovered concurrently."""
+        missing = [p for p in partitions if p not in self.logs]
+        paths = [partition_dir(self.root, TRANSACTION_STATE_TOPIC, p) for p in missing]
+        logs = PartitionLog.open_many(paths, segment_bytes=self.segment_bytes, flush_policy=self.flush_policy,
+                                      flush_interval_ms=self.flush_interval_ms, fsync=self._fsync)
+        self.logs.update(zip(missing, logs, strict=True))
 
     def adopt(self, partition: int, log_: PartitionLogProtocol) -> None:
         """Host a log opened elsewhere (cluster mode: the partition's PostgreSQL log)."""

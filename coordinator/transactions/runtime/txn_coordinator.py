@@ -108,9 +108,9 @@ class TransactionCoordinator:
     async def start(self, owned: Iterable[int] | None = None) -> None:
         """Local mode: host every partition (`owned` None), then run the timers; cluster mode calls
         `start_timers` alone and takes its partitions one by one (`take`)."""
-        partitions = range(self.settings.num_partitions) if owned is None else owned
+        partitions = list(range(self.settings.num_partitions) if owned is None else owned)
+        self.state_log.open_all(partitions)
         for partition in partitions:
-            self.state_log.open(partition)
             self._load_in_background(partition, 0)
         self.start_timers()
 
