@@ -58,8 +58,7 @@ def reachable(path: Path) -> set[str]:
 
 
 def starters(names: set[str]) -> list[str]:
-    bad = [name for name in names if name.startswith(STARTERS) and
-           any(name == s or name.startswith(s + ".") for s in STARTERS)]
+    bad = [name for name in names if any(name == s or name.startswith(s + ".") for s in STARTERS)]
     bad += [f"{module}.{attr}" for module, attr in STARTER_NAMES if f"{module}.{attr}" in names]
     return sorted(bad)
 
