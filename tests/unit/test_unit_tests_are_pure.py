@@ -4,6 +4,7 @@ a fixture that does, and the audit hook in conftest.py fails a unit test that st
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ FIXTURES = {"pg_url", "postgres_server", "server", "server_factory", "certs", "p
 HELPERS = "tests.support."  # followed: what a unit test's helper imports, the test imports
 
 
-def imports(path: Path) -> set[str]:
+@functools.cache  # a helper is read once, not once per unit test file that uses it
+def imports(path: Path) -> frozenset[str]:
     """The modules `path` imports, and module.name for each name imported from a module."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -33,7 +35,7 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def module_file(name: str) -> Path | None:
@@ -99,8 +101,9 @@ def test_the_check_sees_a_starter_through_a_helper_and_a_fixture(tmp_path):
                       "def test_x(pg_url, server):\n    pass\n"
                       "@pytest.fixture\ndef server():\n    pass\n")
     assert starters(reachable(sample)) == ["spark_jobs.common.spark_session", "subprocess"]
-    sample.write_text("from tests.support.hostile import Watchdog\n")
-    assert {"subprocess", "tests.support.server_process"} <= set(starters(reachable(sample)))  # hostile.py's
+    helped = tmp_path / "test_helped.py"  # (a new file: imports() reads each file once)
+    helped.write_text("from tests.support.hostile import Watchdog\n")
+    assert {"subprocess", "tests.support.server_process"} <= set(starters(reachable(helped)))  # hostile.py's
     assert fixtures_asked(UNIT / "test_unit_tests_are_pure.py") == set()
     sample.write_text("def test_x(pg_url, server):\n    pass\n@pytest.fixture\ndef server():\n    pass\n")
     assert fixtures_asked(sample) == {"pg_url"}  # its own `server` is not the process-starting one
