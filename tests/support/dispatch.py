@@ -12,7 +12,10 @@ from kio.static.constants import EntityType
 from coordinator.app import build_dispatcher
 from coordinator.config import Config
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.groups.settings import GroupSettings
 from coordinator.node import Node
+from coordinator.runtime.group_coordinator import GroupCoordinator
+from coordinator.runtime.timers import Scheduler
 from coordinator.services import Services
 from protocol.build import build
 from tests.support.wire_client import request_frame, response_class_for
@@ -42,10 +45,13 @@ def known_topics(catalog: TopicCatalog, topics: dict[str, int]) -> TopicCatalog:
     raise AssertionError("the catalog's commit suspended")
 
 
-def make_services(**overrides: str) -> Services:
+def make_services(*, scheduler: Scheduler | None = None, **overrides: str) -> Services:
+    """`scheduler`: the groups' timers (e.g. a FakeScheduler for a test without an event loop; by default the
+    running loop's, which a group's first request then needs)."""
     config = Config.load(overrides={"log.dirs": "/nonexistent-unused", **overrides}, environ={})
     node = Node(config.node_id, "test-cluster-id-00000A", host="broker.test", port=9092)
-    return Services(config, node, TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions))
+    groups = None if scheduler is None else GroupCoordinator(GroupSettings.from_config(config), scheduler)
+    return Services(config, node, TopicCatalog(node.cluster_id, config.offsets_topic_num_partitions), groups)
 
 
 class InProcess:

@@ -83,7 +83,7 @@ def test_nested_arrays_yield_too():
     assert yields == 4 * 2 * sliced_decode.CHUNK // sliced_decode.CHUNK  # a topic and its 3 partitions: 4 elements
 
 
-# The malformed bodies of tests/unit/test_protocol_bounds.py: each is refused by kio's path (with
+# The malformed bodies of tests/integration/test_protocol_bounds.py: each is refused by kio's path (with
 # bounds.py) and by the sliced decoder, for a count or a null where none is allowed.
 _PARTITION_V9 = i32(0) + i64(42) + i32(-1) + compact("") + b"\x00"
 _HEAD_V9 = compact("group") + i32(1) + compact("member") + b"\x00"
