@@ -16,12 +16,23 @@ at a log batch boundary once a range holds BatchSize records.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .record_states import AcquiredRecords, AcquireMode, InFlight, LogBatch, RecordState
 
-if TYPE_CHECKING:
-    from .share_partition import Change, SharePartition
+
+class Window(Protocol):
+    """What acquiring needs of a share partition (share_partition.SharePartition)."""
+
+    start_offset: int
+    end_offset: int
+    records: dict[int, InFlight]
+    max_in_flight: int
+    lock_duration_ms: int
+
+    def in_flight(self) -> int: ...
+
+    def set_record(self, change: Any, offset: int, record: InFlight) -> None: ...
 
 
 class _Ranges:
@@ -68,7 +79,7 @@ def skipped_batches(batches: list[LogBatch], aborted: list[tuple[int, int]], rea
     return skipped
 
 
-def acquire_records(partition: SharePartition, change: Change, member_id: str, log_batches: list[LogBatch],
+def acquire_records(partition: Window, change: Any, member_id: str, log_batches: list[LogBatch],
                     max_records: int, batch_size: int, now_ms: float, mode: AcquireMode, read_committed: bool,
                     aborted: list[tuple[int, int]]) -> list[AcquiredRecords]:
     batches = sorted(log_batches, key=lambda b: b.base_offset)

@@ -50,7 +50,8 @@ def test_against_a_per_offset_model(current, new, start):
             info = (b.delivery_count, b.delivery_state)
             best[offset] = max(best.get(offset, info), info)
     result = combine(current, new, start)
-    covered = {o: (b.delivery_count, b.delivery_state) for b in result for o in range(b.first_offset, b.last_offset + 1)}
+    covered = {o: (b.delivery_count, b.delivery_state)
+               for b in result for o in range(b.first_offset, b.last_offset + 1)}
     assert covered == best
     for a, b in zip(result, result[1:]):  # in order, disjoint, and maximal
         assert a.last_offset < b.first_offset
