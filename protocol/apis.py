@@ -70,6 +70,10 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 @cache  # a module lookup costs ~30 µs; clients of the benchmarks and tests look up per answer
@@ -137,6 +141,10 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.DELETE_GROUPS, 0, 2),
     (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),  # KIP-848 (group.protocol=consumer)
     (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
+    (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1),  # KIP-932 share groups (v0: Kafka 4.0's early access, removed in 4.1)
+    (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1),
+    (ApiKey.SHARE_FETCH, 1, 2),  # v2: ShareAcquireMode and Renew (KIP-1206, KIP-1222)
+    (ApiKey.SHARE_ACKNOWLEDGE, 1, 2),
     (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0),

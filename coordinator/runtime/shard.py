@@ -35,7 +35,8 @@ What replay does with each record, live and on load:
 * A GroupMetadata tombstone removes the group, live and on load: it goes Dead, its
   timers stop (Rebalancer.remove_group). DeleteGroups and expiry delete only this way.
 * KIP-848 consumer-group records (ConsumerGroupRecord) go to `self.consumer_replay`
-  (groups/consumer/replay.py), live and on load: they alone change consumer groups.
+  (groups/consumer/replay.py), live and on load: they alone change consumer groups; KIP-932
+  share-group records (ShareGroupRecord) to `self.share` (runtime/share_shard.py) likewise.
 * A GroupMetadata value rebuilds the group on load (ClassicGroup.from_metadata). Live,
   its replay is a no-op: as in Kafka (CoordinatorResult with replayRecords=false for
   classic groups), the state machine changes the live ClassicGroup itself (join, sync,
@@ -84,9 +85,10 @@ from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record, ShareGroupRecord
 from coordinator.runtime.consumer_shard import ConsumerGroups
 from coordinator.runtime.online_migration import ShardMigration
+from coordinator.runtime.share_shard import ShareGroups
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog
@@ -126,6 +128,7 @@ class Shard:
         self.consumer_groups = self.consumer.groups
         self.consumer_replay = self.consumer.replay.apply  # the replay of KIP-848 records, live and on load
         self.migration = self.consumer.ops.migration = ShardMigration(self)
+        self.share = ShareGroups(self, settings.share)  # KIP-932 share groups (runtime/share_shard.py)
         # Heartbeat, the hot path: the classic operation itself; a group id that is not a classic group's goes on
         # to the consumer groups' classic-protocol members
         self.membership.other_heartbeat = self._consumer_group_heartbeat
@@ -148,15 +151,18 @@ class Shard:
         undo: list = []
         consumer_replay = self.consumer.replay
         consumer_replay.begin_write()
+        self.share.begin_write()
         try:
             removed = self.replay_all(records, True, undo)
         except BaseException as exc:  # records that contradict the state (a bug): nothing of them stays
             consumer_replay.restore(consumer_replay.end_write())
+            self.share.restore(self.share.end_write())
             if self._marks is not None:
                 self._marks.settle(exc)
                 self._marks = None
             raise
         saved = consumer_replay.end_write()
+        share_saved = self.share.end_write()
         store = self.offsets
         pending = PendingWrite(records, tails, store)
         store.begin(pending, records, undo)
@@ -168,6 +174,8 @@ class Shard:
             pending.add_callback(self._restore_on_failure(removed))
         if saved:
             self.consumer.watch(pending, saved)
+        if share_saved:
+            self.share.watch(pending, share_saved)
         if self.migration.undo:  # a downgrade's classic group, put in place before its records
             self.migration.attach(pending)
         try:
@@ -210,6 +218,9 @@ class Shard:
             if run:
                 self._replay_offsets(run, undo)
                 run = []
+            if type(record) is ShareGroupRecord:
+                self.share.replay(record)
+                continue
             if type(record) is not GroupMetadataRecord:
                 self.consumer_replay(record)
                 continue
@@ -369,6 +380,7 @@ class Shard:
                 group.transition_to(GroupState.DEAD, now)
         self.groups.clear()
         self.consumer.unload()
+        self.share.unload()
         writes = list(self.offsets.inflight)
         self.offsets.inflight.clear()  # the store goes with the partition: nothing to take back
         for pending in writes:

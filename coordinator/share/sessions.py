@@ -78,6 +78,25 @@ class ShareSessionCache:
         current.connection_id = connection_id
         return SessionAnswer(session=current)
 
+    def acknowledge_update(self, group_id: str, member_id: str, epoch: int) -> SessionAnswer:
+        """The session of a ShareAcknowledge (SharePartitionManager.acknowledgeSessionUpdate): epoch 0 is
+        INVALID_SHARE_SESSION_EPOCH (an acknowledgement never opens a session), -1 leaves the session as it is
+        (the caller closes it after the acknowledgements), any other must be the current one, then the next."""
+        if epoch == INITIAL_EPOCH:
+            return SessionAnswer(ErrorCode.invalid_share_session_epoch)
+        current = self.sessions.get((group_id, member_id))
+        if current is None:
+            return SessionAnswer(ErrorCode.share_session_not_found)
+        if epoch == FINAL_EPOCH:
+            return SessionAnswer(session=current)
+        if epoch != current.epoch:
+            return SessionAnswer(ErrorCode.invalid_share_session_epoch)
+        current.epoch = next_epoch(current.epoch)
+        return SessionAnswer(session=current)
+
+    def close(self, group_id: str, member_id: str) -> ShareSession | None:
+        return self.sessions.pop((group_id, member_id), None)
+
     def connection_closed(self, connection_id: str) -> list[ShareSession]:
         """The sessions of a closed connection are gone (their members' acquired records are released)."""
         gone = [s for s in self.sessions.values() if s.connection_id == connection_id]
