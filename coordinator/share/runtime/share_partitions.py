@@ -13,7 +13,7 @@ sessions, and the writes of their state.
 * Records that become available again (released, lock expired, a member gone) wake the ShareFetches waiting
   on the share partition (the data plane's purgatory, key `share_key`).
 * Members: a member that left or whose session expired (runtime/share_shard.py calls `member_gone`), or whose
-  share session ended, gives back what it held.
+  share session ended (closed, or its connection closed), gives back what it held.
 """
 
 from __future__ import annotations
@@ -186,7 +186,9 @@ class SharePartitions:
                 self.changed(entry)
 
     def member_gone(self, group_id: str, member_id: str) -> None:
-        self.sessions.member_left(group_id, member_id)
+        """The member left the group or its session expired: what it holds goes back. Its share session stays
+        until its connection closes or it closes it (epoch -1), as in Kafka: a leaving consumer closes it after
+        its leave heartbeat."""
         self.release(group_id, member_id)
 
     def connection_closed(self, connection_id: str) -> None:
