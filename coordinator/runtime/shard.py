@@ -308,6 +308,11 @@ class Shard:
         results: dict[str, ErrorCode] = {}
         records: list[Record] = []
         for group_id in group_ids:
+            share = self.share.deletion(group_id) if self.error is None else None
+            if share is not None:  # a share group's
+                results[group_id], tombstones = share
+                records += tombstones
+                continue
             consumer = self.consumer_groups.get(group_id)
             if consumer is not None and self.error is None:
                 code = results[group_id] = self.consumer.deletion_error(consumer)
@@ -321,7 +326,9 @@ class Shard:
             return results, None
         log.info("groups deleted", partition=self.partition,
                  groups=[g for g, code in results.items() if code is ErrorCode.none])
-        return results, self.write(records)
+        write = self.write(records)
+        self.share.after_deletion(write)
+        return results, write
 
     def expire(self, now_ms: int, retention_ms: int) -> tuple[int, int, PendingWrite | None]:
         """One KIP-211 cleanup pass (groups/expiry.py): (offsets expired, groups deleted, the write)."""

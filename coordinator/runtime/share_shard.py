@@ -36,6 +36,12 @@ from coordinator.groups.share.config_settings import ShareGroupSettings
 from coordinator.groups.share.heartbeat import HeartbeatRequest, HeartbeatResult
 from coordinator.groups.share.model import ShareGroup, TopicId, replay_all
 from coordinator.records.types import Record, ShareGroupRecord
+from storage.share_group_records import (
+    ShareGroupMetadataKey,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMetadataKey,
+)
 
 if TYPE_CHECKING:
     from coordinator.groups.classic_group import ClassicGroup
@@ -66,6 +72,8 @@ class ShareMembers(Protocol):
 
     def initialize_state(self, group_id: str, state_epoch: int, partitions: Mapping[TopicId, frozenset[int]],
                          done: Callable[[dict[TopicId, frozenset[int]]], None]) -> None: ...
+
+    def delete_state(self, group_id: str, partitions: Mapping[TopicId, frozenset[int]]) -> None: ...
 
 
 class ShareTopics(Mapping[str, tuple[TopicId, int]]):
@@ -104,6 +112,7 @@ class ShareGroups:
         self.members: ShareMembers | None = None  # set when the share partitions exist (coordinator/app wiring)
         self.settings_for: Callable[[str], ShareGroupSettings] = lambda _group_id: self.settings
         self._saving: Saved | None = None
+        self._deleting: dict[str, dict[TopicId, frozenset[int]]] = {}  # deleted by the write being made
         self._inflight: list[tuple[PendingWrite, Saved]] = []
 
     # --- replay ------------------------------------------------------------------------------------------
@@ -233,6 +242,39 @@ class ShareGroups:
                        for info in group.partition_state.initializing_topics if info.partitions}
             if pending:
                 self._initialize(group_id, pending)
+
+    # --- DeleteGroups ------------------------------------------------------------------------------------
+
+    def deletion(self, group_id: str) -> tuple[ErrorCode, list[Record]] | None:
+        """DeleteGroups of a share group (ShareGroup.validateDeleteGroup, createGroupTombstoneRecords): only an
+        Empty one goes, by its records' tombstones, the group's own last (its replay deletes the group). None:
+        no share group of that id."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if group.members:
+            return ErrorCode.non_empty_group, []
+        self._deleting[group_id] = group.state_partitions()
+        keys: list[Any] = [ShareGroupTargetAssignmentMemberKey(group_id, m) for m in group.target]
+        keys += [ShareGroupTargetAssignmentMetadataKey(group_id), ShareGroupStatePartitionMetadataKey(group_id),
+                 ShareGroupMetadataKey(group_id)]
+        return ErrorCode.none, [ShareGroupRecord(key, None) for key in keys]
+
+    def after_deletion(self, write: PendingWrite) -> None:
+        """Once the deletions decided since the last call are durable, the groups' share state goes from the
+        share coordinator (DeleteShareGroupState), and their share partitions from this node (Kafka deletes the
+        state first: a failure here leaves it in __share_group_state, logged, until the group is made again)."""
+        deleting, self._deleting = self._deleting, {}
+
+        def written(error: BaseException | None) -> None:
+            if error is not None or self.members is None:
+                return
+            for group_id, state in deleting.items():
+                if state and group_id not in self.groups:
+                    self.members.delete_state(group_id, state)
+
+        if deleting:
+            write.add_callback(written)
 
     def unload(self) -> None:
         self.groups.clear()

@@ -14,8 +14,6 @@ import uuid
 from kio.schema.errors import ErrorCode
 from kio.schema.share_acknowledge.v1.request import (
     AcknowledgementBatch as AckBatchV1,
-)
-from kio.schema.share_acknowledge.v1.request import (
     AcknowledgePartition,
     AcknowledgeTopic,
     ShareAcknowledgeRequest,

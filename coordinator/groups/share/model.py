@@ -84,6 +84,13 @@ class ShareGroup:
         """The partitions whose share state is initialized: the ones the assignor may hand out."""
         return {t.topic_id: frozenset(t.partitions) for t in self.partition_state.initialized_topics}
 
+    def state_partitions(self) -> dict[TopicId, frozenset[int]]:
+        """Every partition with share state, initialized or being initialized (what deleting the group deletes)."""
+        out: dict[TopicId, frozenset[int]] = {}
+        for info in (*self.partition_state.initialized_topics, *self.partition_state.initializing_topics):
+            out[info.topic_id] = out.get(info.topic_id, frozenset()) | frozenset(info.partitions)
+        return out
+
     def subscribed_topic_names(self) -> set[str]:
         return {name for m in self.members.values() for name in m.subscribed_topic_names}
 

@@ -217,6 +217,19 @@ class SharePartitions:
 
         asyncio.ensure_future(run())
 
+    def delete_state(self, group_id: str, partitions: Mapping[uuid.UUID, frozenset[int]]) -> None:
+        """DeleteShareGroupState for `partitions` (a deleted group's); its share partitions here are dropped."""
+        async def run() -> None:
+            for topic_id, indexes in partitions.items():
+                for index in sorted(indexes):
+                    self._forget((group_id, topic_id, index))
+                    answer = await self.coordinator.delete(group_id, topic_id, index)
+                    if answer.error is not ErrorCode.none:
+                        log.warning("share-group state not deleted", group=group_id, partition=index,
+                                    error=answer.error.name)
+
+        asyncio.ensure_future(run())
+
     def _forget(self, key: SpKey) -> None:
         entry = self.entries.pop(key, None)
         if entry is not None and entry.timer is not None:
