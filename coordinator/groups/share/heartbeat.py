@@ -26,14 +26,13 @@ The session timeout is not a record: the result's `session_deadline_ms` is for t
 
 from __future__ import annotations
 
-import hashlib
-import struct
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.groups.metadata_hash import subscribed_hash
 from storage.share_group_records import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupCurrentMemberAssignmentValue,
@@ -86,14 +85,9 @@ def _fail(error: ErrorCode, message: str) -> HeartbeatResult:
 
 
 def metadata_hash(names: set[str], topics: Topics) -> int:
-    """A hash of the subscribed topics' ids, names and partition counts (Kafka 4.1's group metadata hash
-    plays this part; its exact Murmur3 value is not reproduced: a group loaded from a Kafka log bumps its
-    epoch once)."""
-    digest = hashlib.blake2b(digest_size=8)
-    for name in sorted(n for n in names if n in topics):
-        topic_id, count = topics[name]
-        digest.update(name.encode() + b"\x00" + topic_id.bytes + struct.pack(">i", count))
-    return struct.unpack(">q", digest.digest())[0]
+    """ShareGroupMetadataValue.MetadataHash of the subscribed topics: Kafka's group hash
+    (coordinator/groups/metadata_hash.py), so a group loaded from a Kafka-written log keeps its epoch."""
+    return subscribed_hash(names, topics)
 
 
 def check_request(request: HeartbeatRequest) -> HeartbeatResult | None:
