@@ -80,3 +80,18 @@ async def test_list_groups_types_filter_and_share_group_describe():
     # DescribeGroups (classic groups' API) does not know share groups: Dead, as Kafka answers v0-v5
     classic = app.call(named_request("describe_groups", 5, groups=("sg",), include_authorized_operations=False))
     assert classic.groups[0].group_state == "Dead"
+
+
+async def test_share_metrics():
+    from types import SimpleNamespace
+
+    from coordinator.ops.metrics import NodeCollector
+
+    app = InProcess()
+    _share_group(app, "sg", 2)
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in NodeCollector(SimpleNamespace(services=app.services)).share_metrics()
+               for s in family.samples}
+    assert samples[("kcoord_share_groups", (("state", "Stable"),))] == 1
+    assert samples[("kcoord_share_group_members", (("group", "sg"),))] == 2
+    assert samples[("kcoord_share_sessions", ())] == 0
