@@ -74,6 +74,8 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 @cache  # a module lookup costs ~30 µs; clients of the benchmarks and tests look up per answer
@@ -145,6 +147,8 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1),
     (ApiKey.SHARE_FETCH, 1, 2),  # v2: ShareAcquireMode and Renew (KIP-1206, KIP-1222)
     (ApiKey.SHARE_ACKNOWLEDGE, 1, 2),
+    (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),  # v1: Lag (KIP-1226)
+    (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0),
     (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0),

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import write_error_code
 from coordinator.groups.share import heartbeat as share_heartbeat
 from coordinator.groups.share.config_settings import ShareGroupSettings
 from coordinator.groups.share.heartbeat import HeartbeatRequest, HeartbeatResult
@@ -74,6 +76,8 @@ class ShareMembers(Protocol):
                          done: Callable[[dict[TopicId, frozenset[int]]], None]) -> None: ...
 
     def delete_state(self, group_id: str, partitions: Mapping[TopicId, frozenset[int]]) -> None: ...
+
+    def forget(self, group_id: str, topic_id: TopicId) -> None: ...
 
 
 class ShareTopics(Mapping[str, tuple[TopicId, int]]):
@@ -275,6 +279,41 @@ class ShareGroups:
 
         if deleting:
             write.add_callback(written)
+
+    # --- DeleteShareGroupOffsets ---------------------------------------------------------------------------
+
+    def offsets_deletion(self, group_id: str, topic_ids: set[TopicId]
+                         ) -> tuple[tuple[ErrorCode, str] | None, dict[TopicId, frozenset[int]]]:
+        """What DeleteShareGroupOffsets may delete (GroupMetadataManager.initiateDeleteShareGroupOffsets): the
+        refusal (an unknown group, one of another kind, one with members), or the share-state partitions of
+        `topic_ids` the group has."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return (ErrorCode.group_id_not_found, f"Group {group_id} not found."), {}
+        if group.members:
+            return (ErrorCode.non_empty_group, f"Share group {group_id} is not empty."), {}
+        return None, {t: ps for t, ps in group.state_partitions().items() if t in topic_ids}
+
+    async def offsets_deleted(self, group_id: str, topic_ids: list[TopicId]) -> ErrorCode | None:
+        """Their share state is deleted: the topics leave the group's partitions with state (a
+        ShareGroupStatePartitionMetadata record), answered once durable (None, or the write's error)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        state = group.partition_state
+        gone = set(topic_ids)
+        value = replace(state,
+                        initializing_topics=tuple(i for i in state.initializing_topics if i.topic_id not in gone),
+                        initialized_topics=tuple(i for i in state.initialized_topics if i.topic_id not in gone))
+        write = self.shard.write([ShareGroupRecord(ShareGroupStatePartitionMetadataKey(group_id), value)])
+        if self.members is not None:
+            for topic_id in topic_ids:
+                self.members.forget(group_id, topic_id)
+        try:
+            await write
+        except Exception as exc:
+            return write_error_code(exc)
+        return None
 
     def unload(self) -> None:
         self.groups.clear()

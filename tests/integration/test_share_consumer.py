@@ -192,3 +192,64 @@ def test_the_server_killed_nothing_acknowledged_is_delivered_again(tmp_path):
     finally:
         c.close()
         server.stop()
+
+
+def test_describe_and_delete_share_group_offsets(tmp_path):
+    from kio.schema.delete_share_group_offsets.v0.request import (
+        DeleteShareGroupOffsetsRequest,
+        DeleteShareGroupOffsetsRequestTopic,
+    )
+    from kio.schema.describe_share_group_offsets.v1.request import (
+        DescribeShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsRequestGroup,
+        DescribeShareGroupOffsetsRequestTopic,
+    )
+    from kio.schema.errors import ErrorCode
+
+    from tests.support.wire_client import WireClient
+
+    server = start_server(str(tmp_path / "data"), overrides=FAST_SHARE, topics={"q": 1})
+    c = share_consumer(server.bootstrap, "sg", ["q"], **{"share.acknowledgement.mode": "explicit"})
+    try:
+        joined(c)
+        produce(server.bootstrap, "q", _values(10))
+        produce(server.bootstrap, "q", _values(5, "later"))
+
+        def accept_first_ten(batch: list) -> None:
+            for m in batch:
+                c.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 10 else AcknowledgeType.RELEASE)
+
+        poll_until(c, lambda got: {m.offset() for m in got} >= set(range(10)), on_batch=accept_first_ten)
+        c.commit_sync()
+        with WireClient(server.host, server.port) as wire:
+            def describe(topics=None):
+                return wire.call(DescribeShareGroupOffsetsRequest(groups=(DescribeShareGroupOffsetsRequestGroup(
+                    group_id="sg", topics=topics),)))
+
+            [group] = describe().groups
+            [topic] = group.topics
+            [part] = topic.partitions
+            assert (group.error_code, topic.topic_name, part.partition_index) == (ErrorCode.none, "q", 0)
+            assert part.start_offset == 10 and part.lag == 5  # 15 records, 10 acknowledged below the start
+            [named] = describe((DescribeShareGroupOffsetsRequestTopic(topic_name="q", partitions=(0,)),
+                                DescribeShareGroupOffsetsRequestTopic(topic_name="nope", partitions=(0,)))).groups
+            assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in named.topics] == [
+                ("q", [10]), ("nope", [-1])]
+
+            def delete():
+                return wire.call(DeleteShareGroupOffsetsRequest(group_id="sg", topics=(
+                    DeleteShareGroupOffsetsRequestTopic(topic_name="q"),)))
+
+            assert delete().error_code is ErrorCode.non_empty_group
+            c.close()
+            deadline = time.monotonic() + 10
+            answer = delete()
+            while answer.error_code is ErrorCode.non_empty_group and time.monotonic() < deadline:
+                time.sleep(0.2)
+                answer = delete()
+            assert answer.error_code is ErrorCode.none and [(t.topic_name, t.error_code) for t in answer.responses] \
+                == [("q", ErrorCode.none)]
+            assert describe().groups[0].topics == ()  # no share state any more
+    finally:
+        c.close()
+        server.stop()

@@ -235,9 +235,9 @@ class SharePartitions:
         if entry is not None and entry.timer is not None:
             entry.timer.cancel()
 
-    def forget_group(self, group_id: str, topic_id: uuid.UUID | None = None) -> None:
-        """The share partitions of a group (of one topic) are dropped: their state was deleted or reset."""
-        for key in [k for k in self.entries if k[0] == group_id and (topic_id is None or k[1] == topic_id)]:
+    def forget(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """The share partitions of a group's topic are dropped here: their state was deleted or reset."""
+        for key in [k for k in self.entries if k[0] == group_id and k[1] == topic_id]:
             self._forget(key)
 
     def close(self) -> None:
