@@ -75,6 +75,7 @@ class ApiKey(IntEnum):
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
 
 
@@ -148,6 +149,7 @@ _ROWS: tuple[tuple[ApiKey, int, int], ...] = (
     (ApiKey.SHARE_FETCH, 1, 2),  # v2: ShareAcquireMode and Renew (KIP-1206, KIP-1222)
     (ApiKey.SHARE_ACKNOWLEDGE, 1, 2),
     (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),  # v1: Lag (KIP-1226)
+    (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0),
     (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0),
     (ApiKey.OFFSET_COMMIT, 0, 9),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9),  # v0 from legacy_messages

@@ -1,5 +1,5 @@
-"""DescribeShareGroupOffsets v0-1 and DeleteShareGroupOffsets v0 (KIP-932, KIP-1226), as Kafka's KafkaApis and
-GroupCoordinatorService answer them.
+"""DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0 and DeleteShareGroupOffsets v0 (KIP-932, KIP-1226), as
+Kafka's KafkaApis and GroupCoordinatorService answer them.
 
 DescribeShareGroupOffsets, per group: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED); the shard's error when it
 is loading or not ours. Without topics: every initialized partition of the share group (GROUP_ID_NOT_FOUND when
@@ -15,6 +15,12 @@ be an Empty share group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP); each named topic'
 (DeleteShareGroupState) and the topic leaves the group's initialized partitions (its record), so that a member
 subscribing again starts it anew (share.auto.offset.reset). A topic the group has no state for, or that does not
 exist, is UNKNOWN_TOPIC_OR_PARTITION.
+
+AlterShareGroupOffsets: READ on the group and on each topic; the group must be a share group without members (or
+not exist yet: it is made); each partition's share state is initialized anew at its start offset
+(InitializeShareGroupState with a state epoch above any used before, so the old state is fenced) and the
+partitions become the group's initialized ones; an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION, a
+negative start offset INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -155,6 +161,58 @@ class ShareGroupOffsetsHandler:
                      responses=responses)
 
 
+    # --- AlterShareGroupOffsets -------------------------------------------------------------------------
+
+    async def alter(self, ctx: RequestContext, request: Any) -> Any:
+        cls = API_TABLE[ApiKey.ALTER_SHARE_GROUP_OFFSETS].responses[ctx.api_version]
+        group_id = request.group_id
+
+        def failed(code: ErrorCode, message: str | None = None) -> Any:
+            return build(cls, throttle_time=NO_THROTTLE, error_code=code,
+                         error_message=message if message is not None else error_message(code), responses=[])
+
+        access = self.access
+        if access.enabled and not access.group(ctx, Op.READ, group_id):
+            return failed(ErrorCode.group_authorization_failed)
+        if not group_id:
+            return failed(ErrorCode.invalid_group_id)
+        shard = self.groups.shard_for(group_id)
+        if shard.error is not None:
+            return failed(shard.error)
+        allowed = shard.share.offsets_alteration(group_id)
+        if isinstance(allowed, tuple):
+            return failed(*allowed)
+        responses, done = [], {}
+        for topic in request.topics:
+            info = self.data.catalog.get(topic.topic_name)
+            refused = access.enabled and not access.topic(ctx, Op.READ, topic.topic_name)
+            parts, ok = [], []
+            for p in topic.partitions:
+                if refused:
+                    code = ErrorCode.topic_authorization_failed
+                elif info is None or info.internal or not 0 <= p.partition_index < info.partitions:
+                    code = ErrorCode.unknown_topic_or_partition
+                elif p.start_offset < 0:
+                    code = ErrorCode.invalid_request
+                else:
+                    code = (await self.coordinator.initialize(group_id, info.topic_id, p.partition_index, allowed,
+                                                              p.start_offset)).error
+                if code is ErrorCode.none:
+                    ok.append(p.partition_index)
+                parts.append({"partition_index": p.partition_index, "error_code": code,
+                              "error_message": None if code is ErrorCode.none else error_message(code)})
+            if ok and info is not None:
+                done[info.topic_id] = frozenset(ok)
+            responses.append({"topic_name": topic.topic_name,
+                              "topic_id": ZERO_UUID if info is None or refused else info.topic_id, "partitions": parts})
+        if done:
+            error = await shard.share.offsets_altered(group_id, done)
+            if error is not None:
+                return failed(error)
+        return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+                     responses=responses)
+
+
 def _partition(index: int, start: int = UNINITIALIZED, leader_epoch: int = -1, lag: int = UNINITIALIZED,
                error: ErrorCode = ErrorCode.none) -> dict:
     return {"partition_index": index, "start_offset": start, "leader_epoch": leader_epoch, "lag": lag,
@@ -170,3 +228,4 @@ def register(dispatcher: Dispatcher, services: Services) -> None:
     handler = ShareGroupOffsetsHandler(services)
     dispatcher.register(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, handler.describe)
     dispatcher.register(ApiKey.DELETE_SHARE_GROUP_OFFSETS, handler.delete)
+    dispatcher.register(ApiKey.ALTER_SHARE_GROUP_OFFSETS, handler.alter)

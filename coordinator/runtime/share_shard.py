@@ -315,6 +315,33 @@ class ShareGroups:
             return write_error_code(exc)
         return None
 
+    # --- AlterShareGroupOffsets ----------------------------------------------------------------------------
+
+    def offsets_alteration(self, group_id: str) -> tuple[ErrorCode, str] | int:
+        """Whether AlterShareGroupOffsets may reset the group's start offsets: the refusal (a group of another kind,
+        one with members), else the state epoch to initialize the share state with (above any used before)."""
+        if self.not_share_group(group_id):
+            return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
+        group = self.groups.get(group_id)
+        if group is not None and group.members:
+            return ErrorCode.non_empty_group, f"Share group {group_id} is not empty."
+        return (0 if group is None else group.group_epoch) + 1
+
+    async def offsets_altered(self, group_id: str, done: dict[TopicId, frozenset[int]]) -> ErrorCode | None:
+        """The share state of `done` was initialized at the new start offsets: they are the group's initialized
+        partitions (the group is made if it did not exist), once durable (None, or the write's error)."""
+        group = self.groups.get(group_id) or ShareGroup(group_id)
+        write = self.shard.write([ShareGroupRecord(k, v) for k, v in share_heartbeat.initialized(group, done,
+                                                                                                 self.topics)])
+        if self.members is not None:
+            for topic_id in done:
+                self.members.forget(group_id, topic_id)
+        try:
+            await write
+        except Exception as exc:
+            return write_error_code(exc)
+        return None
+
     def unload(self) -> None:
         self.groups.clear()
         self._inflight.clear()

@@ -194,7 +194,12 @@ def test_the_server_killed_nothing_acknowledged_is_delivered_again(tmp_path):
         server.stop()
 
 
-def test_describe_and_delete_share_group_offsets(tmp_path):
+def test_describe_delete_and_alter_share_group_offsets(tmp_path):
+    from kio.schema.alter_share_group_offsets.v0.request import (
+        AlterShareGroupOffsetsRequest,
+        AlterShareGroupOffsetsRequestPartition,
+        AlterShareGroupOffsetsRequestTopic,
+    )
     from kio.schema.delete_share_group_offsets.v0.request import (
         DeleteShareGroupOffsetsRequest,
         DeleteShareGroupOffsetsRequestTopic,
@@ -250,6 +255,19 @@ def test_describe_and_delete_share_group_offsets(tmp_path):
             assert answer.error_code is ErrorCode.none and [(t.topic_name, t.error_code) for t in answer.responses] \
                 == [("q", ErrorCode.none)]
             assert describe().groups[0].topics == ()  # no share state any more
+            # reset the queue's head to offset 3: a new member gets everything from there, once more
+            altered = wire.call(AlterShareGroupOffsetsRequest(group_id="sg", topics=(AlterShareGroupOffsetsRequestTopic(
+                topic_name="q", partitions=(AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                                   start_offset=3),)),)))
+            assert altered.error_code is ErrorCode.none and altered.responses[0].partitions[0].error_code is \
+                ErrorCode.none, altered
+            assert describe().groups[0].topics[0].partitions[0].start_offset == 3
+        again = share_consumer(server.bootstrap, "sg", ["q"])
+        try:
+            got = poll_until(again, lambda got: {m.offset() for m in got} >= set(range(3, 15)))
+        finally:
+            again.close()
+        assert sorted(m.offset() for m in got) == list(range(3, 15))
     finally:
         c.close()
         server.stop()

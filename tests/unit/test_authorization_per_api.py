@@ -120,6 +120,8 @@ CASES = [
      E.group_authorization_failed),
     ("describe_share_group_offsets", 1, dict(groups=[{"group_id": "g", "topics": None}]),
      E.group_authorization_failed),
+    ("alter_share_group_offsets", 0, dict(group_id="g", topics=[{"topic_name": "t", "partitions": [
+        {"partition_index": 0, "start_offset": 0}]}]), E.group_authorization_failed),
     ("delete_share_group_offsets", 0, dict(group_id="g", topics=[{"topic_name": "t"}]), E.group_authorization_failed),
     ("find_coordinator", 6, dict(key_type=2, coordinator_keys=["g:AAAAAAAAAAAAAAAAAAAAAA:0"]),
      E.cluster_authorization_failed),
