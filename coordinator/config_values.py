@@ -66,6 +66,27 @@ def _int(low: int, high: int = 2**63 - 1) -> Callable[[str], int]:
     return parse
 
 
+def parse_group_int(name: str, text: str) -> int:
+    """An INT group config (GroupConfig's ConfigDef type INT, at least 1); ConfigError as Kafka words it."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT") from None
+    if not -2**31 <= value < 2**31:
+        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT")
+    if value < 1:
+        raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least 1")
+    return value
+
+
+def bound_config(name: str, value: int, low_name: str, low: int, high_name: str, high: int) -> None:
+    """A group config inside the broker's min/max settings (GroupConfig.validateValues)."""
+    if value < low:
+        raise ConfigError(f"{name} must be greater than or equal to {low_name} ({low}): {value}")
+    if value > high:
+        raise ConfigError(f"{name} must be less than or equal to {high_name} ({high}): {value}")
+
+
 def read_properties(path: str) -> dict[str, str]:
     """A Java .properties file: `key=value` or `key: value`, # and ! comments, \\ continuations."""
     try:

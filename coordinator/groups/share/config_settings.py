@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.config_values import ConfigError, _int
+from coordinator.config_values import ConfigError, _int, bound_config, parse_group_int
 from coordinator.share.offset_reset import parse_offset_reset
 
 INT32_MAX = 2**31 - 1
@@ -85,24 +85,17 @@ class ShareGroupSettings:
     isolation_level: str = "read_uncommitted"
 
 
-def _between(name: str, value: int, low_name: str, low: int, high_name: str, high: int) -> None:
-    if value < low:
-        raise ConfigError(f"{name} must be greater than or equal to {low_name} ({low}): {value}")
-    if value > high:
-        raise ConfigError(f"{name} must be less than or equal to {high_name} ({high}): {value}")
-
-
 def check(config: Any) -> None:
     """GroupCoordinatorConfig's / ShareGroupConfig's requirements between the settings."""
-    _between("group.share.session.timeout.ms", config.group_share_session_timeout_ms,
+    bound_config("group.share.session.timeout.ms", config.group_share_session_timeout_ms,
              "group.share.min.session.timeout.ms", config.group_share_min_session_timeout_ms,
              "group.share.max.session.timeout.ms", config.group_share_max_session_timeout_ms)
-    _between("group.share.heartbeat.interval.ms", config.group_share_heartbeat_interval_ms,
+    bound_config("group.share.heartbeat.interval.ms", config.group_share_heartbeat_interval_ms,
              "group.share.min.heartbeat.interval.ms", config.group_share_min_heartbeat_interval_ms,
              "group.share.max.heartbeat.interval.ms", config.group_share_max_heartbeat_interval_ms)
     if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
         raise ConfigError("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
-    _between("group.share.record.lock.duration.ms", config.group_share_record_lock_duration_ms,
+    bound_config("group.share.record.lock.duration.ms", config.group_share_record_lock_duration_ms,
              "group.share.min.record.lock.duration.ms", config.group_share_min_record_lock_duration_ms,
              "group.share.max.record.lock.duration.ms", config.group_share_max_record_lock_duration_ms)
 
@@ -124,34 +117,24 @@ GROUP_CONFIG_NAMES = ("share.session.timeout.ms", "share.heartbeat.interval.ms",
                       "share.auto.offset.reset", "share.isolation.level")
 
 
-def _parse_int(name: str, text: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT") from None
-    if not -2**31 <= value < 2**31:
-        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT")
-    return value
-
-
 def apply_group_configs(base: ShareGroupSettings, configs: Mapping[str, str]) -> ShareGroupSettings:
     """`base` with a group's share.* configs; ConfigError (Kafka's InvalidConfigurationException, answered
     INVALID_CONFIG) for an unknown name, a bad value or one outside the broker's bounds."""
     settings = base
     for name, text in configs.items():
         if name == "share.session.timeout.ms":
-            value = _parse_int(name, text)
-            _between(name, value, "group.share.min.session.timeout.ms", base.min_session_timeout_ms,
+            value = parse_group_int(name, text)
+            bound_config(name, value, "group.share.min.session.timeout.ms", base.min_session_timeout_ms,
                      "group.share.max.session.timeout.ms", base.max_session_timeout_ms)
             settings = replace(settings, session_timeout_ms=value)
         elif name == "share.heartbeat.interval.ms":
-            value = _parse_int(name, text)
-            _between(name, value, "group.share.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
+            value = parse_group_int(name, text)
+            bound_config(name, value, "group.share.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
                      "group.share.max.heartbeat.interval.ms", base.max_heartbeat_interval_ms)
             settings = replace(settings, heartbeat_interval_ms=value)
         elif name == "share.record.lock.duration.ms":
-            value = _parse_int(name, text)
-            _between(name, value, "group.share.min.record.lock.duration.ms", base.min_record_lock_duration_ms,
+            value = parse_group_int(name, text)
+            bound_config(name, value, "group.share.min.record.lock.duration.ms", base.min_record_lock_duration_ms,
                      "group.share.max.record.lock.duration.ms", base.max_record_lock_duration_ms)
             settings = replace(settings, record_lock_duration_ms=value)
         elif name == "share.auto.offset.reset":
@@ -168,5 +151,5 @@ def apply_group_configs(base: ShareGroupSettings, configs: Mapping[str, str]) ->
         else:
             raise ConfigError(f"Unknown group config name: {name}")
     if settings.heartbeat_interval_ms >= settings.session_timeout_ms:
-        raise ConfigError("share.heartbeat.interval.ms must be less than share.session.timeout.ms")
+        raise ConfigError("share.session.timeout.ms must be greater than share.heartbeat.interval.ms")
     return settings

@@ -7,8 +7,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.consumer.config_settings import consumer_timing
 from coordinator.groups.share.config_settings import share_group_settings
 from coordinator.runtime.share_shard import ShareTopics
+from coordinator.share.runtime.group_configs import GroupConfigs
 from coordinator.share.runtime.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from coordinator.share.runtime.share_fetching import ShareFetching
 from coordinator.share.runtime.share_partitions import SharePartitions
@@ -19,6 +21,7 @@ class ShareRuntime:
     coordinator: ShareCoordinator
     partitions: SharePartitions
     fetching: ShareFetching
+    group_configs: GroupConfigs
 
     async def start(self) -> None:
         await self.coordinator.start()
@@ -37,18 +40,23 @@ def build_share_runtime(config: Any, data: Any, groups: Any) -> ShareRuntime:
         return info is not None and 0 <= partition < info.partitions
 
     coordinator = ShareCoordinator(ShareCoordinatorSettings.from_config(config), config.log_dirs, partition_exists)
-    partitions = SharePartitions(coordinator, data, share_group_settings(config))
+    base = share_group_settings(config)
+    group_configs = GroupConfigs(config.log_dirs, base, consumer_timing(config))
+    partitions = SharePartitions(coordinator, data, base)
+    partitions.settings_for = group_configs.settings_for
     fetching = ShareFetching(partitions, data)
     topics = ShareTopics(catalog)
 
     def wire(shard: Any) -> None:
         shard.share.members = partitions
         shard.share.topics = topics
+        shard.share.settings_for = group_configs.settings_for
+        shard.consumer.ops.timing_for = group_configs.consumer_timing
 
     groups.share_wiring = wire
     for shard in groups.shards.values():
         wire(shard)
-    return ShareRuntime(coordinator, partitions, fetching)
+    return ShareRuntime(coordinator, partitions, fetching, group_configs)
 
 
 __all__ = ["ShareRuntime", "build_share_runtime"]
