@@ -32,7 +32,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import error_code_for
-from coordinator.share.state_store import Answer, Decision, ShareStateStore, StateRecord, WriteState
+from coordinator.share.state_store import Answer, Decision, ShareGroupOffset, ShareStateStore, StateRecord, WriteState
 from rules.placement import SHARE_GROUP_STATE_TOPIC, share_coordinator_key, share_state_partition_for
 from storage import share_state_records
 from storage.batch import build_batch, decode_records, iter_batches
@@ -223,6 +223,15 @@ class ShareCoordinator:
         if isinstance(part, Answer):
             return part
         return part.store.summary(group, topic_id, partition)
+
+    def known_state(self, group: str, topic_id: uuid.UUID, partition: int) -> ShareGroupOffset | None:
+        """The share partition's durable state if its `__share_group_state` partition is loaded here (no wait:
+        the operations views read it between requests), else None."""
+        part = self.partitions.get(share_state_partition_for(share_coordinator_key(group, topic_id, partition),
+                                                             self.settings.num_partitions))
+        if part is None or part.loading is not None:
+            return None
+        return part.store.states.get((group, topic_id, partition))
 
     # --- pruning ---------------------------------------------------------------------------------------
 
