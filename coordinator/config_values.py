@@ -87,6 +87,13 @@ def bound_config(name: str, value: int, low_name: str, low: int, high_name: str,
         raise ConfigError(f"{name} must be less than or equal to {high_name} ({high}): {value}")
 
 
+def bounded_group_int(name: str, text: str, low_name: str, low: int, high_name: str, high: int) -> int:
+    """An INT group config within the broker's min/max settings."""
+    value = parse_group_int(name, text)
+    bound_config(name, value, low_name, low, high_name, high)
+    return value
+
+
 def read_properties(path: str) -> dict[str, str]:
     """A Java .properties file: `key=value` or `key: value`, # and ! comments, \\ continuations."""
     try:

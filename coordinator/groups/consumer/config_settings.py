@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.config_values import ConfigError, _int, bound_config, parse_group_int
+from coordinator.config_values import ConfigError, _int, bounded_group_int
 from coordinator.groups.consumer.assignors import assignors_from_config
 from coordinator.groups.consumer.params import ConsumerGroupSettings
 
@@ -114,15 +114,14 @@ def apply_consumer_group_configs(base: ConsumerTiming, configs: Mapping[str, str
     broker's group.consumer.min/max bounds (GroupConfig.validateValues' messages)."""
     timing = base
     for name, text in configs.items():
-        value = parse_group_int(name, text)
         if name == "consumer.session.timeout.ms":
-            bound_config(name, value, "group.consumer.min.session.timeout.ms", base.min_session_timeout_ms,
-                         "group.consumer.max.session.timeout.ms", base.max_session_timeout_ms)
-            timing = replace(timing, session_timeout_ms=value)
+            timing = replace(timing, session_timeout_ms=bounded_group_int(
+                name, text, "group.consumer.min.session.timeout.ms", base.min_session_timeout_ms,
+                "group.consumer.max.session.timeout.ms", base.max_session_timeout_ms))
         elif name == "consumer.heartbeat.interval.ms":
-            bound_config(name, value, "group.consumer.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
-                         "group.consumer.max.heartbeat.interval.ms", base.max_heartbeat_interval_ms)
-            timing = replace(timing, heartbeat_interval_ms=value)
+            timing = replace(timing, heartbeat_interval_ms=bounded_group_int(
+                name, text, "group.consumer.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
+                "group.consumer.max.heartbeat.interval.ms", base.max_heartbeat_interval_ms))
         else:
             raise ConfigError(f"Unknown group config name: {name}")
     if timing.session_timeout_ms <= timing.heartbeat_interval_ms:

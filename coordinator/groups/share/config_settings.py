@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.config_values import ConfigError, _int, bound_config, parse_group_int
+from coordinator.config_values import ConfigError, _int, bound_config, bounded_group_int
 from coordinator.share.offset_reset import parse_offset_reset
 
 INT32_MAX = 2**31 - 1
@@ -123,20 +123,17 @@ def apply_group_configs(base: ShareGroupSettings, configs: Mapping[str, str]) ->
     settings = base
     for name, text in configs.items():
         if name == "share.session.timeout.ms":
-            value = parse_group_int(name, text)
-            bound_config(name, value, "group.share.min.session.timeout.ms", base.min_session_timeout_ms,
-                     "group.share.max.session.timeout.ms", base.max_session_timeout_ms)
-            settings = replace(settings, session_timeout_ms=value)
+            settings = replace(settings, session_timeout_ms=bounded_group_int(
+                name, text, "group.share.min.session.timeout.ms", base.min_session_timeout_ms,
+                "group.share.max.session.timeout.ms", base.max_session_timeout_ms))
         elif name == "share.heartbeat.interval.ms":
-            value = parse_group_int(name, text)
-            bound_config(name, value, "group.share.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
-                     "group.share.max.heartbeat.interval.ms", base.max_heartbeat_interval_ms)
-            settings = replace(settings, heartbeat_interval_ms=value)
+            settings = replace(settings, heartbeat_interval_ms=bounded_group_int(
+                name, text, "group.share.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
+                "group.share.max.heartbeat.interval.ms", base.max_heartbeat_interval_ms))
         elif name == "share.record.lock.duration.ms":
-            value = parse_group_int(name, text)
-            bound_config(name, value, "group.share.min.record.lock.duration.ms", base.min_record_lock_duration_ms,
-                     "group.share.max.record.lock.duration.ms", base.max_record_lock_duration_ms)
-            settings = replace(settings, record_lock_duration_ms=value)
+            settings = replace(settings, record_lock_duration_ms=bounded_group_int(
+                name, text, "group.share.min.record.lock.duration.ms", base.min_record_lock_duration_ms,
+                "group.share.max.record.lock.duration.ms", base.max_record_lock_duration_ms))
         elif name == "share.auto.offset.reset":
             try:
                 parse_offset_reset(text)

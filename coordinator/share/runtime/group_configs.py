@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from coordinator.config_values import ConfigError
 from coordinator.data_plane.file_catalog_store import write_atomically
@@ -72,25 +73,13 @@ class GroupConfigs:
     def settings_for(self, group_id: str) -> ShareGroupSettings:
         """The settings `group_id` runs with (the broker's when it has no configs, or they no longer fit the
         broker's bounds: a restart with narrower bounds must not stop a group)."""
-        found = self._settings.get(group_id)
-        if found is None:
-            try:
-                found = apply_group_configs(self.base, _share_part(self.groups.get(group_id, {})))
-            except ConfigError:
-                found = self.base
-            self._settings[group_id] = found
-        return found
+        return _applied(self._settings, group_id, lambda: apply_group_configs(
+            self.base, _share_part(self.groups.get(group_id, {}))), self.base)
 
     def consumer_timing(self, group_id: str) -> ConsumerTiming:
         """The session timeout and heartbeat interval of consumer group `group_id` (consumer.* configs)."""
-        found = self._timings.get(group_id)
-        if found is None:
-            try:
-                found = apply_consumer_group_configs(self.timing, _consumer_part(self.groups.get(group_id, {})))
-            except ConfigError:
-                found = self.timing
-            self._timings[group_id] = found
-        return found
+        return _applied(self._timings, group_id, lambda: apply_consumer_group_configs(
+            self.timing, _consumer_part(self.groups.get(group_id, {}))), self.timing)
 
     def changed(self, group_id: str, operations: list[tuple[str, int, str | None]]) -> dict[str, str]:
         """The group's configs after IncrementalAlterConfigs' operations, checked (ConfigError: INVALID_CONFIG);
@@ -143,3 +132,15 @@ def _consumer_part(configs: Mapping[str, str]) -> dict[str, str]:
 
 def _share_part(configs: Mapping[str, str]) -> dict[str, str]:
     return {n: v for n, v in configs.items() if n not in CONSUMER_GROUP_CONFIG_NAMES}
+
+
+def _applied(cache: dict[str, Any], group_id: str, apply: Callable[[], Any], fallback: Any) -> Any:
+    """The group's settings from `cache`, else `apply()` (cached; `fallback` where its configs no longer fit)."""
+    found = cache.get(group_id)
+    if found is None:
+        try:
+            found = apply()
+        except ConfigError:
+            found = fallback
+        cache[group_id] = found
+    return found
