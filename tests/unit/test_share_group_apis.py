@@ -95,4 +95,3 @@ async def test_share_metrics():
     assert samples[("kcoord_share_groups", (("state", "Stable"),))] == 1
     assert samples[("kcoord_share_group_members", (("group", "sg"),))] == 2
     assert samples[("kcoord_share_sessions", ())] == 0
-

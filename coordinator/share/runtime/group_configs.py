@@ -77,7 +77,11 @@ class GroupConfigs:
             self.base, _share_part(self.groups.get(group_id, {}))), self.base)
 
     def consumer_timing(self, group_id: str) -> ConsumerTiming:
-        """The session timeout and heartbeat interval of consumer group `group_id` (consumer.* configs)."""
+        """The session timeout and heartbeat interval of consumer group `group_id` (consumer.* configs); read on
+        every ConsumerGroupHeartbeat, hence one dict lookup once cached."""
+        found = self._timings.get(group_id)
+        if found is not None:
+            return found
         return _applied(self._timings, group_id, lambda: apply_consumer_group_configs(
             self.timing, _consumer_part(self.groups.get(group_id, {}))), self.timing)
 
