@@ -80,6 +80,11 @@ CASES = [
                                           validate_only=False), E.topic_authorization_failed),
     ("alter_configs", 2, dict(resources=[{"resource_type": 4, "resource_name": "", "configs": []}],
                               validate_only=False), E.cluster_authorization_failed),
+    ("describe_configs", 4, dict(resources=[{"resource_type": 32, "resource_name": "g", "configuration_keys": None}],
+                                 include_synonyms=False, include_documentation=False), E.group_authorization_failed),
+    ("incremental_alter_configs", 1, dict(resources=[{"resource_type": 32, "resource_name": "g", "configs": [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}], validate_only=False),
+     E.group_authorization_failed),
     ("describe_log_dirs", 4, dict(topics=None), E.cluster_authorization_failed),
     ("offset_for_leader_epoch", 4, dict(replica_id=-1, topics=[{"topic": "t", "partitions": [
         {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]), E.topic_authorization_failed),
