@@ -1,8 +1,9 @@
 """Command line: `kafka-coordinator` (the console script a pip install puts on PATH) or `python -m coordinator`.
 
     python -m coordinator serve [FILE.properties] [--override name=value ...]   (as kafka-server-start)
-    python -m coordinator dump-log PATH... [--json] [--transaction-log-decoder]   (decode __consumer_offsets or
-                                                     __transaction_state segments; markers in any log)
+    python -m coordinator dump-log PATH... [--json] [--transaction-log-decoder] [--share-group-state-decoder]
+                                                    (decode __consumer_offsets, __transaction_state or
+                                                     __share_group_state segments; markers in any log)
     python -m coordinator dump-log --storage-url URL [--partition N ...] [--json]   (cluster mode's rows)
     python -m coordinator groups --bootstrap-server HOST:PORT [--json] list|describe|delete|reset-offsets ...
 """
@@ -36,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     dump.add_argument("--transaction-log-decoder", action="store_true",
                       help="decode the records as __transaction_state's (automatic in a __transaction_state-N "
                       "directory)")
+    dump.add_argument("--share-group-state-decoder", action="store_true",
+                      help="decode the records as __share_group_state's (automatic in a __share_group_state-N "
+                      "directory)")
     dump.add_argument("--storage-url", default="", type=storage_url.argument,
                       help="read the PostgreSQL store (storage.url) instead of PATHs")
     dump.add_argument("--partition", type=int, action="append", help="with --storage-url: only this offsets "
@@ -64,7 +68,7 @@ def dump_log(args: argparse.Namespace) -> int:
 
             dump_store(args.storage_url, args.partition, args.json, sys.stdout)
         else:
-            dump(args.paths, args.json, sys.stdout, args.transaction_log_decoder)
+            dump(args.paths, args.json, sys.stdout, args.transaction_log_decoder, args.share_group_state_decoder)
     except BrokenPipeError:  # e.g. piped into head
         return 0
     except (DumpError, OSError, LookupError) as exc:

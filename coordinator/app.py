@@ -44,6 +44,11 @@ from coordinator.handlers import (
     produce,
     sasl,
     scram_admin,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     topics_admin,
     transactions_admin,
@@ -68,6 +73,7 @@ YOUNG_GC_THRESHOLD = 50_000
 HANDLER_MODULES = (api_versions, metadata, find_coordinator,
                    join_group, sync_group, heartbeat, leave_group, group_admin,
                    consumer_group_heartbeat, consumer_group_describe,
+                   share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge, share_group_offsets,
                    offset_commit, offset_fetch, offset_delete, txn_offset_commit,
                    produce, fetch, list_offsets, topics_admin, init_producer_id, delete_records,
                    create_partitions, describe_cluster, describe_log_dirs, offset_for_leader_epoch,
@@ -129,6 +135,7 @@ class App:
             await self.http.start()
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
+        await self.services.share.start()  # __share_group_state logs open; partitions load in the background
         if self.cluster is None:
             await self.services.txn.start()  # __transaction_state logs open; partitions load in the background
         else:
@@ -136,6 +143,7 @@ class App:
         if self.cluster is not None and self.services.acls is not None:
             await self.services.acls.refresh()  # the ACLs in force before the first request
         self.server = Server(self.config, self.dispatcher, loop, self.services.metrics)
+        self.server.on_connection_closed.append(self.services.share.partitions.connection_closed)
         self.server.quotas.watch(self.config, self.services.dynamic)  # max.connections* changed by AlterConfigs
         self.server.scram_credentials = self.services.scram.lookup
         bound = await self.server.start()
@@ -164,6 +172,7 @@ class App:
             await self.cluster.stop()  # hand the partitions off (unload, release), leave the cluster
         log.info("stopping.phase", phase="logs")
         await self.services.txn.stop()  # flush and close the transaction state logs
+        await self.services.share.stop()  # flush and close the share-group state logs
         await self.offsets.stop()  # flush and close the offsets logs
         await self.services.data.stop()  # flush and close the topic logs
         if self.cluster is not None:

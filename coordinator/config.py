@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from coordinator.config_values import (  # noqa: F401 (read_properties: part of this module's interface)
+from coordinator.config_values import (  # noqa: F401 (read_properties, Listener: part of this module's interface)
     ConfigError,
     HostLimit,
+    Listener,
     _choice,
     _host_limits,
     _int,
     parse_cleanup_policy,
+    parse_http_listener,
+    parse_listeners,
     parse_storage_url,
     read_properties,
 )
 from coordinator.groups.consumer.config_settings import CONSUMER_GROUP_SETTINGS, check as check_consumer_group_settings
+from coordinator.groups.share.config_settings import SHARE_GROUP_SETTINGS, check as check_share_group_settings
 from coordinator.net.config_settings import HTTP_SETTINGS, NETWORK_SETTINGS
 from coordinator.security.listener_config import (
     SECURITY_SETTINGS,
@@ -37,55 +40,10 @@ from coordinator.security.listener_config import (
     listener_env_names,
     listener_security,
 )
+from coordinator.share.runtime.config_settings import SHARE_COORDINATOR_SETTINGS
 from coordinator.transactions.runtime.config_settings import TXN_SETTINGS
 from storage.compression import STORED_MAX_DECOMPRESSED_BYTES
 from storage.pg.url import redact
-
-
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)$")
-
-
-_HTTP_LISTENER = re.compile(r"^http://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)/?$")
-
-
-def parse_http_listener(value: str) -> Listener | None:
-    """http.listener: http://host:port (port 0: ephemeral), or empty for none."""
-    if not value.strip():
-        return None
-    match = _HTTP_LISTENER.match(value.strip())
-    if not match or int(match["port"]) > 65535:
-        raise ValueError(f"{value!r} is not http://host:port")
-    return Listener("http", match["host"].strip("[]"), int(match["port"]))
-
-
-def parse_listeners(value: str) -> tuple[Listener, ...]:
-    listeners = []
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        match = _LISTENER.match(item)
-        if not match:
-            raise ValueError(f"{item!r} is not NAME://host:port")
-        name, host, port = match["name"].upper(), match["host"].strip("[]"), int(match["port"])
-        if port > 65535:
-            raise ValueError(f"port {port} is out of range")
-        listeners.append(Listener(name, host, port))
-    if not listeners:
-        raise ValueError("at least one listener is required")
-    if len({listener.name for listener in listeners}) != len(listeners):
-        raise ValueError("each listener name may appear once")
-    return tuple(listeners)
 
 
 def _bool(text: str) -> bool:
@@ -224,6 +182,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
                                        "Whether a resource without any ACL is open to everyone."),
     "log.level": ("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Logging threshold."),
     **CONSUMER_GROUP_SETTINGS,
+    **SHARE_GROUP_SETTINGS,
+    **SHARE_COORDINATOR_SETTINGS,
     **TXN_SETTINGS,
 }
 
@@ -306,6 +266,24 @@ class Config:
     group_consumer_max_size: int
     group_consumer_assignors: str
     group_consumer_migration_policy: str
+    group_share_session_timeout_ms: int
+    group_share_min_session_timeout_ms: int
+    group_share_max_session_timeout_ms: int
+    group_share_heartbeat_interval_ms: int
+    group_share_min_heartbeat_interval_ms: int
+    group_share_max_heartbeat_interval_ms: int
+    group_share_max_size: int
+    group_share_assignors: str
+    group_share_delivery_count_limit: int
+    group_share_record_lock_duration_ms: int
+    group_share_min_record_lock_duration_ms: int
+    group_share_max_record_lock_duration_ms: int
+    group_share_partition_max_record_locks: int
+    group_share_max_share_sessions: int
+    share_coordinator_snapshot_update_records_per_snapshot: int
+    share_coordinator_state_topic_num_partitions: int
+    share_coordinator_state_topic_segment_bytes: int
+    share_coordinator_state_topic_prune_interval_ms: int
     transaction_state_log_num_partitions: int
     transaction_state_log_replication_factor: int
     transaction_state_log_segment_bytes: int
@@ -370,6 +348,7 @@ class Config:
             raise ConfigError(f"group.max.session.timeout.ms: {config.group_max_session_timeout_ms} is less than "
                               f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms})")
         check_consumer_group_settings(config)
+        check_share_group_settings(config)
         if 0 < config.queued_max_request_bytes < config.socket_request_max_bytes:  # Kafka's rule
             raise ConfigError(f"queued.max.request.bytes: {config.queued_max_request_bytes} is less than "
                               f"socket.request.max.bytes ({config.socket_request_max_bytes})")

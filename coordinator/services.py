@@ -18,6 +18,7 @@ from coordinator.security.access import Access
 from coordinator.security.acl_store import Acls, AclStore, FileAclStore
 from coordinator.security.authorizer import Authorizer, parse_super_users
 from coordinator.security.scram_store import FileCredentialStore, ScramCredentials
+from coordinator.share.runtime.wiring import build_share_runtime
 from coordinator.transactions.runtime.txn_coordinator import TransactionCoordinator
 from coordinator.transactions.runtime.wiring import build_transaction_coordinator
 
@@ -60,3 +61,6 @@ class Services:
             if txn is None else txn
         # cluster mode: whether __transaction_state exists, creating it if not (FindCoordinator key type 1)
         self.txn_topic = txn_topic
+        # KIP-932: the share coordinator (its __share_group_state partitions: all here in local mode), the share
+        # partitions of the topic partitions hosted here, and their link to the share groups of each shard
+        self.share = build_share_runtime(config, self.data, self.groups)

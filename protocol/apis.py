@@ -72,6 +72,13 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 @cache  # a module lookup costs ~30 µs; clients of the benchmarks and tests look up per answer
@@ -198,6 +205,13 @@ _ROWS: tuple[tuple[ApiKey, int, int, int | None], ...] = (
     (ApiKey.DELETE_GROUPS, 0, 2, 2),
     (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, 0),  # KIP-848 (group.protocol=consumer)
     (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, 0),
+    (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, 0),  # KIP-932 share groups (v0: Kafka 4.0's early access, removed in 4.1)
+    (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, 0),
+    (ApiKey.SHARE_FETCH, 1, 2, 0),  # v2: ShareAcquireMode and Renew (KIP-1206, KIP-1222)
+    (ApiKey.SHARE_ACKNOWLEDGE, 1, 2, 0),
+    (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, 0),  # v1: Lag (KIP-1226)
+    (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, 0),
+    (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, 0),
     (ApiKey.OFFSET_COMMIT, 0, 9, 8),  # v0/v1 from legacy_messages (Kafka 4 removed them)
     (ApiKey.OFFSET_FETCH, 0, 9, 6),  # v0 from legacy_messages
     (ApiKey.OFFSET_DELETE, 0, 0, None),

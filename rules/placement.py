@@ -8,6 +8,7 @@ and Utils.abs(Integer.MIN_VALUE) is 0 (not MIN_VALUE, as Math.abs would give).
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -54,3 +55,19 @@ def transaction_partition_for(txn_id: str, num_partitions: int = DEFAULT_TXN_PAR
     """The __transaction_state partition of a transactional id: Kafka's TransactionStateManager.partitionFor,
     Utils.abs(transactionalId.hashCode) % transactionTopicPartitionCount."""
     return kafka_abs(java_string_hash(txn_id)) % num_partitions
+
+
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+DEFAULT_SHARE_STATE_PARTITIONS = 50  # share.coordinator.state.topic.num.partitions
+
+
+def share_coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey: "group:topicId:partition", the topic id as Kafka's
+    Uuid.toString prints it (base64url, no padding); FindCoordinator's key for key type SHARE (2)."""
+    return f"{group_id}:{base64.urlsafe_b64encode(topic_id.bytes).rstrip(b'=').decode()}:{partition}"
+
+
+def share_state_partition_for(key: str, num_partitions: int = DEFAULT_SHARE_STATE_PARTITIONS) -> int:
+    """The __share_group_state partition of a share partition's coordinator key (ShareCoordinatorService.
+    partitionFor): Utils.abs(key.hashCode()) % share.coordinator.state.topic.num.partitions."""
+    return kafka_abs(java_string_hash(key)) % num_partitions

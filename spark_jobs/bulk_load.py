@@ -53,6 +53,7 @@ from .scan import (
     KIND_CONSUMER,
     KIND_GROUP,
     KIND_OFFSET,
+    KIND_SHARE,
     KIND_SUMMARY,
     KIND_TXN,
     ROW_SCHEMA,
@@ -111,7 +112,7 @@ def _write_partition(index, rows, *, output, covers, partitions, job_ms, sources
         if r.kind == KIND_GROUP:
             groups.append((r.group, decode_value(GroupMetadataKey(r.group), r.value)[1]))
             continue
-        if r.kind == KIND_CONSUMER:  # carried as the record bytes: the loader decodes and replays them
+        if r.kind in (KIND_CONSUMER, KIND_SHARE):  # carried as the record bytes: the loader decodes and replays them
             for name, item in zip(CONSUMER_GROUPS_SCHEMA.names, (r.group, r.key, r.value)):
                 consumer[name].append(item)
             continue
@@ -204,9 +205,9 @@ def _run(spark, args, progress, job_ms, output) -> dict:
         summary.update(records_read=sum(r.n_records for r in seg_rows), same_layout=same_layout,
                        covers_log_offsets=covers, skipped=skipped, open_transactions=dict(txns.first_open))
     with progress.stage(3, 5, "latest record per key"):
-        records = settle(spark, scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP, KIND_CONSUMER)),
-                         txns, covers)
-        key = ["kind", "group", "topic", "partition", "key"]  # key: null but for consumer-group records
+        records = settle(spark, scanned.filter(F.col("kind").isin(KIND_OFFSET, KIND_GROUP, KIND_CONSUMER,
+                                                                   KIND_SHARE)), txns, covers)
+        key = ["kind", "group", "topic", "partition", "key"]  # key: null but for consumer/share-group records
         per_source = (records.groupBy("src_partition", *key)
                       .agg(F.max(F.struct("offset", "timestamp", "value", "target")).alias("w"))
                       .select("src_partition", *key, "w.*"))

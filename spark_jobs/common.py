@@ -85,8 +85,8 @@ class PartitionInput:
     partition: int
 
 
-def find_partition_dirs(paths: list[str]) -> list[PartitionInput]:
-    """Expand inputs: a ``__consumer_offsets-N`` directory, or a log.dirs root holding
+def find_partition_dirs(paths: list[str], pattern: re.Pattern = PARTITION_DIR_RE) -> list[PartitionInput]:
+    """Expand inputs: a ``__consumer_offsets-N`` directory (or one `pattern` names), or a log.dirs root holding
     some (comma-separated lists allowed, as Kafka's log.dirs). Fails on a partition
     number given twice: the order of two copies of one partition is unknowable."""
     found: dict[int, str] = {}
@@ -95,9 +95,9 @@ def find_partition_dirs(paths: list[str]) -> list[PartitionInput]:
             path = os.path.abspath(path)
             if not os.path.isdir(path):
                 raise JobError(f"input {path} is not a directory")
-            match = PARTITION_DIR_RE.match(os.path.basename(path))
+            match = pattern.match(os.path.basename(path))
             dirs = [(path, match)] if match else [
-                (os.path.join(path, n), PARTITION_DIR_RE.match(n)) for n in sorted(os.listdir(path))]
+                (os.path.join(path, n), pattern.match(n)) for n in sorted(os.listdir(path))]
             for d, m in dirs:
                 if m is None or not os.path.isdir(d):
                     continue

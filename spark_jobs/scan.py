@@ -8,7 +8,8 @@ MiB of segments per task, whichever is more): a task opens each file by path,
 checks every batch (length, magic, CRC-32C via storage.batch), decodes records
 (storage.batch.decode_records) and keys (storage.records.read_offset_key, the
 hand-packed v1 reader, else decode_key or, for KIP-848 consumer-group records (KIND_CONSUMER, their
-raw key always kept), storage.consumer_group_records.decode_key), and yields, in ``ROW_SCHEMA`` order, each
+raw key always kept), storage.consumer_group_records.decode_key, for KIP-932 share-group records (KIND_SHARE,
+likewise) storage.share_group_records.decode_key), and yields, in ``ROW_SCHEMA`` order, each
 segment's *last* record of each key (a map-side combine: within a segment file order is offset
 order, so an earlier record of a key can never be the latest; this cuts the rows crossing into the JVM by the number of
 repeated commits), then one summary row for the segment. The key is the raw key
@@ -36,16 +37,17 @@ import heapq
 import os
 
 from rules.placement import partition_for
-from storage import consumer_group_records
+from storage import consumer_group_records, share_group_records
 from storage.batch import decode_records, ensure_valid, iter_batches
 from storage.consumer_group_records import ConsumerGroupKey
 from storage.errors import RecordError
 from storage.records import GroupMetadataKey, Key, OffsetCommitKey, UnknownRecordType, decode_key, read_offset_key
+from storage.share_group_records import ShareGroupKey
 from storage.txn_clean import SegmentTxns
 
 from .store_input import read_source, source_name, source_size
 
-KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_CONSUMER, KIND_TXN, KIND_SUMMARY = 0, 1, 2, 3, 4, 9
+KIND_OFFSET, KIND_GROUP, KIND_OTHER, KIND_CONSUMER, KIND_TXN, KIND_SHARE, KIND_SUMMARY = 0, 1, 2, 3, 4, 5, 9
 ABORTED = -2  # (internal) the records of a batch whose transaction aborts in the segment
 
 ROW_SCHEMA = (
@@ -166,11 +168,13 @@ def _row(src: int, base: int, is_last: bool, r, with_keys: bool, target_partitio
     txn = held is not None
     try:
         fields = read_offset_key(r.key)  # the key Kafka writes, without the schema walk
-        key: Key | ConsumerGroupKey
+        key: Key | ConsumerGroupKey | ShareGroupKey
         if fields is not None:
             key = OffsetCommitKey(*fields)
         elif consumer_group_records.is_consumer_group_key(r.key):
             key = consumer_group_records.decode_key(r.key)
+        elif share_group_records.is_share_group_key(r.key):
+            key = share_group_records.decode_key(r.key)
         else:
             key = decode_key(r.key)[1]
     except UnknownRecordType:
@@ -188,8 +192,10 @@ def _row(src: int, base: int, is_last: bool, r, with_keys: bool, target_partitio
     if type(key) is GroupMetadataKey:
         return (src, base, is_last, KIND_GROUP, r.offset, r.timestamp, r.key if with_keys else None,
                 group, None, None, r.value, target, txn, None, None, None, None, None, held, None, key)
-    # a KIP-848 consumer-group record: its raw key always (it tells the records of a group apart)
-    return (src, base, is_last, KIND_CONSUMER, r.offset, r.timestamp, r.key,
+    # a KIP-848 consumer-group or KIP-932 share-group record: its raw key always (it tells the records of a
+    # group apart)
+    kind = KIND_SHARE if isinstance(key, share_group_records.ShareGroupKey) else KIND_CONSUMER
+    return (src, base, is_last, kind, r.offset, r.timestamp, r.key,
             group, None, None, r.value, target, txn, None, None, None, None, None, held, None, key)
 
 

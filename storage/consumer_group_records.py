@@ -16,7 +16,8 @@ flexible struct (compact strings and arrays, tagged fields); a null value is a t
 Field order follows group-coordinator/src/main/resources/common/message/*.json. Versions:
 Kafka 4.0 writes every value at v0 with no tagged field set; 4.1 (KIP-1101) may add
 ConsumerGroupMetadataValue.MetadataHash (tag 0, int64, default 0), read here and written only
-when set. Other record types (share groups 9-15, streams groups 17+) raise UnknownRecordType.
+when set. Share-group records (9-15) are storage.share_group_records'; other record types (streams
+groups 17+) raise UnknownRecordType.
 """
 
 from __future__ import annotations
@@ -26,9 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, final
 
-from .errors import InvalidRecordError
-from .record_schema import I16, Field, Schema, read_struct, to_json, write_struct
-from .records import UnknownRecordType
+from .record_family import RecordFamily, RecordType, key_schema, value_schema
+from .record_schema import Field
 
 # --- keys ------------------------------------------------------------------------------------
 
@@ -175,45 +175,23 @@ ConsumerGroupValue = (ConsumerGroupMetadataValue | ConsumerGroupPartitionMetadat
 
 # --- schemas ---------------------------------------------------------------------------------
 
-_NOT_FLEXIBLE = 99
+_key, _value = key_schema, value_schema
 
-
-def _key(cls: type, record_type: int, *extra: Field) -> Schema:
-    group = Field("group", "string", record_type, kafka="groupId")
-    return Schema(cls, range(record_type, record_type + 1), _NOT_FLEXIBLE, (group, *extra))
-
-
-def _value(cls: type, *fields: Field) -> Schema:
-    return Schema(cls, range(0, 1), 0, fields)
-
-
-_TOPIC_PARTITIONS = _value(TopicPartitions, Field("topic_id", "uuid", 0), Field("partitions", "[]int32", 0))
+TOPIC_PARTITIONS = _value(TopicPartitions, Field("topic_id", "uuid", 0), Field("partitions", "[]int32", 0))
 _CLASSIC_MEMBER = _value(ClassicMemberMetadata, Field("session_timeout_ms", "int32", 0), Field(
     "supported_protocols", "[]", 0, nested=_value(ClassicProtocol, Field("name", "string", 0),
                                                   Field("metadata", "bytes", 0))))
-_TOPIC_METADATA = _value(TopicMetadata, Field("topic_id", "uuid", 0), Field("topic_name", "string", 0),
-                         Field("num_partitions", "int32", 0), Field(
-                             "partition_metadata", "[]", 0, nested=_value(
-                                 PartitionRacks, Field("partition", "int32", 0), Field("racks", "[]string", 0))))
+TOPIC_METADATA = _value(TopicMetadata, Field("topic_id", "uuid", 0), Field("topic_name", "string", 0),
+                        Field("num_partitions", "int32", 0), Field(
+                            "partition_metadata", "[]", 0, nested=_value(
+                                PartitionRacks, Field("partition", "int32", 0), Field("racks", "[]string", 0))))
 
-
-@dataclass(frozen=True)
-class RecordType:
-    """One consumer-group record type: its key type (CoordinatorRecordType id), name and schemas."""
-
-    id: int
-    name: str  # dump-log's "type"
-    key: Schema
-    value: Schema
-
-
-_MEMBER = (Field("member_id", "string", 0),)
 TYPES: dict[int, RecordType] = {t.id: t for t in (
     RecordType(3, "consumer_group_metadata", _key(ConsumerGroupMetadataKey, 3), _value(
         ConsumerGroupMetadataValue, Field("epoch", "int32", 0),
         Field("metadata_hash", "int64", 0, tag=0, default=0))),
     RecordType(4, "consumer_group_partition_metadata", _key(ConsumerGroupPartitionMetadataKey, 4), _value(
-        ConsumerGroupPartitionMetadataValue, Field("topics", "[]", 0, nested=_TOPIC_METADATA))),
+        ConsumerGroupPartitionMetadataValue, Field("topics", "[]", 0, nested=TOPIC_METADATA))),
     RecordType(5, "consumer_group_member_metadata", _key(
         ConsumerGroupMemberMetadataKey, 5, Field("member_id", "string", 5)), _value(
         ConsumerGroupMemberMetadataValue, Field("instance_id", "nullable_string", 0),
@@ -225,90 +203,62 @@ TYPES: dict[int, RecordType] = {t.id: t for t in (
                _value(ConsumerGroupTargetAssignmentMetadataValue, Field("assignment_epoch", "int32", 0))),
     RecordType(7, "consumer_group_target_assignment_member", _key(
         ConsumerGroupTargetAssignmentMemberKey, 7, Field("member_id", "string", 7)), _value(
-        ConsumerGroupTargetAssignmentMemberValue, Field("topic_partitions", "[]", 0, nested=_TOPIC_PARTITIONS))),
+        ConsumerGroupTargetAssignmentMemberValue, Field("topic_partitions", "[]", 0, nested=TOPIC_PARTITIONS))),
     RecordType(8, "consumer_group_current_member_assignment", _key(
         ConsumerGroupCurrentMemberAssignmentKey, 8, Field("member_id", "string", 8)), _value(
         ConsumerGroupCurrentMemberAssignmentValue, Field("member_epoch", "int32", 0),
         Field("previous_member_epoch", "int32", 0), Field("state", "int8", 0),
-        Field("assigned_partitions", "[]", 0, nested=_TOPIC_PARTITIONS),
-        Field("partitions_pending_revocation", "[]", 0, nested=_TOPIC_PARTITIONS))),
+        Field("assigned_partitions", "[]", 0, nested=TOPIC_PARTITIONS),
+        Field("partitions_pending_revocation", "[]", 0, nested=TOPIC_PARTITIONS))),
     RecordType(16, "consumer_group_regular_expression", _key(
         ConsumerGroupRegularExpressionKey, 16, Field("regular_expression", "string", 16)), _value(
         ConsumerGroupRegularExpressionValue, Field("topics", "[]string", 0), Field("version", "int64", 0),
         Field("timestamp", "int64", 0))),
 )}
-_BY_KEY = {t.key.cls: t for t in TYPES.values()}
 VALUE_VERSION = 0  # what Kafka 4.0 writes for every one of them
+FAMILY = RecordFamily(TYPES.values(), VALUE_VERSION)
 
 
 def record_type(key: ConsumerGroupKey) -> RecordType:
-    return _BY_KEY[type(key)]
+    return FAMILY.record_type(key)
 
 
 def is_consumer_group_key(data: bytes) -> bool:
     """Whether a raw key's type (its first two bytes) is one of this module's."""
-    return len(data) >= 2 and I16.unpack_from(data, 0)[0] in TYPES
+    return FAMILY.has_key(data)
 
 
 # --- encoding and decoding ---------------------------------------------------------------------
 
 def encode_key(key: ConsumerGroupKey) -> bytes:
-    kind = record_type(key)
-    out = bytearray(I16.pack(kind.id))
-    write_struct(out, kind.key, key, kind.id)
-    return bytes(out)
+    return FAMILY.encode_key(key)
 
 
 def encode_value(key_type: int, value: ConsumerGroupValue | None) -> bytes | None:
     """The value bytes (v0) for a key of `key_type`; None (a tombstone) for None."""
-    if value is None:
-        return None
-    schema = TYPES[key_type].value
-    if not isinstance(value, schema.cls):
-        raise TypeError(f"a {type(value).__name__} is not a {schema.cls.__name__}")
-    out = bytearray(I16.pack(VALUE_VERSION))
-    write_struct(out, schema, value, VALUE_VERSION)
-    return bytes(out)
+    return FAMILY.encode_value(key_type, value)
 
 
 def decode_key(data: bytes) -> ConsumerGroupKey:
     """The key; UnknownRecordType for a record type that is not a consumer-group one."""
-    if len(data) < 2:
-        raise InvalidRecordError("record key is shorter than its version")
-    (type_id,) = I16.unpack_from(data, 0)
-    kind = TYPES.get(type_id)
-    if kind is None:
-        raise UnknownRecordType(f"unknown record key version {type_id}")
-    key, end = read_struct(data, 2, kind.key, type_id)
-    if end != len(data):
-        raise InvalidRecordError(f"record key v{type_id} has {len(data) - end} trailing bytes")
+    key: ConsumerGroupKey = FAMILY.decode_key(data)
     return key
 
 
 def decode_value(key: ConsumerGroupKey, data: bytes | None) -> tuple[int, Any] | None:
     """(value version, value) for `key`, or None for a tombstone. Unknown tagged fields are
     skipped; a version Kafka does not define is refused."""
-    if data is None:
-        return None
-    if len(data) < 2:
-        raise InvalidRecordError("record value is shorter than its version")
-    schema = record_type(key).value
-    (version,) = I16.unpack_from(data, 0)
-    if version not in schema.versions:
-        raise InvalidRecordError(f"unknown {schema.cls.__name__} version {version}")
-    value, _end = read_struct(data, 2, schema, version)  # trailing bytes are ignored, as Kafka does
-    return version, value
+    return FAMILY.decode_value(key, data)
 
 
 def key_json(key: ConsumerGroupKey) -> dict[str, Any]:
     """The key's fields with Kafka's JSON names (groupId, memberId, regularExpression)."""
-    kind = record_type(key)
-    return to_json(kind.key, key, kind.id)
+    return FAMILY.key_json(key)
 
 
 def value_json(key: ConsumerGroupKey, value: Any, version: int) -> dict[str, Any]:
     """The value as Kafka's JsonConverter prints it (camelCase, Uuids base64url)."""
-    return to_json(record_type(key).value, value, version)
+    return FAMILY.value_json(key, value, version)
 
 
 def consumer_group_subscribed(records: Iterable[tuple[bytes, bytes | None]]) -> set[str]:

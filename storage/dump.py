@@ -7,10 +7,14 @@ A path in a `__transaction_state-N` directory (or any path with transaction_log=
 --transaction-log-decoder) decodes as transaction log records (storage/dump_txn.py), others as
 offsets records. Control batches (transaction markers) print as such in every dump.
 
-KIP-848 consumer-group records (types 3-8, 16) print with their key's and value's fields under
-Kafka's JSON names (`"key": {"groupId", "memberId"}`, `"value": {"version", "memberEpoch", ...}`),
-topic ids as Kafka prints a Uuid (base64url, no padding), bytes in base64; other record types
-(share groups...) print as "unknown" with their key version.
+KIP-848 consumer-group records (types 3-8, 16) and KIP-932 share-group records (types 9-15) print with
+their key's and value's fields under Kafka's JSON names (`"key": {"groupId", "memberId"}`,
+`"value": {"version", "memberEpoch", ...}`), topic ids as Kafka prints a Uuid (base64url, no padding), bytes
+in base64; other record types (streams groups...) print as "unknown" with their key version.
+
+A path in a `__share_group_state-N` directory (or any path with share_state_log=True, the CLI's
+--share-group-state-decoder, Kafka's kafka-dump-log flag) decodes as the share coordinator's ShareSnapshot /
+ShareUpdate records (storage/share_state_records.py), the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from . import consumer_group_records as consumer_groups
+from . import consumer_group_records as consumer_groups, share_group_records, share_state_records
 from .batch import decode_records, ensure_valid, iter_batches
 from .dump_txn import ControlEntry, control_entry, control_text_line, describe_control, describe_txn, txn_text_line
 from .errors import RecordError
@@ -42,6 +46,7 @@ class DumpError(Exception):
 
 
 TRANSACTION_LOG_PREFIX = "__transaction_state-"
+SHARE_STATE_LOG_PREFIX = "__share_group_state-"
 Entry = tuple[int, bytes | None, bytes | None] | ControlEntry  # a record (offset, key, value) or a control batch
 
 
@@ -52,10 +57,19 @@ def segment_files(path: str) -> list[str]:
     return [path]
 
 
+def _partition_dir_name(path: str) -> str:
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    return os.path.basename(os.path.normpath(directory))
+
+
 def is_transaction_log(path: str) -> bool:
     """Whether `path` (a partition directory, or a segment in one) belongs to __transaction_state."""
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    return os.path.basename(os.path.normpath(directory)).startswith(TRANSACTION_LOG_PREFIX)
+    return _partition_dir_name(path).startswith(TRANSACTION_LOG_PREFIX)
+
+
+def is_share_state_log(path: str) -> bool:
+    """Whether `path` (a partition directory, or a segment in one) belongs to __share_group_state."""
+    return _partition_dir_name(path).startswith(SHARE_STATE_LOG_PREFIX)
 
 
 def iter_log_records(path: str) -> Iterator[tuple[int, bytes | None, bytes | None]]:
@@ -119,7 +133,9 @@ def _describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, 
     if key is None:
         return {"offset": offset, "type": "unknown", "error": "record has no key"}
     if consumer_groups.is_consumer_group_key(key):
-        return describe_consumer_group(offset, key, value)
+        return consumer_groups.FAMILY.describe(offset, key, value)
+    if share_group_records.is_share_group_key(key):
+        return share_group_records.FAMILY.describe(offset, key, value)
     fields = read_offset_key(key)  # the hand-packed codec for what Kafka writes, else the schema walk
     try:
         key_version, parsed = (1, OffsetCommitKey(*fields)) if fields is not None else decode_key(key)
@@ -144,19 +160,15 @@ def _describe(offset: int, key: bytes | None, value: bytes | None) -> dict[str, 
     return {k: out[k] for k in ("offset", "type", "key_version", "group", "topic", "partition", "value") if k in out}
 
 
-def describe_consumer_group(offset: int, key: bytes, value: bytes | None) -> dict[str, Any]:
-    """A consumer-group record as dump-log --json prints it (see the module docstring)."""
-    parsed = consumer_groups.decode_key(key)
-    kind = consumer_groups.record_type(parsed)
-    out: dict[str, Any] = {"offset": offset, "type": kind.name, "key_version": kind.id, "group": parsed.group,
-                           "key": consumer_groups.key_json(parsed)}
-    decoded = consumer_groups.decode_value(parsed, value)
-    if decoded is None:
-        out["value"] = None
-    else:
-        version, parsed_value = decoded
-        out["value"] = {"version": version, **consumer_groups.value_json(parsed, parsed_value, version)}
-    return out
+def describe_share_state(offset: int, key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """A __share_group_state record as dump-log --json prints it ("unknown" with the error for one that
+    does not decode, e.g. a record type other than ShareSnapshot / ShareUpdate)."""
+    if key is None:
+        return {"offset": offset, "type": "unknown", "error": "record has no key"}
+    try:
+        return share_state_records.FAMILY.describe(offset, key, value)
+    except RecordError as exc:
+        return {"offset": offset, "type": "unknown", "error": str(exc)}
 
 
 def text_line(record: dict[str, Any]) -> str:
@@ -187,22 +199,27 @@ def text_line(record: dict[str, Any]) -> str:
     return head + " :: " + " ".join(parts)
 
 
-def dump(paths: list[str], as_json: bool, out, transaction_log: bool = False) -> int:
+def dump(paths: list[str], as_json: bool, out, transaction_log: bool = False, share_state_log: bool = False) -> int:
     """Write one line per record (and per control batch) to `out`; returns the number of lines. Records
-    decode as __transaction_state's when `transaction_log` or the path is a __transaction_state-N one."""
+    decode as __transaction_state's when `transaction_log` or the path is a __transaction_state-N one, as
+    __share_group_state's when `share_state_log` or the path is a __share_group_state-N one."""
     count = 0
     for path in paths:
-        count += write_records(iter_log_entries(path), as_json, out, transaction_log or is_transaction_log(path))
+        count += write_records(iter_log_entries(path), as_json, out, transaction_log or is_transaction_log(path),
+                               share_state_log or is_share_state_log(path))
     return count
 
 
-def write_records(records: Iterable[Entry], as_json: bool, out, transaction_log: bool = False) -> int:
+def write_records(records: Iterable[Entry], as_json: bool, out, transaction_log: bool = False,
+                  share_state_log: bool = False) -> int:
     count = 0
     for entry in records:
         if isinstance(entry, ControlEntry):
             record, render = describe_control(entry), control_text_line
         elif transaction_log:
             record, render = describe_txn(*entry), txn_text_line
+        elif share_state_log:
+            record, render = describe_share_state(*entry), text_line
         else:
             record, render = describe(*entry), text_line
         out.write((json.dumps(record) if as_json else render(record)) + "\n")

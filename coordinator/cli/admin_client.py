@@ -128,6 +128,27 @@ class Admin:
         described = answer.groups[0]
         return None if described.error_code else described
 
+    def describe_share_group(self, group: str) -> Any | None:
+        """ShareGroupDescribe (KIP-932) of one group; None when the coordinator does not support it or the group is
+        not a share group."""
+        if int(ApiKey.SHARE_GROUP_DESCRIBE) not in self.coordinator(group).versions:
+            return None
+        answer = self.group_call(group, ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, lambda a: a.groups[0].error_code,
+                                 group_ids=[group], include_authorized_operations=False)
+        described = answer.groups[0]
+        return None if described.error_code else described
+
+    def share_offsets(self, group: str) -> dict[TopicPartition, tuple[int, int]]:
+        """DescribeShareGroupOffsets v1 of every share partition the group initialized: (start offset, lag), -1
+        where the share coordinator cannot tell."""
+        answer = self.group_call(group, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, 1, lambda a: a.groups[0].error_code,
+                                 groups=[{"group_id": group, "topics": None}])
+        described = answer.groups[0]
+        if described.error_code:
+            raise CliError(f"DescribeShareGroupOffsets for group {group!r}: {error_name(described.error_code)}")
+        return {(str(t.topic_name), int(p.partition_index)): (int(p.start_offset), int(p.lag))
+                for t in described.topics for p in t.partitions if not p.error_code}
+
     def committed(self, group: str) -> dict[TopicPartition, int]:
         """OffsetFetch of every partition the group has an offset for."""
         def error_of(answer: Any) -> int:

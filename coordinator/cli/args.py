@@ -22,7 +22,8 @@ def add_groups_parser(commands: argparse._SubParsersAction) -> None:
     describe.add_argument("group", nargs="+")
     describe.add_argument("--history", action="store_true",
                           help="also the rebalance history, from this server's HTTP listener (--http)")
-    describe.add_argument("--http", metavar="URL", help="the server's HTTP listener, e.g. http://127.0.0.1:9644 "
+    describe.add_argument("--http", metavar="URL", help="the server's HTTP listener (for --history, and a share "
+                          "group's in-flight / acquired / acknowledged counts), e.g. http://127.0.0.1:9644 "
                           "(with http.auth=basic: http://user:password@host:port)")
     delete = sub.add_parser("delete", help="delete empty groups")
     delete.add_argument("group", nargs="+")

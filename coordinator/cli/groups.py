@@ -13,10 +13,10 @@ from typing import Any
 
 from coordinator.cli.admin_client import EARLIEST, LATEST, Admin
 from coordinator.cli.client import CliError
-from coordinator.cli.history import fetch_history
+from coordinator.cli.history import fetch_history, fetch_share_partitions
 from coordinator.cli.render import progress, render_delete, render_describe, render_list, render_plan
 from coordinator.cli.reset import ResetSpec, compute_plan, parse_datetime, parse_topic, select_partitions
-from coordinator.cli.view_model import GroupDescription, Member, OffsetRow
+from coordinator.cli.view_model import GroupDescription, Member, OffsetRow, SharePartitionRow
 from protocol.error_codes import error_name
 from rules.consumer_protocol import TopicPartition, assigned_partitions
 
@@ -47,7 +47,9 @@ def describe_command(admin: Admin, args: argparse.Namespace) -> int:
     with progress("describing groups", len(args.group)) as step:
         for group in args.group:
             description = describe_group(admin, group)
-            if args.history and description.error is None:
+            if args.http and description.share_partitions:
+                description = with_share_counts(description, fetch_share_partitions(args.http, group, args.timeout))
+            elif args.history and description.error is None:
                 history = fetch_history(args.http, group, args.timeout)
                 description = replace(description, history=history)
             described.append(description)
@@ -68,6 +70,9 @@ def describe_group(admin: Admin, group: str) -> GroupDescription:
                 Member(str(m.member_id), m.instance_id, str(m.client_id), str(m.client_host),
                        tuple((str(t.topic_name), int(p)) for t in m.assignment.topic_partitions for p in t.partitions))
                 for m in modern.members))
+        share = admin.describe_share_group(group)
+        if share is not None:
+            return describe_share(admin, group, share)
     consumer = str(answer.protocol_type) == "consumer"
     members = tuple(
         Member(str(m.member_id), getattr(m, "group_instance_id", None), str(m.client_id), str(m.client_host),
@@ -75,6 +80,35 @@ def describe_group(admin: Admin, group: str) -> GroupDescription:
         for m in answer.members)
     return _with_offsets(admin, group, str(answer.group_state), str(answer.protocol_type), str(answer.protocol_data),
                          members)
+
+
+def describe_share(admin: Admin, group: str, share: Any) -> GroupDescription:
+    """A share group: ShareGroupDescribe's members and DescribeShareGroupOffsets' start offsets and lag (the
+    columns of Kafka 4.2's kafka-share-groups --describe), the members per share partition."""
+    members = tuple(
+        Member(str(m.member_id), None, str(m.client_id), str(m.client_host),
+               tuple((str(t.topic_name), int(p)) for t in m.assignment.topic_partitions for p in t.partitions))
+        for m in share.members)
+    owners: dict[tuple[str, int], list[str]] = {}
+    for member in members:
+        for tp in member.assignment:
+            owners.setdefault(tp, []).append(member.member_id)
+    offsets = admin.share_offsets(group)
+    rows = tuple(SharePartitionRow(t, p, None if start < 0 else start, None if lag < 0 else lag,
+                                   tuple(sorted(owners.get((t, p), ()))))
+                 for (t, p), (start, lag) in sorted(offsets.items()))
+    return GroupDescription(group, str(share.group_state), "share", str(share.assignor_name), members,
+                            share_partitions=rows)
+
+
+def with_share_counts(description: GroupDescription, shown: list[dict[str, Any]]) -> GroupDescription:
+    """The share partitions with the HTTP listener's in-flight, acquired and acknowledged counts."""
+    counts = {(str(r.get("topic")), r.get("partition")): r for r in shown}
+    rows = tuple(replace(row, in_flight=found.get("in_flight"), acquired=found.get("acquired"),
+                         acknowledged=found.get("acknowledged"))
+                 if (found := counts.get((row.topic, row.partition))) is not None else row
+                 for row in description.share_partitions or ())
+    return replace(description, share_partitions=rows)
 
 
 def _with_offsets(admin: Admin, group: str, state: str, protocol_type: str, protocol: str,

@@ -75,7 +75,10 @@ def _describe_one(con: Console, group: GroupDescription) -> None:
             for m in group.members]
         con.print(_table("Members", ["CONSUMER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"], rows))
     else:
-        con.print(Text(f"Consumer group '{group.group_id}' has no active members."))
+        kind = "Share" if group.share_partitions is not None else "Consumer"
+        con.print(Text(f"{kind} group '{group.group_id}' has no active members."))
+    if group.share_partitions is not None:
+        _share_partitions(con, group)
     if group.offsets:
         rows = [[group.group_id, r.topic, r.partition, r.committed_offset, r.log_end_offset, r.lag,
                  r.member.member_id if r.member else None, r.member.host if r.member else None,
@@ -84,6 +87,18 @@ def _describe_one(con: Console, group: GroupDescription) -> None:
                                      "CONSUMER-ID", "HOST", "CLIENT-ID"], rows))
     if group.history is not None:
         render_history(con, group.history.get("rebalances", []))
+
+
+def _share_partitions(con: Console, group: GroupDescription) -> None:
+    """Kafka 4.2's kafka-share-groups --describe columns, then the members and (with --http) the counts."""
+    if not group.share_partitions:
+        con.print(Text(f"Share group '{group.group_id}' has no initialized share partitions."))
+        return
+    rows: list[list[object]] = [
+        [group.group_id, r.topic, r.partition, r.start_offset, r.lag, r.in_flight, r.acquired, r.acknowledged,
+         ",".join(r.member_ids)] for r in group.share_partitions]
+    con.print(_table("Share partitions", ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG", "IN-FLIGHT",
+                                          "ACQUIRED", "ACKNOWLEDGED", "CONSUMER-ID"], rows))
 
 
 def render_history(con: Console, rebalances: list[dict[str, Any]]) -> None:

@@ -50,6 +50,27 @@ class OffsetRow:
 
 
 @dataclass(frozen=True)
+class SharePartitionRow:
+    """A share partition of a share group: DescribeShareGroupOffsets' start offset and lag (Kafka 4.2's: log end -
+    start offset - records delivered completely), the members it is assigned to, and from the server's HTTP
+    listener (--http) the records in flight, acquired and acknowledged (None without it)."""
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    lag: int | None
+    member_ids: tuple[str, ...] = ()
+    in_flight: int | None = None
+    acquired: int | None = None
+    acknowledged: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "start_offset": self.start_offset, "lag": self.lag,
+                "member_ids": list(self.member_ids), "in_flight": self.in_flight, "acquired": self.acquired,
+                "acknowledged": self.acknowledged}
+
+
+@dataclass(frozen=True)
 class GroupDescription:
     group_id: str
     state: str
@@ -59,6 +80,7 @@ class GroupDescription:
     offsets: tuple[OffsetRow, ...] = ()
     error: str | None = None  # Kafka's error name when the group could not be described
     history: dict[str, Any] | None = field(default=None)  # the HTTP listener's rebalance history
+    share_partitions: tuple[SharePartitionRow, ...] | None = None  # a share group's (None: another kind)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -70,6 +92,8 @@ class GroupDescription:
                         for m in self.members],
             "offsets": [row.as_json() for row in self.offsets],
         }
+        if self.share_partitions is not None:
+            out["share_partitions"] = [row.as_json() for row in self.share_partitions]
         if self.error is not None:
             out["error"] = self.error
         if self.history is not None:

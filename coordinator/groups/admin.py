@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -23,6 +23,7 @@ from coordinator.records.types import GroupMetadataRecord, Record
 S = GroupState
 GROUP_TYPE_CLASSIC = "classic"
 GROUP_TYPE_CONSUMER = "consumer"
+GROUP_TYPE_SHARE = "share"  # also a share group's protocol type (Kafka's ShareGroup.PROTOCOL_TYPE)
 KNOWN_GROUP_TYPES = {"classic", "consumer", "share"}  # Group.GroupType; others parse to "unknown"
 
 
@@ -30,6 +31,7 @@ class GroupShard(Protocol):
     error: ErrorCode | None  # the answer for its groups when it is not ACTIVE
     groups: dict[str, ClassicGroup]
     consumer_groups: dict[str, ConsumerGroup]  # KIP-848
+    share: Any  # KIP-932: runtime/share_shard.ShareGroups (its `groups`)
 
 
 class GroupShards(Protocol):
@@ -107,6 +109,10 @@ def list_groups(coordinator: GroupShards, states_filter: tuple[str, ...] = (),
             listed += [ListedGroup(group.group_id, group.protocol_type, group.state.value, GROUP_TYPE_CONSUMER)
                        for group in list(shard.consumer_groups.values())
                        if not states or group.state.value.lower() in states]
+        if not types or GROUP_TYPE_SHARE in types:
+            listed += [ListedGroup(group.group_id, GROUP_TYPE_SHARE, group.state().value, GROUP_TYPE_SHARE)
+                       for group in list(shard.share.groups.values())
+                       if not states or group.state().value.lower() in states]
     return listed
 
 

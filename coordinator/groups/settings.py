@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from coordinator.groups.consumer.assignors import default_assignors
 from coordinator.groups.consumer.config_settings import consumer_group_settings
 from coordinator.groups.consumer.params import ConsumerGroupSettings
+from coordinator.groups.share.config_settings import ShareGroupSettings, share_group_settings
 
 if TYPE_CHECKING:
     from coordinator.config import Config
@@ -27,6 +28,7 @@ class GroupSettings:
         "offsets_partitions",
         "offsets_retention_check_interval_ms",
         "offsets_retention_ms",
+        "share",
     )
 
     def __init__(self, min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1800000,
@@ -34,9 +36,10 @@ class GroupSettings:
                  new_member_join_timeout_ms: int = 5 * 60 * 1000, offsets_partitions: int = 50,
                  offset_metadata_max_bytes: int = 4096, offsets_retention_ms: int = 10080 * 60_000,
                  offsets_retention_check_interval_ms: int = 600_000, offsets_max_batch_bytes: int = 1048588,
-                 consumer: ConsumerGroupSettings | None = None) -> None:
+                 consumer: ConsumerGroupSettings | None = None, share: ShareGroupSettings | None = None) -> None:
         #: group.consumer.* (KIP-848 groups)
         self.consumer = consumer if consumer is not None else ConsumerGroupSettings(assignors=default_assignors())
+        self.share = share if share is not None else ShareGroupSettings()  #: group.share.* (KIP-932 groups)
         self.offsets_max_batch_bytes = offsets_max_batch_bytes  # the offsets topic's max.message.bytes
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
         self.offsets_retention_ms = offsets_retention_ms
@@ -57,4 +60,4 @@ class GroupSettings:
                    offsets_retention_ms=config.offsets_retention_minutes * 60_000,
                    offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
                    offsets_max_batch_bytes=config.message_max_bytes,
-                   consumer=consumer_group_settings(config))
+                   consumer=consumer_group_settings(config), share=share_group_settings(config))

@@ -25,12 +25,26 @@ if TYPE_CHECKING:
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
+#: v3+: the features this server supports and has finalized, as a Kafka 4.2 broker reports them for what it runs:
+#: share.version 1 (KIP-932 share groups, generally available in 4.2: ShareGroupHeartbeat, ShareFetch, ...).
+#: Other features (metadata.version, transaction.version, group.version...) are not reported: a client then
+#: assumes their level 0, which is what this server speaks (e.g. transaction version 1, no EndTxn v5).
+SUPPORTED_FEATURES = [{"name": "share.version", "min_version": 0, "max_version": 1}]
+FINALIZED_FEATURES = [{"name": "share.version", "min_version_level": 1, "max_version_level": 1}]
+FINALIZED_FEATURES_EPOCH = 1  # levels never change at run time
+FEATURES_FROM = 3
+
 
 def _api_keys() -> list[Fields]:
     return [
         {"api_key": spec.key, "min_version": spec.min_version, "max_version": spec.max_version}
         for spec in sorted(API_TABLE.values(), key=lambda s: s.key)
     ]
+
+
+def features() -> Fields:
+    return {"supported_features": SUPPORTED_FEATURES, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+            "finalized_features": FINALIZED_FEATURES}
 
 
 class ApiVersionsHandler:
@@ -40,7 +54,8 @@ class ApiVersionsHandler:
         spec = API_TABLE[ApiKey.API_VERSIONS]
         keys = _api_keys()
         self.ok = {
-            version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE))
+            version: Encoded.of(build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE,
+                                      **(features() if version >= FEATURES_FROM else {})))
             for version, cls in spec.responses.items()
         }
         self.invalid = {

@@ -1,10 +1,11 @@
 """DescribeConfigs v1-v4, AlterConfigs v0-v2 and IncrementalAlterConfigs v0-v1 (kio has no
-DescribeConfigs v0; Kafka 4 dropped it), for TOPIC and BROKER resources, as Kafka's KRaft
+DescribeConfigs v0; Kafka 4 dropped it), for TOPIC, BROKER and GROUP resources, as Kafka's KRaft
 broker (ConfigHelper, ConfigAdminManager) and controller (ConfigurationControlManager) answer.
 
 Describe: an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a broker resource named "" lists
 the dynamic cluster defaults, one named by this node's id lists every setting (with the dynamic
-ones in force), another id -> INVALID_REQUEST. Other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP)
+ones in force), another id -> INVALID_REQUEST; a GROUP resource lists the consumer.* and share.* group configs
+(coordinator/share/runtime/group_configs.py). Other resource types (BROKER_LOGGER, CLIENT_METRICS)
 -> INVALID_REQUEST "Unsupported resource type" (Kafka answers BROKER_LOGGER; this server has no
 loggers to name).
 
@@ -15,7 +16,9 @@ cluster mode: PostgreSQL, every node applies it) and applied to the live partiti
 IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT (the last two on LIST configs
 only). A BROKER resource ("" or this node's id) changes the dynamic broker configs of that level
 (handlers/broker_config_changes.py, data_plane/broker_configs.py): Kafka's DynamicLogConfig ones;
-any other -> INVALID_REQUEST "Cannot update these configs dynamically: Set(..)".
+any other -> INVALID_REQUEST "Cannot update these configs dynamically: Set(..)". A GROUP resource
+(IncrementalAlterConfigs only, as Kafka; DESCRIBE_CONFIGS / ALTER_CONFIGS on the group) sets or deletes
+its consumer.* and share.* configs, checked against the broker's bounds (INVALID_CONFIG) and persisted.
 validate_only runs every check and changes nothing.
 """
 
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.config_values import ConfigError
 from coordinator.data_plane import DataPlane
 from coordinator.data_plane.topic_catalog import TopicInfo, topic_name_error
 from coordinator.data_plane.topic_config_defs import TOPIC_CONFIG_DEFS, ConfigType
@@ -43,7 +47,7 @@ from protocol.build import Fields, build
 if TYPE_CHECKING:
     from protocol.request_types import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -65,6 +69,7 @@ class ConfigsHandler:
         self.node_id = services.config.node_id
         self.dynamic = services.dynamic
         self.access = services.access
+        self.group_configs = services.share.group_configs
 
     def _authorize(self, ctx: RequestContext, resource: Resource, operation: Op) -> None:
         """KafkaApis: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker resource."""
@@ -75,6 +80,8 @@ class ConfigsHandler:
             raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
         if resource.resource_type == BROKER and not access.cluster(ctx, operation):
             raise KafkaError("Authorization failed.", ErrorCode.cluster_authorization_failed)
+        if resource.resource_type == GROUP and not access.group(ctx, operation, resource.resource_name):
+            raise KafkaError("Authorization failed.", ErrorCode.group_authorization_failed)
 
     # ----------------------------------------------------------------- describe
     def describe(self, ctx: RequestContext, request: DescribeConfigsRequest) -> object:
@@ -108,6 +115,8 @@ class ConfigsHandler:
                 raise InvalidRequest(f"Unexpected broker id, expected {self.node_id} or empty string, but received "
                                      f"{resource.resource_name}")
             return config_entries.broker_entries(self.config, keys, synonyms, docs, self.dynamic)
+        if resource.resource_type == GROUP:
+            return self.group_configs.entries(resource.resource_name, keys, docs)
         raise unsupported(resource.resource_type)
 
     def _topic(self, name: str, describe: bool = False) -> TopicInfo:
@@ -139,6 +148,7 @@ class ConfigsHandler:
         results: list[Fields] = []
         changes: list[tuple[int, TopicInfo, dict[str, str]]] = []  # (place in results, topic, new set)
         levels: list[tuple[int, str, dict[str, str]]] = []  # (place in results, broker level, new set)
+        groups: list[tuple[int, str, dict[str, str]]] = []  # (place in results, group id, its new configs)
         for resource in request.resources:
             try:
                 self._authorize(ctx, resource, Op.ALTER_CONFIGS)
@@ -157,6 +167,15 @@ class ConfigsHandler:
                     level, configs = self._broker_change(resource, api)
                     if not request.validate_only:
                         levels.append((len(results), level, configs))
+                elif resource.resource_type == GROUP and api == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+                    operations: tuple[Any, ...] = resource.configs  # IncrementalAlterConfigs' (as _incremented's)
+                    try:
+                        configs = self.group_configs.changed(resource.resource_name, [
+                            (c.name, c.config_operation, c.value) for c in operations])
+                    except ConfigError as exc:
+                        raise InvalidConfig(str(exc)) from None
+                    if not request.validate_only:
+                        groups.append((len(results), resource.resource_name, configs))
                 else:
                     raise unsupported(resource.resource_type)
                 results.append(self._result(resource, ErrorCode.none, None))
@@ -178,9 +197,14 @@ class ConfigsHandler:
                     await self.dynamic.set(level, new)
                 except Exception as exc:
                     results[place].update(error_code=error_code_for(exc), error_message=str(exc) or None)
+            for place, group_id, new in groups:
+                try:
+                    await self.group_configs.write(group_id, new)
+                except Exception as exc:
+                    results[place].update(error_code=error_code_for(exc), error_message=str(exc) or None)
             return respond()
 
-        return after_writes() if changes or levels else respond()
+        return after_writes() if changes or levels or groups else respond()
 
     @staticmethod
     def _replaced(topic: TopicInfo, configs: tuple[Any, ...]) -> dict[str, str]:

@@ -121,12 +121,11 @@ STEADY_BODY_LIMIT = 4096
 
 
 class ConsumerGroupHeartbeatHandler:
-    def __init__(self, groups: GroupCoordinator, access: Access, interval_ms: int) -> None:
+    def __init__(self, groups: GroupCoordinator, access: Access) -> None:
         self.groups = groups
         self.access = access
-        self.interval_ms = interval_ms
         self.flexible = {version: _SPEC.request_is_flexible(version) for version in _SPEC.responses}
-        self.frames: dict[tuple[int, str, int], FixedResponse] = {}
+        self.frames: dict[tuple[int, str, int, int], FixedResponse] = {}
         self.bodies: dict[tuple[int, bytes], tuple[str, str, int, str | None]] = {}
 
     def fast(self, frame: bytes, version: int, correlation_id: int) -> bytes | None:
@@ -154,16 +153,17 @@ class ConsumerGroupHeartbeatHandler:
             shard = self.groups.shard_for(group_id)
             if shard.error is not None or not shard.consumer.ops.steady(group_id, member_id, epoch, instance_id):
                 return None
+            interval_ms = shard.consumer.ops.heartbeat_interval_ms(group_id)  # consumer.heartbeat.interval.ms
         except Exception:
             log.exception("ConsumerGroupHeartbeat failed", group=group_id)
             return None
-        answer_key = (version, member_id, epoch)
+        answer_key = (version, member_id, epoch, interval_ms)
         fixed = self.frames.get(answer_key)
         if fixed is None:
             if len(self.frames) >= FRAME_CACHE_LIMIT:
                 self.frames.clear()
             fixed = self.frames[answer_key] = FixedResponse(_SPEC.response_header_versions[version], response(
-                version, HeartbeatAnswer(member_id, epoch, self.interval_ms)))
+                version, HeartbeatAnswer(member_id, epoch, interval_ms)))
         return fixed.frame(correlation_id)
 
     @staticmethod
@@ -209,7 +209,6 @@ class ConsumerGroupHeartbeatHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    handler = ConsumerGroupHeartbeatHandler(services.groups, services.access,
-                                            services.groups.settings.consumer.heartbeat_interval_ms)
+    handler = ConsumerGroupHeartbeatHandler(services.groups, services.access)
     # with an authorizer, no fast path: it would answer without asking (Dispatcher.drop_fast_paths)
     dispatcher.register(ApiKey.CONSUMER_GROUP_HEARTBEAT, handler.handle, fast=handler.fast)

@@ -34,7 +34,6 @@ Follows KafkaApis.handleFetchRequest / ReplicaManager.fetchMessages / readFromLo
 
 from __future__ import annotations
 
-import struct
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from coordinator.data_plane import DataPlane
+from coordinator.data_plane.committed_reads import aborted_transactions
 from coordinator.data_plane.ownership import not_hosted_error
 from coordinator.data_plane.partition import Partition
 from coordinator.errors import error_code_for
@@ -52,15 +52,10 @@ from coordinator.services import Services
 from protocol.apis import API_TABLE, ApiKey
 from protocol.build import Fields, build
 from protocol.codec import Encoded
-from storage.batch import LOG_OVERHEAD
 from storage.errors import OffsetOutOfRangeError, RecordError, StorageError
 
 if TYPE_CHECKING:
     from protocol.request_types import FetchRequest, FetchV4, FetchV5, FetchV6
-
-_OFFSET_LENGTH = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
-_LAST_DELTA_AT = 23  # lastOffsetDelta's position in a batch header
 
 
 class FetchPartition(Protocol):
@@ -84,31 +79,6 @@ Planned = tuple[int, Partition | ErrorCode, int, int, int]
 def _error(index: int, code: ErrorCode) -> Fields:
     return {"partition_index": index, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
             "log_start_offset": -1, "aborted_transactions": None, "records": b""}
-
-
-def committed_part(records: bytes, end: int) -> tuple[bytes, int]:
-    """(the whole batches of `records` below offset `end`, the offset after the last of them; -1 if none)."""
-    position, upper, size = 0, -1, len(records)
-    while position < size:
-        base, length = _OFFSET_LENGTH.unpack_from(records, position)
-        if base >= end:
-            break
-        upper = base + _LAST_DELTA.unpack_from(records, position + _LAST_DELTA_AT)[0] + 1
-        position += length + LOG_OVERHEAD
-    return (records if position >= size else records[:position]), upper
-
-
-def aborted_transactions(target: Partition, offset: int, records: bytes, lso: int,
-                         hw: int) -> tuple[bytes, list[Fields]]:
-    """read_committed: the records below the LSO and the aborted transactions that overlap them."""
-    txns = target.producers.txns
-    if lso >= hw and not txns.aborted:
-        return records, []  # nothing to cut, nothing to list: no header walk
-    records, upper = committed_part(records, lso)
-    if upper < 0:
-        return b"", []
-    return records, [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
-                     for txn in txns.aborted_in(offset, upper)]
 
 
 def distinct_partitions(version: int, topics: Iterable[Any]) -> list[tuple[TopicKey, list[FetchPartition]]]:

@@ -64,7 +64,7 @@ class Server(Protocol):
     dispatch_budget: float
     metrics: RequestMetrics | None
 
-    def connection_gone(self) -> None: ...
+    def connection_gone(self, peer: str = "") -> None: ...
 
 
 class Connection(asyncio.Protocol):
@@ -215,7 +215,7 @@ class Connection(asyncio.Protocol):
         reason = f"{self.close_reason}: {exc}" if exc else self.close_reason
         log.info("connection closed", conn=self.conn_id, peer=f"{self.peer_host}:{self.peer_port}",
                  requests=self.requests, reason=reason)
-        self.server.connection_gone()
+        self.server.connection_gone(f"{self.peer_host}:{self.peer_port}")
 
     def pause_writing(self) -> None:
         self.writing_paused = True

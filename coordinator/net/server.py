@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import structlog
+
 from coordinator.config import Config, Listener
 from coordinator.net.connection import DISPATCH_BUDGET_SECONDS, Connection
 from coordinator.net.connection_quotas import ConnectionQuotas
@@ -20,6 +22,8 @@ from coordinator.security.listener_config import PLAINTEXT, ListenerSecurity
 from coordinator.security.mechanisms import new_exchange
 from coordinator.security.sasl_gate import SaslGate
 from coordinator.security.tls import principal_of
+
+log = structlog.get_logger(__name__)
 
 
 def _no_credentials(_user: str, _mechanism: str) -> None:
@@ -47,6 +51,8 @@ class Server:
         self.bound: dict[str, Listener] = {}
         # SCRAM credentials by (user, mechanism), for SASL listeners (the credential store's lookup)
         self.scram_credentials: Callable[[str, str], Any] = _no_credentials
+        # told "host:port" of each connection that closes (share sessions live as long as their connection)
+        self.on_connection_closed: list[Callable[[str], None]] = []
 
     async def start(self) -> dict[str, Listener]:
         for listener in self.config.listeners:
@@ -82,7 +88,12 @@ class Server:
     def _answer_api_versions(self, frame: bytes) -> Any:
         return self.dispatcher.dispatch(frame, "", 0)
 
-    def connection_gone(self) -> None:
+    def connection_gone(self, peer: str = "") -> None:
+        for listener in self.on_connection_closed:
+            try:
+                listener(peer)
+            except Exception:
+                log.exception("a connection-closed listener failed", peer=peer)
         if not self.connections:
             self._all_closed.set()
 

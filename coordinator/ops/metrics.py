@@ -46,6 +46,7 @@ class NodeCollector:
         yield from self.lag_metrics()
         yield from self.request_metrics()
         yield from self.partition_metrics()
+        yield from self.share_metrics()
         yield from disk_metrics()
 
     def group_metrics(self) -> Iterator[Metric]:
@@ -75,6 +76,37 @@ class NodeCollector:
         yield rebalances
         yield CounterMetricFamily("kcoord_offsets_expired", "Committed offsets removed by offsets retention.",
                                   value=coordinator.stats.offsets_expired)
+
+    def share_metrics(self) -> Iterator[Metric]:
+        """KIP-932: share groups by state with their members, and per share partition loaded here its
+        in-flight records (Kafka's share-partition InFlightMessageCount) and start offset; share sessions."""
+        services = self.app.services
+        by_state: Counter[str] = Counter()
+        members = GaugeMetricFamily("kcoord_share_group_members", "Members of each share group coordinated here.",
+                                    labels=["group"])
+        for shard in active_shards(services.groups):
+            for group_id, group in list(shard.share.groups.items()):
+                by_state[group.state().value] += 1
+                members.add_metric([group_id], len(group.members))
+        groups = GaugeMetricFamily("kcoord_share_groups", "Share groups coordinated here, by state.", labels=["state"])
+        for state, count in sorted(by_state.items()):
+            groups.add_metric([state], count)
+        yield groups
+        yield members
+        in_flight = GaugeMetricFamily("kcoord_share_partition_in_flight_records", "Records between a share "
+                                      "partition's start offset and its end (acquired or not yet acknowledged).",
+                                      labels=["group", "topic", "partition"])
+        start = GaugeMetricFamily("kcoord_share_partition_start_offset", "A share partition's start offset.",
+                                  labels=["group", "topic", "partition"])
+        partitions = services.share.partitions
+        for (group_id, _topic_id, index), entry in list(partitions.entries.items()):
+            labels = [group_id, entry.topic, str(index)]
+            in_flight.add_metric(labels, entry.partition.in_flight())
+            start.add_metric(labels, entry.partition.start_offset)
+        yield in_flight
+        yield start
+        yield GaugeMetricFamily("kcoord_share_sessions", "Share sessions open on this node.",
+                                value=len(partitions.sessions.sessions))
 
     def lag_metrics(self) -> Iterator[Metric]:
         """kafka-exporter's names and labels, for partitions hosted on this node."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coordinator.groups.classic_group import ClassicGroup, GroupState, RebalanceRecord
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.model import ConsumerGroupMember
+from coordinator.ops.share_views import share_header, share_member, share_partitions
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.shard import Shard, ShardState
 from coordinator.services import Services
@@ -90,6 +91,11 @@ class GroupViews:
                 members = consumer or group
                 out.append({**header, "members": 0 if members is None else len(members.members),
                             "lag": sum(lags) if lags else None, "coordinator_partition": shard.partition})
+            for share in list(shard.share.groups.values()):
+                lags = [row["lag"] for row in share_partitions(self.services, share, self.log_end)
+                        if row["lag"] is not None]
+                out.append({**share_header(share), "members": len(share.members),
+                            "lag": sum(lags) if lags else None, "coordinator_partition": shard.partition})
         return sorted(out, key=lambda g: g["group_id"])
 
     def detail(self, group_id: str) -> dict[str, Any] | None:
@@ -97,6 +103,12 @@ class GroupViews:
         shard = self.coordinator.shard_for(group_id)
         group = shard.groups.get(group_id)
         consumer = shard.consumer_groups.get(group_id) if shard.state is ShardState.ACTIVE else None
+        share = shard.share.groups.get(group_id) if shard.state is ShardState.ACTIVE else None
+        if share is not None:
+            names = self.coordinator.topic_view.name_of
+            return {**share_header(share), "leader": None, "coordinator_partition": shard.partition,
+                    "members": [share_member(m, names) for m in share.members.values()], "offsets": [],
+                    "share_partitions": share_partitions(self.services, share, self.log_end), "rebalances": []}
         if consumer is not None:
             names = self.coordinator.topic_view.name_of
             return {**consumer_header(consumer), "leader": None, "coordinator_partition": shard.partition,

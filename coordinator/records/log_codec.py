@@ -5,7 +5,8 @@ every load decodes the survivors of millions), so OffsetCommitKey v1 and
 OffsetCommitValue v3/v1 go through storage.records' hand-packed codec (byte-identical
 to its schema-driven one, which still serves GroupMetadata records and every other
 version: keys v0, values v0/v2/v4). KIP-848 consumer-group records (types 3-8, 16) go
-through consumer_log_codec; other types (share groups...) raise UnknownRecordType.
+through consumer_log_codec, KIP-932 share-group records (types 9-15) through storage.share_group_records;
+other types (streams groups...) raise UnknownRecordType.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Iterable, Iterator
 from struct import Struct
 
 from coordinator.records import consumer_log_codec
-from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue, Record, ShareGroupRecord
+from storage import share_group_records
 from storage.batch import record_tail
 from storage.consumer_group_records import is_consumer_group_key
 from storage.errors import InvalidRecordError
@@ -54,6 +56,8 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
         return offset_key(group, topic, partition), None if value is None else offset_value(value)
     if type(record) is GroupMetadataRecord:
         return encode_key(GroupMetadataKey(record.group_id)), encode_value(record.value)
+    if isinstance(record, ShareGroupRecord):
+        return share_group_records.encode(record.key, record.value)
     return consumer_log_codec.encode(record)  # KIP-848 consumer-group records
 
 
@@ -118,12 +122,16 @@ def encode_tails(records: list[Record]) -> list[bytes]:
 
 def decode(key: bytes, value: bytes | None) -> Record:
     """A record from its key and value bytes. Raises InvalidRecordError (or its subclass
-    UnknownRecordType for record types this coordinator does not know, e.g. share groups)."""
+    UnknownRecordType for record types this coordinator does not know, e.g. streams groups)."""
     fields = read_offset_key(key)
     if fields is not None:
         return OffsetCommitRecord(*fields, None if value is None else OffsetValue(*read_offset_value(value)))
     if is_consumer_group_key(key):
         return consumer_log_codec.decode(key, value)
+    if share_group_records.is_share_group_key(key):
+        share_key = share_group_records.decode_key(key)
+        decoded = share_group_records.decode_value(share_key, value)
+        return ShareGroupRecord(share_key, None if decoded is None else decoded[1])
     _version, parsed = decode_key(key)
     if type(parsed) is GroupMetadataKey:
         decoded = decode_value(parsed, value)

@@ -18,6 +18,9 @@ only at the log boundary (records/log_codec.py):
   (ConsumerGroupCurrentMemberAssignment), `ConsumerGroupRegularExpressionRecord`.
   Assignments are model.Assignment ({topic id: frozenset of partitions}); the codec writes
   topics and partitions sorted.
+* KIP-932 share groups (storage.share_group_records, record types 10-15; 9 is read only):
+  `ShareGroupRecord(key, value)`, the storage key and value (None: a tombstone) as they are;
+  coordinator/groups/share/model.py replays them.
 
 Offset records are NamedTuples, not dataclasses: an OffsetCommit of 10 partitions
 builds 20 of them on the hot path, and tuple construction is several times cheaper
@@ -28,7 +31,7 @@ storage.records.OffsetCommitValue, so rules/offset_expiry.py's KIP-211 rules rea
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, final
+from typing import Any, NamedTuple, final
 
 from coordinator.groups.consumer.model import Assignment, MemberState
 from storage.consumer_group_records import ConsumerGroupMemberMetadataValue, TopicMetadata
@@ -39,7 +42,8 @@ __all__ = ["GroupMetadataRecord", "GroupMetadataValue", "MemberMetadata", "Offse
            "ConsumerGroupMemberSubscriptionRecord", "ConsumerGroupTargetAssignmentEpochRecord",
            "ConsumerGroupTargetAssignmentRecord", "ConsumerGroupCurrentAssignmentRecord",
            "ConsumerGroupRegularExpressionRecord", "CurrentAssignment", "ResolvedRegularExpression",
-           "ConsumerGroupMemberMetadataValue", "TopicMetadata", "ConsumerGroupRecord", "CONSUMER_GROUP_RECORD_TYPES"]
+           "ConsumerGroupMemberMetadataValue", "TopicMetadata", "ConsumerGroupRecord", "CONSUMER_GROUP_RECORD_TYPES",
+           "ShareGroupRecord"]
 
 NO_EXPIRE = -1
 
@@ -196,4 +200,13 @@ CONSUMER_GROUP_RECORD_TYPES: dict[type, tuple[int, str]] = {
     ConsumerGroupRegularExpressionRecord: (16, "value"),
 }
 
-Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord
+
+
+class ShareGroupRecord(NamedTuple):
+    """A KIP-932 share-group record: storage.share_group_records' key and value (None: a tombstone)."""
+
+    key: Any
+    value: Any
+
+
+Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord | ShareGroupRecord

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 import structlog
@@ -45,6 +45,7 @@ class GroupCoordinator:
         self.owned: set[int] | None = None if owned is None else set(owned)
         self.stats = GroupStats()  # every shard's group events, for the metrics endpoint
         self._topic_view: TopicView = NO_TOPICS
+        self.share_wiring: Callable[[Shard], None] | None = None  # share groups' links, set on each new shard
 
     @property
     def topic_view(self) -> TopicView:
@@ -79,6 +80,8 @@ class GroupCoordinator:
     def _new_shard(self, partition: int) -> Shard:
         shard = self.shards[partition] = Shard(partition, self.settings, self.scheduler, self.record_log, self.stats,
                                                self.topic_view)
+        if self.share_wiring is not None:
+            self.share_wiring(shard)
         if self.owned is not None:  # owned partitions load first; others are not ours
             shard.set_state(ShardState.LOADING if partition in self.owned else ShardState.UNLOADED)
         return shard

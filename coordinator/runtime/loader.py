@@ -208,6 +208,7 @@ def on_loaded(shard: Shard) -> None:
     """GroupMetadataManager.onLoaded: re-arm the session timers of classic and consumer groups' members (and the
     rebalance timers of consumer-group members revoking partitions)."""
     shard.consumer.arm_after_load()
+    shard.share.arm_after_load()
     membership = shard.membership
     max_size = shard.settings.max_size
     for group in list(shard.groups.values()):

@@ -36,7 +36,8 @@ What replay does with each record, live and on load:
 * A GroupMetadata tombstone removes the group, live and on load: it goes Dead, its
   timers stop (Rebalancer.remove_group). DeleteGroups and expiry delete only this way.
 * KIP-848 consumer-group records (ConsumerGroupRecord) go to `self.consumer_replay`
-  (groups/consumer/replay.py), live and on load: they alone change consumer groups.
+  (groups/consumer/replay.py), live and on load: they alone change consumer groups; KIP-932
+  share-group records (ShareGroupRecord) to `self.share` (runtime/share_shard.py) likewise.
 * A GroupMetadata value rebuilds the group on load (ClassicGroup.from_metadata). Live,
   its replay is a no-op: as in Kafka (CoordinatorResult with replayRecords=false for
   classic groups), the state machine changes the live ClassicGroup itself (join, sync,
@@ -102,10 +103,11 @@ from coordinator.groups.settings import GroupSettings
 from coordinator.groups.stats import GroupStats
 from coordinator.offsets.manager import offset_tombstones
 from coordinator.offsets.store import OffsetStore
-from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record
+from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, Record, ShareGroupRecord
 from coordinator.runtime.consumer_shard import ConsumerGroups
 from coordinator.runtime.journal import Journal
 from coordinator.runtime.online_migration import ShardMigration
+from coordinator.runtime.share_shard import ShareGroups
 from coordinator.runtime.timers import KeyedTimers, Scheduler
 from coordinator.runtime.txn_offsets import ShardTxnOffsets
 from coordinator.runtime.writes import PendingWrite, RecordLog
@@ -145,6 +147,7 @@ class Shard:
         self.consumer_groups = self.consumer.groups
         self.consumer_replay = self.consumer.replay.apply  # the replay of KIP-848 records, live and on load
         self.consumer.ops.migration = ShardMigration(self)
+        self.share = ShareGroups(self, settings.share)  # KIP-932 share groups (runtime/share_shard.py)
         # Heartbeat, the hot path: the classic operation itself; a group id that is not a classic group's goes on
         # to the consumer groups' classic-protocol members
         self.membership.other_heartbeat = self._consumer_group_heartbeat
@@ -232,6 +235,9 @@ class Shard:
             if run:
                 self._replay_offsets(run, journal)
                 run = []
+            if type(record) is ShareGroupRecord:
+                self.share.replay(record)
+                continue
             if type(record) is not GroupMetadataRecord:
                 self.consumer_replay(record)
                 continue
@@ -327,6 +333,11 @@ class Shard:
         results: dict[str, ErrorCode] = {}
         records: list[Record] = []
         for group_id in group_ids:
+            share = self.share.deletion(group_id) if self.error is None else None
+            if share is not None:  # a share group's
+                results[group_id], tombstones = share
+                records += tombstones
+                continue
             consumer = self.consumer_groups.get(group_id)
             if consumer is not None and self.error is None:
                 code = results[group_id] = self.consumer.deletion_error(consumer)
@@ -340,7 +351,9 @@ class Shard:
             return results, None
         log.info("groups deleted", partition=self.partition,
                  groups=[g for g, code in results.items() if code is ErrorCode.none])
-        return results, self.write(records)
+        write = self.write(records)
+        self.share.after_deletion(write)
+        return results, write
 
     def expire(self, now_ms: int, retention_ms: int) -> tuple[int, int, PendingWrite | None]:
         """One KIP-211 cleanup pass (groups/expiry.py): (offsets expired, groups deleted, the write)."""
@@ -405,6 +418,7 @@ class Shard:
                 group.transition_to(GroupState.DEAD, now)
         self.groups.clear()
         self.consumer.unload()
+        self.share.unload()
         writes = self.inflight.drop()  # the state goes with the partition: nothing to take back
         self.journal = None
         self.offsets = OffsetStore()

@@ -27,7 +27,9 @@ from tests.clients.drivers import CLIENTS, ClientUnsupported
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "docs" / "COMPATIBILITY.md"
-ENABLED = os.environ.get("COMPAT_TABLE", "").lower() in ("1", "true", "yes")
+ENABLED = os.environ.get("COMPAT_TABLE", "").lower() in ("1", "true", "yes", "merge")
+#: COMPAT_TABLE=merge: the cells of this run replace theirs in the table; every other cell stays as it was
+MERGE = os.environ.get("COMPAT_TABLE", "").lower() == "merge"
 
 # feature key -> (column title, what the test checks)
 FEATURES: dict[str, tuple[str, str]] = {
@@ -84,6 +86,12 @@ FEATURES: dict[str, tuple[str, str]] = {
         "group.protocol=consumer with group.instance.id: one of 2 static members is stopped cleanly; the Admin still "
         "shows it with its partitions; restarted with the same instance id it gets the same partitions back, and "
         "the other member never held them (tests/clients/test_consumer_protocol.py)."),
+    "share-group": (
+        "KIP-932 share group (ShareConsumer)",
+        "3 share consumers of one group read ONE partition: 60 records each delivered once, to one consumer, and "
+        "acknowledged (implicit acknowledgement); a record RELEASEd (explicit acknowledgement) comes back with "
+        "delivery count 2; the server is SIGKILLed and restarted on the same log.dirs: a new consumer of the group "
+        "gets the next record and nothing acknowledged again (tests/clients/test_share_groups_compat.py)."),
     "admin-describe": (
         "admin: list + describe groups",
         "through the client's admin API (Java Admin listConsumerGroups/describeConsumerGroups, confluent-kafka "
@@ -267,5 +275,34 @@ def render(results: dict[tuple[str, str], Cell], command: str, seconds: float | 
 
 def write_table(path: Path = TABLE, command: str = "COMPAT_TABLE=1 .venv/bin/python -m pytest -q tests/clients",
                 seconds: float | None = None) -> None:
-    if RESULTS:
-        path.write_text(render(RESULTS, command, seconds))
+    if not RESULTS:
+        return
+    if MERGE and path.exists():
+        merged = {**read_cells(path.read_text()), **RESULTS}
+        path.write_text(render(merged, command + "  # COMPAT_TABLE=merge: some cells are from an earlier run"))
+        return
+    path.write_text(render(RESULTS, command, seconds))
+
+
+def read_cells(text: str) -> dict[tuple[str, str], Cell]:
+    """The cells of a table render() wrote (for COMPAT_TABLE=merge): outcome, reason and seconds read back from
+    the cell text, columns by their titles (unknown ones dropped)."""
+    by_title = {title: feature for feature, (title, _what) in FEATURES.items()}
+    rows = [re.split(r"(?<!\\)\|", line.strip())[1:-1] for line in text.splitlines() if line.startswith("| ")]
+    if not rows:
+        return {}
+    features = [by_title.get(title.strip()) for title in rows[0][1:]]
+    out: dict[tuple[str, str], Cell] = {}
+    for row in rows[1:]:
+        client = row[0].strip()
+        for feature, raw in zip(features, row[1:], strict=False):
+            cell = raw.strip()
+            passed = re.fullmatch(r"pass \(([\d.]+) s\)", cell)
+            other = re.fullmatch(r"\*\*([^*]+)\*\*(?:: (.*))?", cell)
+            if feature is None:
+                continue
+            if passed:
+                out[(client, feature)] = Cell(client, feature, "pass", "", float(passed.group(1)))
+            elif other:
+                out[(client, feature)] = Cell(client, feature, other.group(1), other.group(2) or "", 0.0)
+    return out

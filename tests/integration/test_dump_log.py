@@ -31,7 +31,7 @@ RECORDS = [
     (encode_key(GroupMetadataKey("g")), encode_value(GroupMetadataValue("consumer", 3, "range", "m-1", (MEMBER,), 77))),
     (encode_key(OffsetCommitKey("g", "t", 1)), encode_value(OffsetCommitValue(9, "", 1000, expire_timestamp=2000))),
     (encode_key(OffsetCommitKey("g", "t", 0)), None),
-    (bytes.fromhex("000b000167"), b"\x00\x00"),  # a share-group record type we do not interpret
+    (bytes.fromhex("0011000167"), b"\x00\x00"),  # a streams-group record type we do not interpret
     (cg.encode_key(cg.ConsumerGroupMemberMetadataKey("g", "m-2")), cg.encode_value(
         5, cg.ConsumerGroupMemberMetadataValue(None, "rack", "c", "/h", ("a", "b"), None, 30000, "uniform",
                                                CLASSIC))),
@@ -73,7 +73,7 @@ def test_json_lines(tmp_path):
                                  "expire_timestamp": 2000}  # v1 has no leader epoch: omitted
     assert lines[3] == {"offset": 3, "type": "offset_commit", "key_version": 1, "group": "g", "topic": "t",
                         "partition": 0, "value": None}
-    assert lines[4] == {"offset": 4, "type": "unknown", "key_version": 11}
+    assert lines[4] == {"offset": 4, "type": "unknown", "key_version": 17}
     assert lines[5] == {"offset": 5, "type": "consumer_group_member_metadata", "key_version": 5, "group": "g",
                         "key": {"groupId": "g", "memberId": "m-2"}, "value": {
                             "version": 0, "instanceId": None, "rackId": "rack", "clientId": "c", "clientHost": "/h",
@@ -98,7 +98,7 @@ def test_text_lines(tmp_path):
     assert lines[1].startswith("offset=1 group_metadata group='g' :: version=3 protocol_type='consumer'")
     assert "members=[{member_id='m-1' group_instance_id='i-1'" in lines[1]
     assert lines[3] == "offset=3 offset_commit group='g' topic='t' partition=0 :: tombstone"
-    assert lines[4] == "offset=4 unknown key_version=11"
+    assert lines[4] == "offset=4 unknown key_version=17"
     assert lines[6].startswith("offset=6 consumer_group_target_assignment_member group='g' memberId='m-2' :: "
                                "version=0 topicPartitions=")
     assert lines[7] == "offset=7 consumer_group_metadata group='g' :: tombstone"
@@ -172,3 +172,43 @@ def test_transaction_log_and_markers(tmp_path):
     (in_directory / "00000000000000000000.log").write_bytes(path.read_bytes())
     assert run("--json", str(in_directory)).stdout.splitlines()[0].startswith(
         '{"offset": 0, "type": "transaction_metadata", "key": {"version": 0, "data": {"transactionalId": "tx"}}')
+
+
+def test_share_group_records_and_the_share_state_log(tmp_path):
+    from storage import share_group_records as sg, share_state_records as ss
+
+    topic = uuid.UUID(int=1)
+    offsets = [sg.encode(sg.ShareGroupMemberMetadataKey("sg", "m"), sg.ShareGroupMemberMetadataValue(None, "c", "/h",
+                                                                                                    ("t",))),
+               sg.encode(sg.ShareGroupMetadataKey("sg"), None)]
+    directory = tmp_path / "__consumer_offsets-0"
+    directory.mkdir()
+    (directory / "00000000000000000000.log").write_bytes(build_batch([Record(i, 5, *r) for i, r in enumerate(offsets)]))
+    lines = [json.loads(line) for line in run("--json", str(directory)).stdout.splitlines()]
+    assert lines == [
+        {"offset": 0, "type": "share_group_member_metadata", "key_version": 10, "group": "sg",
+         "key": {"groupId": "sg", "memberId": "m"},
+         "value": {"version": 0, "rackId": None, "clientId": "c", "clientHost": "/h", "subscribedTopicNames": ["t"]}},
+        {"offset": 1, "type": "share_group_metadata", "key_version": 11, "group": "sg", "key": {"groupId": "sg"},
+         "value": None}]
+
+    state = [ss.encode(ss.ShareSnapshotKey("sg", topic, 0), ss.ShareSnapshotValue(
+                 0, 1, 2, 10, 100, 100, (ss.StateBatch(10, 12, 2, 1),), 3)),
+             ss.encode(ss.ShareUpdateKey("sg", topic, 0), ss.ShareUpdateValue(0, 2, -1, ()))]
+    path = tmp_path / "segment.log"
+    path.write_bytes(build_batch([Record(i, 5, *r) for i, r in enumerate(state)]))
+    result = run("--share-group-state-decoder", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "offset=0 share_snapshot group='sg' topicId='AAAAAAAAAAAAAAAAAAAAAQ' partition=0 :: version=0 snapshotEpoch=0 "
+        "stateEpoch=1 leaderEpoch=2 startOffset=10 createTimestamp=100 writeTimestamp=100 stateBatches=[{'firstOffset':"
+        " 10, 'lastOffset': 12, 'deliveryState': 2, 'deliveryCount': 1}] deliveryCompleteCount=3",
+        "offset=1 share_update group='sg' topicId='AAAAAAAAAAAAAAAAAAAAAQ' partition=0 :: version=0 snapshotEpoch=0 "
+        "leaderEpoch=2 startOffset=-1 stateBatches=[]"]
+    in_directory = tmp_path / "__share_group_state-3"
+    in_directory.mkdir()
+    (in_directory / "00000000000000000000.log").write_bytes(path.read_bytes())
+    first = json.loads(run("--json", str(in_directory)).stdout.splitlines()[0])
+    assert first["key"] == {"groupId": "sg", "topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partition": 0}
+    assert first["value"]["stateBatches"] == [{"firstOffset": 10, "lastOffset": 12, "deliveryState": 2,
+                                               "deliveryCount": 1}]

@@ -135,3 +135,34 @@ def test_bulk_load_carries_live_consumer_group_records_into_the_snapshot(spark, 
     asyncio.run(_replay_snapshot(shard, info.path))
     assert sorted(map(repr, (r for r, _ in seen))) == sorted(map(repr, FINAL))
     assert {count for _, count in seen} == {0}  # replayed before any offset
+
+
+def test_share_group_records_are_compacted_and_carried_into_snapshots(spark, tmp_path):
+    """KIP-932 share-group records (types 10-15) are a group's records too: compaction keeps the newest per
+    raw key, bulk load carries the live ones into the snapshot (the loader skips them until share groups
+    are wired into the shard), and they count as placed in their group's partition."""
+    from storage import share_group_records as sg
+
+    root = str(tmp_path / "logs")
+    metadata = [sg.encode(sg.ShareGroupMetadataKey("sg"), sg.ShareGroupMetadataValue(e, 9)) for e in (1, 2)]
+    member = sg.encode(sg.ShareGroupMemberMetadataKey("sg", "m"), sg.ShareGroupMemberMetadataValue(None, "c", "/h",
+                                                                                                  ("t",)))
+    filler = [[commit("filler", "f", 0, i, RECENT)] for i in range(25)]
+    write_log(offsets_dir(root, 0), [[(*metadata[0], RECENT), (*member, RECENT)], [(*metadata[1], RECENT)]] + filler,
+              segment_bytes=1200)
+    out = str(tmp_path / "snapshots")
+    summary = bulk_load(["--master", "local[2]", "--input", root, "--output", out, "--offsets-partitions", "1"],
+                        spark=spark)
+    assert summary["same_layout"]
+    info = latest_snapshot(out, 0)
+    assert info is not None
+    _, pairs = read_records(info.path)
+    assert sorted(kv for kv in pairs if sg.is_share_group_key(kv[0])) == sorted([metadata[1], member])
+    expire(["--master", "local[2]", "--log-dirs", root, "--offsets-retention-minutes", str(RETENTION_MIN),
+            "--now-ms", str(NOW), "--offsets-partitions", "1"], spark=spark)
+    [(staging, manifest)] = list_staging(offsets_dir(root, 0))
+    kept = [(key, value) for seg in manifest["segments"] if not seg["cleaned"]["empty"]
+            for _, key, value in iter_log_records(os.path.join(staging, seg["cleaned"]["file"]))]
+    assert sorted(kv for kv in kept if kv[0] is not None and sg.is_share_group_key(kv[0])) == sorted(
+        [metadata[1], member])
+    assert not manifest["tombstones"]["records"] or all(t["group"] != "sg" for t in manifest["tombstones"]["records"])

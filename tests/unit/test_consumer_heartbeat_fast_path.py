@@ -38,7 +38,7 @@ def stable():
     for _ in range(4):
         a.beat()
         b.beat()
-    handler = ConsumerGroupHeartbeatHandler(h.coordinator, _NoAccess(), 5000)
+    handler = ConsumerGroupHeartbeatHandler(h.coordinator, _NoAccess())
     return h, a, handler
 
 

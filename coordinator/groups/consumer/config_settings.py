@@ -3,9 +3,11 @@ coordinator/config.py, the checks Kafka makes between them, and the ConsumerGrou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.config_values import ConfigError, _int
+from coordinator.config_values import ConfigError, _int, bounded_group_int
 from coordinator.groups.consumer.assignors import assignors_from_config
 from coordinator.groups.consumer.params import ConsumerGroupSettings
 
@@ -81,3 +83,47 @@ def consumer_group_settings(config: Any) -> ConsumerGroupSettings:
                                  config.group_consumer_max_size, {a.name: a for a in assignors},
                                  config.group_consumer_migration_policy,
                                  topics_authorized=bool(config.authorizer_class_name))
+
+
+# --- group configs (GroupConfig's consumer.* overrides, set with IncrementalAlterConfigs on a GROUP resource) ---
+
+CONSUMER_GROUP_CONFIG_NAMES = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTiming:
+    """A consumer group's session timeout and heartbeat interval, and the broker's bounds on them."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    min_session_timeout_ms: int = 45_000
+    max_session_timeout_ms: int = 60_000
+    min_heartbeat_interval_ms: int = 5_000
+    max_heartbeat_interval_ms: int = 15_000
+
+
+def consumer_timing(config: Any) -> ConsumerTiming:
+    return ConsumerTiming(config.group_consumer_session_timeout_ms, config.group_consumer_heartbeat_interval_ms,
+                          config.group_consumer_min_session_timeout_ms, config.group_consumer_max_session_timeout_ms,
+                          config.group_consumer_min_heartbeat_interval_ms,
+                          config.group_consumer_max_heartbeat_interval_ms)
+
+
+def apply_consumer_group_configs(base: ConsumerTiming, configs: Mapping[str, str]) -> ConsumerTiming:
+    """`base` with a group's consumer.* configs; ConfigError (INVALID_CONFIG) for a bad value or one outside the
+    broker's group.consumer.min/max bounds (GroupConfig.validateValues' messages)."""
+    timing = base
+    for name, text in configs.items():
+        if name == "consumer.session.timeout.ms":
+            timing = replace(timing, session_timeout_ms=bounded_group_int(
+                name, text, "group.consumer.min.session.timeout.ms", base.min_session_timeout_ms,
+                "group.consumer.max.session.timeout.ms", base.max_session_timeout_ms))
+        elif name == "consumer.heartbeat.interval.ms":
+            timing = replace(timing, heartbeat_interval_ms=bounded_group_int(
+                name, text, "group.consumer.min.heartbeat.interval.ms", base.min_heartbeat_interval_ms,
+                "group.consumer.max.heartbeat.interval.ms", base.max_heartbeat_interval_ms))
+        else:
+            raise ConfigError(f"Unknown group config name: {name}")
+    if timing.session_timeout_ms <= timing.heartbeat_interval_ms:
+        raise ConfigError("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+    return timing

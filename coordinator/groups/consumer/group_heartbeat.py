@@ -156,6 +156,8 @@ class ConsumerGroupOps:
         self.migration: Migration | None = None  # online upgrade / downgrade (the shard sets it)
         self.resolved_at: dict[str, int] = {}  # group -> the catalog version its subscription metadata is from
         self.regexes = GroupRegexes(settings.topics_authorized)  # what the members' regexes resolve to
+        #: a group's (session timeout, heartbeat interval): its consumer.* group configs (share/runtime/wiring.py)
+        self.timing_for: Callable[[str], Any] | None = None
 
     # --- heartbeat ---------------------------------------------------------------------------------------
 
@@ -179,7 +181,7 @@ class ConsumerGroupOps:
         full = joining or (p.rebalance_timeout_ms != -1 and p.subscribed_topic_names is not None
                            and p.owned is not None)
         changed = updated.assigned_partitions != member.assigned_partitions
-        return HeartbeatAnswer(updated.member_id, updated.member_epoch, self.settings.heartbeat_interval_ms,
+        return HeartbeatAnswer(updated.member_id, updated.member_epoch, self.heartbeat_interval_ms(p.group_id),
                                updated.assigned_partitions if full or changed else None), records
 
     def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -383,10 +385,18 @@ class ConsumerGroupOps:
 
     # --- sessions ------------------------------------------------------------------------------------------
 
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's heartbeat interval: its consumer.heartbeat.interval.ms, else group.consumer.*'s."""
+        return self.settings.heartbeat_interval_ms if self.timing_for is None \
+            else self.timing_for(group_id).heartbeat_interval_ms
+
     def touch_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """Move the member's session deadline; arm its one timer if it is not armed (O(1) per heartbeat). A classic
         member's session is its JoinGroup's session timeout."""
-        deadline = self.clock.now_ms() + (self.settings.session_timeout_ms if timeout_ms is None else timeout_ms)
+        if timeout_ms is None:
+            timeout_ms = self.settings.session_timeout_ms if self.timing_for is None \
+                else self.timing_for(group_id).session_timeout_ms
+        deadline = self.clock.now_ms() + timeout_ms
         key = ("c-session", group_id, member_id)  # session_key(group_id, member_id), inlined: the hot path
         self.deadlines[key] = deadline
         if key not in self.timers:

@@ -153,7 +153,9 @@
         lagCell(o.lag),
         el("td", { class: "id", "data-field": "member_id",
           text: o.member_id || owners[o.topic + "\u0000" + o.partition] || "–" })));
-    const totalLag = (data.offsets || []).reduce((sum, o) => (o.lag === null || o.lag === undefined ? sum : sum + o.lag), 0);
+    const shared = data.group_type === "share";
+    const rowsWithLag = shared ? data.share_partitions || [] : data.offsets || [];
+    const totalLag = rowsWithLag.reduce((sum, o) => (o.lag === null || o.lag === undefined ? sum : sum + o.lag), 0);
     const facts = el("dl", { class: "facts", id: "group-facts" },
       fact("state", stateBadge(data.state), "state"),
       fact("protocol", [data.protocol_type, data.protocol].filter(Boolean).join(" / ") || "–", "protocol"),
@@ -167,13 +169,35 @@
       facts,
       el("h3", { text: "Members" }),
       table("members", ["member", "instance id", "client id", "host", "assignment"], members, "no members"),
-      el("h3", { text: "Committed offsets" }),
-      table("offsets", ["topic", "partition", "committed", "log end", "lag", "member"], offsets, "no committed offsets"),
+      ...(shared ? renderSharePartitions(data.share_partitions || []) : [
+        el("h3", { text: "Committed offsets" }),
+        table("offsets", ["topic", "partition", "committed", "log end", "lag", "member"], offsets,
+          "no committed offsets")]),
       el("h3", { text: "Lag over time" }),
       lag && lag.ok && lag.body ? window.LagChart.chart(lag.body)
         : el("p", { class: "summary", id: "lag-chart-empty", text: "no lag history from the server" }),
       el("h3", { text: "Rebalances (newest first)" }),
       renderRebalances(data.rebalances || []),
+    ];
+  }
+
+  // a share group (KIP-932): per share partition its start offset, records in flight / acquired / acknowledged,
+  // and the lag as Kafka 4.2 reports it (log end - start offset - acknowledged)
+  function renderSharePartitions(partitions) {
+    const rows = partitions.map((p) => el("tr", { "data-topic": p.topic, "data-partition": p.partition },
+      el("td", { class: "id", "data-field": "topic", text: p.topic }),
+      el("td", { class: "num", "data-field": "partition", text: p.partition }),
+      el("td", { class: "num", "data-field": "start_offset", text: num(p.start_offset) }),
+      el("td", { class: "num", "data-field": "log_end_offset", text: num(p.log_end_offset) }),
+      el("td", { class: "num", "data-field": "in_flight", text: num(p.in_flight) }),
+      el("td", { class: "num", "data-field": "acquired", text: num(p.acquired) }),
+      el("td", { class: "num", "data-field": "acknowledged", text: num(p.acknowledged) }),
+      lagCell(p.lag),
+      el("td", { class: "id", "data-field": "member_ids", text: (p.member_ids || []).join(", ") || "–" })));
+    return [
+      el("h3", { text: "Share partitions" }),
+      table("share-partitions", ["topic", "partition", "start offset", "log end", "in flight", "acquired",
+        "acknowledged", "lag", "members"], rows, "no share partitions initialized"),
     ];
   }
 
