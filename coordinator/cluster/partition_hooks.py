@@ -3,8 +3,10 @@
 take: open the partition's PostgreSQL log at the acquired epoch (a fresh local replica of its rows)
 and hand it to its runtime, chosen by topic: an __consumer_offsets partition to the offsets runtime
 (LOADING, replay, ACTIVE), a __transaction_state partition to the transaction coordinator (loaded
-by replay; the ownership epoch is its coordinator epoch), any other to the data plane (led at the
-wire's constant leader epoch: state.WIRE_LEADER_EPOCH) -- Kafka's immigration. A take that fails
+by replay; the ownership epoch is its coordinator epoch), a __share_group_state partition to the share
+coordinator (loaded by replay), any other to the data plane (led at the wire's constant leader epoch:
+state.WIRE_LEADER_EPOCH; the share partitions over it follow it: `topic_gone` drops them where it is given up
+or lost) -- Kafka's immigration. A take that fails
 raises: the Reconciler tries again at its next round. give_up: the hand-off (queued writes finish,
 unload, close) before the Reconciler releases the row. lost: fenced or the lease lapsed -- unload
 at once; nothing can be flushed, and nothing unflushed was ever answered as a success.
@@ -23,7 +25,7 @@ import structlog
 from coordinator.cluster.log_factory import LogFactory
 from coordinator.cluster.state import WIRE_LEADER_EPOCH
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
-from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from rules.placement import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = structlog.get_logger(__name__)
 
@@ -35,6 +37,7 @@ class Runtime(Enum):
 
     OFFSETS = "offsets"  # the group coordinator's __consumer_offsets
     TXN = "txn"  # the transaction coordinator's __transaction_state
+    SHARE = "share"  # the share coordinator's __share_group_state
     DATA = "data"  # the data plane's topics
 
 
@@ -44,6 +47,8 @@ def runtime_of(topic: TopicInfo) -> Runtime:
         return Runtime.OFFSETS
     if topic.internal and topic.name == TRANSACTION_STATE_TOPIC:
         return Runtime.TXN
+    if topic.internal and topic.name == SHARE_GROUP_STATE_TOPIC:
+        return Runtime.SHARE
     return Runtime.DATA
 
 
@@ -55,7 +60,9 @@ class Owned(NamedTuple):
 
 class PartitionHooks:
     """`txn`: the TransactionCoordinator (take(partition, coordinator_epoch, log) / give_up / lost), attached
-    once built; `taken`: told of each partition taken that markers may be queued for (not __transaction_state)."""
+    once built; `share`: the ShareCoordinator (take(partition, log) / give_up / lost), the same; `taken`: told of
+    each partition taken that markers may be queued for (not __transaction_state); `topic_gone`: told of each
+    topic partition of the data plane given up or lost (its share partitions go)."""
 
     def __init__(self, topics: TopicCatalog, offsets: Any, data: Any, logs: LogFactory, txn: Any = None) -> None:
         self.topics = topics
@@ -63,6 +70,8 @@ class PartitionHooks:
         self.data = data
         self.logs = logs
         self.txn = txn
+        self.share: Any = None
+        self.topic_gone: Callable[[str, int], None] = lambda topic, index: None
         self.owned: dict[PartitionKey, Owned] = {}
         self.taken: Callable[[PartitionKey], None] = lambda key: None
         self._closing: set[asyncio.Task] = set()
@@ -77,6 +86,8 @@ class PartitionHooks:
         runtime = runtime_of(topic)
         if runtime is Runtime.TXN and self.txn is None:
             raise LookupError(f"{topic.name}: no transaction coordinator on this node yet")
+        if runtime is Runtime.SHARE and self.share is None:
+            raise LookupError(f"{topic.name}: no share coordinator on this node yet")
         if runtime is Runtime.OFFSETS:
             plog = await self.logs.open_offsets_partition(partition, epoch)
         else:
@@ -88,6 +99,8 @@ class PartitionHooks:
                 await self.offsets.take(partition, plog)
             elif runtime is Runtime.TXN:
                 await self._take_txn(partition, epoch, plog)
+            elif runtime is Runtime.SHARE:
+                await self.share.take(partition, plog)  # unloaded again if its load fails
             else:
                 await self.data.take_partition(topic.name, partition, plog, WIRE_LEADER_EPOCH)
         except BaseException:
@@ -95,7 +108,7 @@ class PartitionHooks:
             await plog.close()
             raise
         log.info("cluster.partition.taken", topic=topic.name, partition=partition, epoch=epoch)
-        if runtime is not Runtime.TXN:
+        if runtime not in (Runtime.TXN, Runtime.SHARE):
             self.taken(key)
 
     async def _take_txn(self, partition: int, epoch: int, plog: Any) -> None:
@@ -114,7 +127,10 @@ class PartitionHooks:
             await self.offsets.give_up(partition)
         elif runtime is Runtime.TXN:
             await self.txn.give_up(partition)
+        elif runtime is Runtime.SHARE:
+            await self.share.give_up(partition)
         else:
+            self.topic_gone(owned.topic.name, partition)
             await self.data.give_up_partition(owned.topic.name, partition)
         log.info("cluster.partition.given_up", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
 
@@ -125,12 +141,14 @@ class PartitionHooks:
         runtime = runtime_of(owned.topic)
         if runtime is Runtime.OFFSETS:
             self.offsets.lost(partition)
-        elif runtime is Runtime.TXN:
-            self.txn.lost(partition)  # forgets the log without closing it: closed here, in the background
+        elif runtime in (Runtime.TXN, Runtime.SHARE):
+            # each forgets the log without closing it: closed here, in the background
+            (self.txn if runtime is Runtime.TXN else self.share).lost(partition)
             closing = asyncio.ensure_future(owned.log.close())
             self._closing.add(closing)
             closing.add_done_callback(self._closed)
         else:
+            self.topic_gone(owned.topic.name, partition)
             self.data.lose_partition(owned.topic.name, partition)
         log.warning("cluster.partition.lost", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
 
