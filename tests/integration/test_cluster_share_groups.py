@@ -99,6 +99,7 @@ def test_a_share_group_survives_a_kill_9(pg_url, tmp_path, victim_role):
         starter = share_consumer(bootstrap, group, ["q"])  # the share partition starts at the log's end (latest)
         poll_until(starter, lambda got: False, timeout=4)
         starter.close()
+        starter = None
         produce(bootstrap, "q", [f"a{i}".encode() for i in range(10)])
         holder, held = holding_consumer(bootstrap, group, "q", 1)  # it holds what it got, never acknowledges
         os.kill(holder.pid, signal.SIGSTOP)  # and stays connected
