@@ -10,14 +10,24 @@ their lock when the share partition's leader lives on and only the state's owner
 
 from __future__ import annotations
 
+import datetime
 import os
 import signal
 import time
+import uuid
 
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaException
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+from kio.schema.share_acknowledge.v1.request import (
+    AcknowledgementBatch,
+    AcknowledgePartition,
+    AcknowledgeTopic,
+    ShareAcknowledgeRequest,
+)
+from kio.schema.share_fetch.v1.request import FetchPartition, FetchTopic, ShareFetchRequest
+from kio.static.primitive import i32Timedelta
 
 from rules.placement import (
     OFFSETS_TOPIC,
@@ -64,6 +74,29 @@ def _state_topic_created(cluster: ClusterNodes, topic_id) -> None:
             assert answer.node_id == owner
 
 
+def _elsewhere_answers(cluster: ClusterNodes, node_id: int, leader: int, topic_id: uuid.UUID) -> None:
+    """ShareFetch and ShareAcknowledge of q-0 on a node that does not lead it: NOT_LEADER_OR_FOLLOWER, naming the
+    leader and its endpoint, as Kafka answers (the client goes there)."""
+    node, led = cluster.nodes[node_id], cluster.nodes[leader]
+    expected = (ErrorCode.not_leader_or_follower, leader, ((leader, led.host, led.port),))
+    with WireClient(node.host, node.port) as client:
+        fetched = client.call(ShareFetchRequest(
+            group_id="wire", member_id="wire-member-00000000001", share_session_epoch=0,
+            max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=1, max_bytes=1 << 20, max_records=10,
+            batch_size=10, topics=(FetchTopic(topic_id=topic_id, partitions=(
+                FetchPartition(partition_index=0, acknowledgement_batches=()),)),), forgotten_topics_data=()))
+        [part] = fetched.responses[0].partitions
+        endpoints = tuple((e.node_id, e.host, e.port) for e in fetched.node_endpoints)
+        assert (part.error_code, part.current_leader.leader_id, endpoints) == expected
+        acked = client.call(ShareAcknowledgeRequest(
+            group_id="wire", member_id="wire-member-00000000001", share_session_epoch=1, topics=(AcknowledgeTopic(
+                topic_id=topic_id, partitions=(AcknowledgePartition(partition_index=0, acknowledgement_batches=(
+                    AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=(1,)),)),)),)))
+        [part] = acked.responses[0].partitions
+        endpoints = tuple((e.node_id, e.host, e.port) for e in acked.node_endpoints)
+        assert (part.error_code, part.current_leader.leader_id, endpoints) == expected
+
+
 def _group_for(owners: dict, topic_id, want: dict[str, int]) -> str:
     """A group id whose roles are on the nodes `want` names: "coordinator" (its offsets partition), "state" (the
     share state of q-0)."""
@@ -88,6 +121,7 @@ def test_a_share_group_survives_a_kill_9(pg_url, tmp_path, victim_role):
         _state_topic_created(cluster, topic_id)
         owners = cluster.settled({1, 2, 3})
         leader = owners[("q", 0)][0]
+        _elsewhere_answers(cluster, next(n for n in (1, 2, 3) if n != leader), leader, topic_id)
         if victim_role == "everything":  # the node leading q-0, coordinating the group and holding its state
             victim = leader
             group = _group_for(owners, topic_id, {"coordinator": victim, "state": victim})
