@@ -14,7 +14,6 @@ answered UNKNOWN_SERVER_ERROR (not retried: it would never fit).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.cluster import share_state_codec as codec
+from coordinator.cluster.notify_calls import NotifyCalls
 from coordinator.cluster.view import NO_LEADER
 from coordinator.share.runtime.share_coordinator import ShareCoordinator
 from coordinator.share.state_store import Answer, WriteState
@@ -56,9 +56,7 @@ class ClusterShareState:
         self.backoff_s = backoff_s
         self.deadline_s = deadline_s
         self.settings = local.settings
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[Answer]] = {}
-        self._answering: set[asyncio.Task[None]] = set()
+        self._calls: NotifyCalls[Answer] = NotifyCalls()
         self._locks: dict[tuple[str, uuid.UUID, int], asyncio.Lock] = {}
 
     # --- the persister's requests ----------------------------------------------------------------------
@@ -123,13 +121,11 @@ class ClusterShareState:
         return await self._ask(index, codec.encode_call(operation, args))
 
     async def _ask(self, index: int, body: bytes) -> Answer:
-        request_id = next(self._ids)
-        payload = calls.question(calls.Question(self.node_id, request_id, index, body))
-        if payload is None:
-            return TOO_LONG
-        answered: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = answered
+        request_id, answered = self._calls.ask()
         try:
+            payload = calls.question(calls.Question(self.node_id, request_id, index, body))
+            if payload is None:
+                return TOO_LONG
             await calls.notify(self.pool, payload)
             async with asyncio.timeout(self.answer_timeout_s):
                 return await answered
@@ -137,7 +133,7 @@ class ClusterShareState:
             log.info("cluster.share_state.unanswered", partition=index, error=repr(exc))
             return Answer(ErrorCode.coordinator_not_available, None)
         finally:
-            self._waiting.pop(request_id, None)
+            self._calls.done(request_id)
 
     # --- answering -------------------------------------------------------------------------------------
 
@@ -148,16 +144,13 @@ class ClusterShareState:
             log.warning("cluster.share_state.bad_notification", payload=payload[:100])
         elif isinstance(message, calls.Answer):
             if message.node_id == self.node_id:
-                answered = self._waiting.get(message.request_id)
-                if answered is not None and not answered.done():
-                    try:
-                        answered.set_result(codec.decode_answer(message.body))
-                    except ValueError as exc:
-                        answered.set_result(Answer(ErrorCode.unknown_server_error, str(exc)))
+                try:
+                    answer = codec.decode_answer(message.body)
+                except ValueError as exc:
+                    answer = Answer(ErrorCode.unknown_server_error, str(exc))
+                self._calls.answered(message.request_id, answer)
         elif message.partition in self.local.partitions:
-            task = asyncio.ensure_future(self._answer(message))
-            self._answering.add(task)
-            task.add_done_callback(self._answering.discard)
+            self._calls.answer(self._answer(message))
 
     async def _answer(self, question: calls.Question) -> None:
         try:
@@ -176,8 +169,4 @@ class ClusterShareState:
             log.info("cluster.share_state.answer_failed", error=repr(exc))
 
     async def stop(self) -> None:
-        for task in list(self._answering):
-            task.cancel()
-        await asyncio.gather(*self._answering, return_exceptions=True)
-        for answered in self._waiting.values():
-            answered.cancel()
+        await self._calls.stop()
