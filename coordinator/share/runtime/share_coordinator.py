@@ -38,6 +38,7 @@ from storage import share_state_records
 from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.pg.errors import FencedError
 
 log = structlog.get_logger(__name__)
 
@@ -72,6 +73,12 @@ class StatePartition:
         self.log = log_
         self.store = store
         self.loading: asyncio.Task | None = None
+
+
+def _write_error(exc: BaseException) -> ErrorCode:
+    """A write's error: cluster mode's FencedError (another node took the partition) is NOT_COORDINATOR, as
+    Kafka's coordinator runtime answers for a partition it no longer leads (the persister asks the new one)."""
+    return ErrorCode.not_coordinator if isinstance(exc, FencedError) else error_code_for(exc)
 
 
 def _wall_ms() -> int:
@@ -209,7 +216,7 @@ class ShareCoordinator:
             appended = part.log.append(build_batch([(key, value, now) for key, value in pairs]))
         except Exception as exc:
             log.warning("share-group state write refused", partition=part.partition, error=repr(exc))
-            return Answer(error_code_for(exc), None)
+            return Answer(_write_error(exc), None)
         for i, (key, value) in enumerate(decision.records):
             part.store.replay(appended.base_offset + i, key, value)
         try:
@@ -219,7 +226,7 @@ class ShareCoordinator:
                         error=repr(exc))
             if part.loading is None:
                 self._load_soon(part)
-            return Answer(error_code_for(exc), None)
+            return Answer(_write_error(exc), None)
         return decision.answer
 
     async def write(self, request: WriteState) -> Answer:
