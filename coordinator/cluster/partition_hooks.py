@@ -130,8 +130,8 @@ class PartitionHooks:
         elif runtime is Runtime.SHARE:
             await self.share.give_up(partition)
         else:
-            self.topic_gone(owned.topic.name, partition)
             await self.data.give_up_partition(owned.topic.name, partition)
+            self.topic_gone(owned.topic.name, partition)  # after: no request reaches the partition here any more
         log.info("cluster.partition.given_up", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
 
     def lost(self, topic_id: uuid.UUID, partition: int) -> None:

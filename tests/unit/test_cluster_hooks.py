@@ -283,7 +283,7 @@ def test_share_state_partitions_go_to_the_share_coordinator_and_share_partitions
                            ("share.take", 2, (SHARE_GROUP_STATE_TOPIC, 2, 6)), ("share.give_up", 1),
                            ("share.lost", 2)]
     assert lost_log.closed
-    assert gone == [("orders", 0), ("orders", 1)]  # the share partitions over them go too, before the partition
+    assert gone == [("orders", 0), ("orders", 1)]  # the share partitions over them go too
     assert taken == [(orders.topic_id, 0), (orders.topic_id, 1)]  # no markers for __share_group_state
     hooks.share = ShareRecorder(fail_take=True)
     with pytest.raises(RuntimeError, match="replay failed"):
