@@ -57,7 +57,7 @@ class ClusterShareState:
         self.deadline_s = deadline_s
         self.settings = local.settings
         self._calls: NotifyCalls[Answer] = NotifyCalls()
-        self._locks: dict[tuple[str, uuid.UUID, int], asyncio.Lock] = {}
+        self._locks: dict[tuple[str, uuid.UUID, int], tuple[asyncio.Lock, int]] = {}  # with how many use each
 
     # --- the persister's requests ----------------------------------------------------------------------
 
@@ -87,15 +87,17 @@ class ClusterShareState:
         """One share partition's requests go one at a time (notifications on different connections could
         arrive out of order; the local coordinator decides them in the order of the calls)."""
         key = (group, topic_id, partition)
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
         try:
             async with lock:
                 return await self._retried(operation, group, topic_id, partition, args)
         finally:
-            if not lock.locked() and self._locks.get(key) is lock:
-                del self._locks[key]
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]  # nobody waits for it any more
+            else:
+                self._locks[key] = (lock, users - 1)
 
     async def _retried(self, operation: str, group: str, topic_id: uuid.UUID, partition: int,
                        args: dict[str, Any]) -> Answer:

@@ -98,18 +98,27 @@ def test_notification_payloads():
 
 
 class Bus:
-    """PostgreSQL's NOTIFY for the nodes of one process: every node hears every payload, in order."""
+    """PostgreSQL's NOTIFY for the nodes of one process: every node hears every payload; the payloads sent in one
+    loop turn arrive in the reverse order (notifications sent on different connections may overtake each other)."""
 
     def __init__(self) -> None:
         self.nodes: list[ClusterShareState] = []
         self.sent: list[str] = []
+        self._pending: list[str] = []
 
     async def execute(self, query: str, channel: str, payload: str) -> str:
         assert channel == calls.CHANNEL
         self.sent.append(payload)
-        for node in list(self.nodes):
-            asyncio.get_running_loop().call_soon(node.notified, None, 0, channel, payload)
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._deliver)
+        self._pending.append(payload)
         return "SELECT 1"
+
+    def _deliver(self) -> None:
+        pending, self._pending = self._pending, []
+        for payload in reversed(pending):
+            for node in list(self.nodes):
+                node.notified(None, 0, calls.CHANNEL, payload)
 
 
 class Topic:
@@ -144,6 +153,11 @@ async def test_requests_go_to_the_node_holding_the_partition(tmp_path):
     late = await asking.write(WriteState("g", T, 0, 1, 2, 9))
     assert late.error is ErrorCode.fenced_leader_epoch
     assert persister_error(late).error is ErrorCode.not_leader_or_follower
+    # one share partition's requests go one at a time, in the order of the calls
+    order = await asyncio.gather(*(asking.write(WriteState("g", T, 0, 1, 3, 5 + i, (StateBatch(20 + i, 20 + i, 2, 1),),
+                                                           i)) for i in range(4)))
+    assert all(a.error is ErrorCode.none for a in order) and not asking._locks
+    assert (await asking.summary("g", T, 0)).state.delivery_complete_count == 3  # the last call's, decided last
     # the holder asks itself: no notification
     sent = len(bus.sent)
     assert (await holding.delete("g", T, 0)).error is ErrorCode.none and len(bus.sent) == sent
