@@ -113,13 +113,15 @@ class App:
         metrics = RequestMetrics() if config.http_listener is not None else None
         self.services = Services(config, self.node, topics, groups=self.offsets.coordinator, data=data, view=view,
                                  metrics=metrics, dynamic=dynamic, scram=scram, acl_store=acl_store,
-                                 txn_topic=None if cluster is None else cluster.txn_topic.ready)
+                                 txn_topic=None if cluster is None else cluster.txn_topic.ready,
+                                 share_topic=None if cluster is None else cluster.share_topic.ready)
         listener = self.services.txn.listener
         if listener is not None:  # offsets a restart found pending, transactions known over (runtime/orphans.py)
             self.offsets.on_loaded = listener.sweep_soon
         if cluster is not None:
             cluster.acls = self.services.acls
             cluster.attach_txn(self.services.txn)  # it takes __transaction_state partitions as the others
+            cluster.attach_share(self.services.share)  # and __share_group_state's; state requests to their owners
         self.dispatcher = build_dispatcher(self.services)
         self.dispatcher.metrics = metrics
         self.server: Server | None = None
@@ -135,7 +137,7 @@ class App:
             await self.http.start()
         await self.services.data.start()  # topic logs open (and recover) before the first request
         await self.offsets.start()  # offsets logs open; partitions load in the background
-        await self.services.share.start()  # __share_group_state logs open; partitions load in the background
+        await self.services.share.start()  # local mode: __share_group_state logs open, load in the background
         if self.cluster is None:
             await self.services.txn.start()  # __transaction_state logs open; partitions load in the background
         else:

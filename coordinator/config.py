@@ -284,6 +284,7 @@ class Config:
     share_coordinator_state_topic_num_partitions: int
     share_coordinator_state_topic_segment_bytes: int
     share_coordinator_state_topic_prune_interval_ms: int
+    share_coordinator_state_topic_replication_factor: int
     transaction_state_log_num_partitions: int
     transaction_state_log_replication_factor: int
     transaction_state_log_segment_bytes: int

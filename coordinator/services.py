@@ -33,7 +33,8 @@ class Services:
                  data: DataPlane | None = None, view: ClusterView | None = None,
                  metrics: RequestMetrics | None = None, dynamic: DynamicBrokerConfigs | None = None,
                  scram: ScramCredentials | None = None, acl_store: AclStore | None = None,
-                 txn: TransactionCoordinator | None = None, txn_topic: Callable[[], bool] | None = None) -> None:
+                 txn: TransactionCoordinator | None = None, txn_topic: Callable[[], bool] | None = None,
+                 share_topic: Callable[[], bool] | None = None) -> None:
         self.config = config
         self.node = node
         self.topics = topics
@@ -64,3 +65,5 @@ class Services:
         # KIP-932: the share coordinator (its __share_group_state partitions: all here in local mode), the share
         # partitions of the topic partitions hosted here, and their link to the share groups of each shard
         self.share = build_share_runtime(config, self.data, self.groups)
+        # cluster mode: whether __share_group_state exists, creating it if not (FindCoordinator key type 2)
+        self.share_topic = share_topic

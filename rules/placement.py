@@ -67,6 +67,12 @@ def share_coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) ->
     return f"{group_id}:{base64.urlsafe_b64encode(topic_id.bytes).rstrip(b'=').decode()}:{partition}"
 
 
+def share_group_state_topic_id(cluster_id: str) -> uuid.UUID:
+    """`__share_group_state`'s id in cluster mode, derived from the cluster id as `__transaction_state`'s is."""
+    namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-cluster:{cluster_id}")
+    return uuid.uuid5(namespace, SHARE_GROUP_STATE_TOPIC)
+
+
 def share_state_partition_for(key: str, num_partitions: int = DEFAULT_SHARE_STATE_PARTITIONS) -> int:
     """The __share_group_state partition of a share partition's coordinator key (ShareCoordinatorService.
     partitionFor): Utils.abs(key.hashCode()) % share.coordinator.state.topic.num.partitions."""

@@ -6,7 +6,10 @@ dynamic broker configs from kc_broker_configs (refreshed with the catalog), the
 offsets runtime and data plane with no partition taken yet, and the hooks that take, give up and
 lose partitions through PostgreSQL logs. attach_txn(txn): the transaction coordinator hosts the
 __transaction_state partitions this node takes, and its markers for partitions held elsewhere go
-through kc_txn_markers (marker_queue.py; this node's own queue: marker_consumer.py). start(advertised):
+through kc_txn_markers (marker_queue.py; this node's own queue: marker_consumer.py). attach_share(share): the
+share coordinator hosts the __share_group_state partitions this node takes (the topic created when first
+needed), the share-group state requests go to each partition's owner (share_state_remote.py), and the share
+partitions follow their topic partitions. start(advertised):
 once listening, register the lease (node.id held by another live node for a whole session: StartupError)
 and let the Reconciler take this node's share. stop(): the SIGTERM
 hand-off -- every partition given up and released at once, the lease deregistered -- so the next
@@ -24,6 +27,7 @@ from typing import Any
 import structlog
 
 from coordinator.cluster.identity import join_cluster
+from coordinator.cluster.lazy_topics import ShareStateTopic, TxnTopic
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.marker_consumer import MarkerConsumer
 from coordinator.cluster.marker_queue import MarkerQueue
@@ -31,9 +35,9 @@ from coordinator.cluster.node_leases import ClusterMembership
 from coordinator.cluster.partition_hooks import PartitionHooks
 from coordinator.cluster.pg_log_factory import PgLogFactory
 from coordinator.cluster.reconcile import OwnershipStore, Reconciler
+from coordinator.cluster.share_state_remote import ClusterShareState
 from coordinator.cluster.startup import StartupError, claim_scratch, open_store
 from coordinator.cluster.state import ClusterState, advertised_listeners
-from coordinator.cluster.txn_topic import TxnTopic
 from coordinator.cluster.txn_verification import RemoteVerification
 from coordinator.config import Config, Listener
 from coordinator.data_plane import DataPlane, DataPlaneSettings, broker_configs
@@ -46,7 +50,8 @@ from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
 from coordinator.transactions.runtime.markers import MarkerWriter
-from storage.pg import cluster_meta, txn_markers, txn_verify
+from rules.placement import SHARE_GROUP_STATE_TOPIC
+from storage.pg import cluster_meta, share_state_calls, txn_markers, txn_verify
 from storage.pg.connect import ConnectionSet
 from storage.pg.errors import NodeIdInUseError
 from storage.pg.url import redact
@@ -90,6 +95,11 @@ class ClusterNode:
         self.hooks.taken = self.consumer.taken
         self.markers = MarkerQueue(pool, self._topic_id, queued=self.consumer.queued)
         self.verification: RemoteVerification | None = None  # once the transaction coordinator is attached
+        # share groups: __share_group_state created when first needed; state requests to each partition's owner
+        self.share_topic = ShareStateTopic(
+            pool, topics, node.cluster_id, config.share_coordinator_state_topic_num_partitions,
+            replication_factor=config.share_coordinator_state_topic_replication_factor)
+        self.share_state: ClusterShareState | None = None  # once the share runtime is attached
         self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
@@ -139,6 +149,19 @@ class ClusterNode:
         self.verification = RemoteVerification(self.pool, self.config.node_id, txn)
         txn.remote_verification = self.verification.verify
 
+    def attach_share(self, share: Any) -> None:
+        """The node's ShareRuntime (built with the App's services): its coordinator hosts the __share_group_state
+        partitions this node takes, at the topic's partition count once it exists; its state requests go to each
+        partition's owner; its share partitions go where their topic partition is given up or lost."""
+        coordinator = share.coordinator
+        configured = self.config.share_coordinator_state_topic_num_partitions
+        coordinator.num_partitions = lambda: self.share_topic.partitions() or configured
+        self.hooks.share = coordinator
+        self.hooks.topic_gone = share.partitions.topic_partition_gone
+        self.share_state = ClusterShareState(self.pool, self.config.node_id, coordinator, self.share_topic,
+                                             lambda index: self.view.leader(SHARE_GROUP_STATE_TOPIC, index))
+        share.route(self.share_state)
+
     def _txn_notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
         self.markers.notified(payload)
 
@@ -166,6 +189,8 @@ class ClusterNode:
         self.membership.session.listen(txn_markers.CHANNEL, self._txn_notified)
         if self.verification is not None:
             self.membership.session.listen(txn_verify.CHANNEL, self.verification.notified)
+        if self.share_state is not None:
+            self.membership.session.listen(share_state_calls.CHANNEL, self.share_state.notified)
         await self._join(self.membership)
         self.supervisor.start()
         self._sweeper = asyncio.ensure_future(self.consumer.run(config.broker_heartbeat_interval_ms / 1000))
@@ -195,6 +220,7 @@ class ClusterNode:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
         await self.txn_topic.stop()
+        await self.share_topic.stop()
         if self.membership is not None:
             log.info("stopping.phase", phase="membership: tasks, then the hand-off")
             try:
@@ -205,6 +231,8 @@ class ClusterNode:
         await self.markers.stop()
         if self.verification is not None:
             await self.verification.stop()
+        if self.share_state is not None:
+            await self.share_state.stop()
 
     async def close(self) -> None:
         await self.pool.close()

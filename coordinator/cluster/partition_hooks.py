@@ -3,8 +3,10 @@
 take: open the partition's PostgreSQL log at the acquired epoch (a fresh local replica of its rows)
 and hand it to its runtime, chosen by topic: an __consumer_offsets partition to the offsets runtime
 (LOADING, replay, ACTIVE), a __transaction_state partition to the transaction coordinator (loaded
-by replay; the ownership epoch is its coordinator epoch), any other to the data plane (led at the
-wire's constant leader epoch: state.WIRE_LEADER_EPOCH) -- Kafka's immigration. A take that fails
+by replay; the ownership epoch is its coordinator epoch), a __share_group_state partition to the share
+coordinator (loaded by replay), any other to the data plane (led at the wire's constant leader epoch:
+state.WIRE_LEADER_EPOCH; the share partitions over it follow it: `topic_gone` drops them where it is given up
+or lost) -- Kafka's immigration. A take that fails
 raises: the Reconciler tries again at its next round. give_up: the hand-off (queued writes finish,
 unload, close) before the Reconciler releases the row. lost: fenced or the lease lapsed -- unload
 at once; nothing can be flushed, and nothing unflushed was ever answered as a success.
@@ -23,7 +25,7 @@ import structlog
 from coordinator.cluster.log_factory import LogFactory
 from coordinator.cluster.state import WIRE_LEADER_EPOCH
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
-from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from rules.placement import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from storage.log_protocol import PartitionLogProtocol
 
 log = structlog.get_logger(__name__)
@@ -36,6 +38,7 @@ class Runtime(Enum):
 
     OFFSETS = "offsets"  # the group coordinator's __consumer_offsets
     TXN = "txn"  # the transaction coordinator's __transaction_state
+    SHARE = "share"  # the share coordinator's __share_group_state
     DATA = "data"  # the data plane's topics
 
 
@@ -45,6 +48,8 @@ def runtime_of(topic: TopicInfo) -> Runtime:
         return Runtime.OFFSETS
     if topic.internal and topic.name == TRANSACTION_STATE_TOPIC:
         return Runtime.TXN
+    if topic.internal and topic.name == SHARE_GROUP_STATE_TOPIC:
+        return Runtime.SHARE
     return Runtime.DATA
 
 
@@ -74,6 +79,16 @@ class TxnHost(Protocol):
     def lost(self, partition: int) -> None: ...
 
 
+class ShareHost(Protocol):
+    """What of share/runtime's ShareCoordinator (cluster mode) the hooks call."""
+
+    async def take(self, partition: int, log_: PartitionLogProtocol) -> None: ...
+
+    async def give_up(self, partition: int) -> None: ...
+
+    def lost(self, partition: int) -> None: ...
+
+
 class DataHost(Protocol):
     """What of data_plane/plane.py's DataPlane the hooks call."""
 
@@ -87,7 +102,9 @@ class DataHost(Protocol):
 
 class PartitionHooks:
     """`txn`: the TransactionCoordinator (take(partition, coordinator_epoch, log) / give_up / lost), attached
-    once built; `taken`: told of each partition taken that markers may be queued for (not __transaction_state)."""
+    once built; `share`: the ShareCoordinator (take(partition, log) / give_up / lost), the same; `taken`: told of
+    each partition taken that markers may be queued for (not __transaction_state); `topic_gone`: told of each
+    topic partition of the data plane given up or lost (its share partitions go)."""
 
     def __init__(self, topics: TopicCatalog, offsets: OffsetsHost, data: DataHost, logs: LogFactory,
                  txn: TxnHost | None = None) -> None:
@@ -96,6 +113,8 @@ class PartitionHooks:
         self.data = data
         self.logs = logs
         self.txn = txn
+        self.share: ShareHost | None = None
+        self.topic_gone: Callable[[str, int], None] = lambda topic, index: None
         self.owned: dict[PartitionKey, Owned] = {}
         self.taken: Callable[[PartitionKey], None] = lambda key: None
         self._closing: set[asyncio.Task[None]] = set()
@@ -110,6 +129,8 @@ class PartitionHooks:
         runtime = runtime_of(topic)
         if runtime is Runtime.TXN and self.txn is None:
             raise LookupError(f"{topic.name}: no transaction coordinator on this node yet")
+        if runtime is Runtime.SHARE and self.share is None:
+            raise LookupError(f"{topic.name}: no share coordinator on this node yet")
         if runtime is Runtime.OFFSETS:
             plog = await self.logs.open_offsets_partition(partition, epoch)
         else:
@@ -121,6 +142,8 @@ class PartitionHooks:
                 await self.offsets.take(partition, plog)
             elif runtime is Runtime.TXN:
                 await self._take_txn(partition, epoch, plog)
+            elif runtime is Runtime.SHARE:
+                await self._share_host().take(partition, plog)  # unloaded again if its load fails
             else:
                 await self.data.take_partition(topic.name, partition, plog, WIRE_LEADER_EPOCH)
         except BaseException:
@@ -128,8 +151,14 @@ class PartitionHooks:
             await plog.close()
             raise
         log.info("cluster.partition.taken", topic=topic.name, partition=partition, epoch=epoch)
-        if runtime is not Runtime.TXN:
+        if runtime not in (Runtime.TXN, Runtime.SHARE):
             self.taken(key)
+
+    def _share_host(self) -> ShareHost:
+        """The share coordinator: attached before any __share_group_state partition is taken."""
+        if self.share is None:
+            raise LookupError("no share coordinator on this node yet")
+        return self.share
 
     def _txn_host(self) -> TxnHost:
         """The transaction coordinator: attached before any __transaction_state partition is taken."""
@@ -154,8 +183,11 @@ class PartitionHooks:
             await self.offsets.give_up(partition)
         elif runtime is Runtime.TXN:
             await self._txn_host().give_up(partition)
+        elif runtime is Runtime.SHARE:
+            await self._share_host().give_up(partition)
         else:
             await self.data.give_up_partition(owned.topic.name, partition)
+            self.topic_gone(owned.topic.name, partition)  # after: no request reaches the partition here any more
         log.info("cluster.partition.given_up", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
 
     def lost(self, topic_id: uuid.UUID, partition: int) -> None:
@@ -165,12 +197,14 @@ class PartitionHooks:
         runtime = runtime_of(owned.topic)
         if runtime is Runtime.OFFSETS:
             self.offsets.lost(partition)
-        elif runtime is Runtime.TXN:
-            self._txn_host().lost(partition)  # forgets the log without closing it: closed here, in the background
+        elif runtime in (Runtime.TXN, Runtime.SHARE):
+            # each forgets the log without closing it: closed here, in the background
+            (self._txn_host() if runtime is Runtime.TXN else self._share_host()).lost(partition)
             closing = asyncio.ensure_future(owned.log.close())
             self._closing.add(closing)
             closing.add_done_callback(self._closed)
         else:
+            self.topic_gone(owned.topic.name, partition)
             self.data.lose_partition(owned.topic.name, partition)
         log.warning("cluster.partition.lost", topic=owned.topic.name, partition=partition, epoch=owned.epoch)
 

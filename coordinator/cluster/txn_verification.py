@@ -12,12 +12,12 @@ answers the questions about transactional ids this node hosts, with TransactionC
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any, Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.cluster.notify_calls import NotifyCalls
 from storage.errors import StorageError
 from storage.pg import txn_verify
 
@@ -39,22 +39,18 @@ class RemoteVerification:
         self.node_id = node_id
         self.local = local
         self.timeout_s = timeout_s
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[ErrorCode]] = {}
-        self._answering: set[asyncio.Task[None]] = set()
+        self._calls: NotifyCalls[ErrorCode] = NotifyCalls()
 
     async def verify(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
                      partition: int) -> ErrorCode | None:
         """The coordinating node's answer (TransactionCoordinator.verification's codes), NETWORK_EXCEPTION when
         none comes, or None when the id cannot be asked about (longer than a notification may carry)."""
-        request_id = next(self._ids)
-        payload = txn_verify.question(txn_verify.Question(self.node_id, request_id, producer_id, producer_epoch,
-                                                          topic, partition, txn_id))
-        if payload is None:
-            return None
-        answered = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = answered
+        request_id, answered = self._calls.ask()
         try:
+            payload = txn_verify.question(txn_verify.Question(self.node_id, request_id, producer_id, producer_epoch,
+                                                              topic, partition, txn_id))
+            if payload is None:
+                return None
             await txn_verify.notify(self.pool, payload)
             async with asyncio.timeout(self.timeout_s):
                 return await answered
@@ -63,7 +59,7 @@ class RemoteVerification:
                      error=repr(exc))
             return ErrorCode.network_exception
         finally:
-            self._waiting.pop(request_id, None)
+            self._calls.done(request_id)
 
     def notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
         """A notification of txn_verify.CHANNEL (any node's; asyncpg's listener signature)."""
@@ -72,16 +68,12 @@ class RemoteVerification:
             log.warning("cluster.txn_verify.bad_notification", payload=payload[:100])
         elif isinstance(message, txn_verify.Answer):
             if message.node_id == self.node_id:
-                answered = self._waiting.get(message.request_id)
-                if answered is not None and not answered.done():
-                    answered.set_result(_code(message.error_code))
+                self._calls.answered(message.request_id, _code(message.error_code))
         elif self.local.hosts(message.transactional_id):
             code = self.local.verification(message.transactional_id, message.producer_id, message.producer_epoch,
                                            message.topic, message.partition)
             if code is not None:
-                task = asyncio.ensure_future(self._answer(message, code))
-                self._answering.add(task)
-                task.add_done_callback(self._answering.discard)
+                self._calls.answer(self._answer(message, code))
 
     async def _answer(self, question: txn_verify.Question, code: ErrorCode) -> None:
         try:
@@ -91,11 +83,7 @@ class RemoteVerification:
             log.info("cluster.txn_verify.answer_failed", error=repr(exc))
 
     async def stop(self) -> None:
-        for task in list(self._answering):
-            task.cancel()
-        await asyncio.gather(*self._answering, return_exceptions=True)
-        for answered in self._waiting.values():
-            answered.cancel()
+        await self._calls.stop()
 
 
 def _code(value: int) -> ErrorCode:

@@ -83,12 +83,14 @@ def error_for(key_type: int, key: str, version: int = SHARE_FROM) -> ErrorCode:
 class FindCoordinatorHandler:
     def __init__(self, view: ClusterView, offsets_partitions: int, access: Access | None = None,
                  txn_partitions: int = DEFAULT_TXN_PARTITIONS, txn_topic: Callable[[], bool] | None = None,
-                 share_partitions: int = DEFAULT_SHARE_STATE_PARTITIONS) -> None:
+                 share_partitions: Callable[[], int] = lambda: DEFAULT_SHARE_STATE_PARTITIONS,
+                 share_topic: Callable[[], bool] | None = None) -> None:
         self.view = view
         self.offsets_partitions = offsets_partitions
         self.txn_partitions = txn_partitions
-        self.share_partitions = share_partitions
+        self.share_partitions = share_partitions  # __share_group_state's partition count (cluster mode: the topic's)
         self.txn_topic = txn_topic  # cluster mode: whether __transaction_state exists (its creation starts if not)
+        self.share_topic = share_topic  # the same for __share_group_state
         self.access = access or Access()
 
     def refused(self, ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
@@ -117,7 +119,9 @@ class FindCoordinatorHandler:
                 return ErrorCode.coordinator_not_available, NO_NODE  # Kafka: the topic is being created
             leader = view.leader(TRANSACTION_STATE_TOPIC, transaction_partition_for(key, self.txn_partitions))
         elif key_type == SHARE:
-            leader = view.leader(SHARE_GROUP_STATE_TOPIC, share_state_partition_for(key, self.share_partitions))
+            if self.share_topic is not None and not self.share_topic():
+                return ErrorCode.coordinator_not_available, NO_NODE  # Kafka: the topic is being created
+            leader = view.leader(SHARE_GROUP_STATE_TOPIC, share_state_partition_for(key, self.share_partitions()))
         else:
             leader = view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions))
         broker: Broker | None = view.broker(leader)
@@ -150,5 +154,5 @@ class FindCoordinatorHandler:
 def register(dispatcher: Dispatcher, services: Services) -> None:
     handler = FindCoordinatorHandler(services.view, services.groups.settings.offsets_partitions, services.access,
                                      services.txn.settings.num_partitions, services.txn_topic,
-                                     services.share.coordinator.settings.num_partitions)
+                                     services.share.coordinator.num_partitions, services.share_topic)
     dispatcher.register(ApiKey.FIND_COORDINATOR, handler.handle)

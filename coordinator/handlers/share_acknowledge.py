@@ -68,9 +68,10 @@ class ShareAcknowledgeHandler:
                          "error_message": acked.get(key, (ErrorCode.none, None))[1], "current_leader": NO_LEADER}
                    for key in acks}
         lock_ms = requests.partitions.settings_for(group_id).record_lock_duration_ms
+        endpoints = requests.leader_hints(ctx, answers)
         return build(API_TABLE[ApiKey.SHARE_ACKNOWLEDGE].responses[ctx.api_version], throttle_time=NO_THROTTLE,
                      error_code=ErrorCode.none, error_message=None, acquisition_lock_timeout=lock_timeout(lock_ms),
-                     responses=grouped(answers), node_endpoints=[])
+                     responses=grouped(answers), node_endpoints=endpoints)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

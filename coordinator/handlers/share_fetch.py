@@ -12,7 +12,10 @@ share_fetching.py, as Kafka's KafkaApis.handleShareFetchRequest and SharePartiti
 * per partition: READ on its topic (TOPIC_AUTHORIZATION_FAILED), UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION;
   acknowledgements answered in AcknowledgeErrorCode once durable; records and AcquiredRecords of the session's
   partitions, waiting up to MaxWaitMs when there are none;
-* AcquisitionLockTimeoutMs: the group's share.record.lock.duration.ms.
+* AcquisitionLockTimeoutMs: the group's share.record.lock.duration.ms;
+* a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (cluster mode: another node leads it) names
+  its current leader (CurrentLeader) and that node's endpoint on the client's listener (NodeEndpoints), as
+  KafkaApis.processShareFetchResponse / processShareAcknowledgeResponse do.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ log = structlog.get_logger(__name__)
 
 PartitionKey = tuple[uuid.UUID, int]
 NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
+MOVED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 
 
 def lock_timeout(value_ms: int) -> Any:
@@ -69,11 +73,30 @@ def grouped(answers: dict[PartitionKey, Fields]) -> list[Fields]:
 class ShareRequests:
     """What ShareFetch and ShareAcknowledge share: access checks, acknowledgements, releasing a closed session."""
 
-    def __init__(self, partitions: SharePartitions, fetching: ShareFetching, access: Access, data: Any) -> None:
+    def __init__(self, partitions: SharePartitions, fetching: ShareFetching, access: Access, data: Any,
+                 view: Any = None) -> None:
         self.partitions = partitions
         self.fetching = fetching
         self.access = access
         self.data = data
+        self.view = view  # the ClusterView: who leads a partition
+
+    def leader_hints(self, ctx: RequestContext, answers: dict[PartitionKey, Fields]) -> list[Fields]:
+        """Kafka's hints for the partitions answered NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH: their
+        CurrentLeader set in `answers`, and the NodeEndpoints of those leaders (on the client's listener)."""
+        endpoints: dict[int, Fields] = {}
+        for (topic_id, index), answer in answers.items():
+            info = self.data.catalog.by_id(topic_id)
+            if answer["error_code"] not in MOVED or info is None or self.view is None:
+                continue
+            leader = self.view.leader(info.name, index)
+            broker = self.view.broker(leader)
+            broker = None if broker is None else broker.on(ctx.listener)
+            if broker is None:
+                continue
+            answer["current_leader"] = {"leader_id": leader, "leader_epoch": self.view.leader_epoch(info.name, index)}
+            endpoints[leader] = {"node_id": leader, "host": broker.host, "port": broker.port, "rack": broker.rack}
+        return list(endpoints.values())
 
     def topic_refused(self, ctx: RequestContext, topic_id: uuid.UUID) -> bool:
         if not self.access.enabled:
@@ -103,7 +126,8 @@ class ShareRequests:
 
 
 def share_requests(services: Services) -> ShareRequests:
-    return ShareRequests(services.share.partitions, services.share.fetching, services.access, services.data)
+    return ShareRequests(services.share.partitions, services.share.fetching, services.access, services.data,
+                         services.view)
 
 
 class _Parked:
@@ -185,9 +209,10 @@ class ShareFetchHandler:
                 "acquired_records": [{"first_offset": a.first_offset, "last_offset": a.last_offset,
                                       "delivery_count": a.delivery_count} for a in part.acquired]}
         lock_ms = requests.partitions.settings_for(group_id).record_lock_duration_ms
+        endpoints = requests.leader_hints(ctx, answers)
         return build(API_TABLE[ApiKey.SHARE_FETCH].responses[version], throttle_time=NO_THROTTLE,
                      error_code=ErrorCode.none, error_message=None, acquisition_lock_timeout=lock_timeout(lock_ms),
-                     responses=grouped(answers), node_endpoints=[])
+                     responses=grouped(answers), node_endpoints=endpoints)
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:

@@ -44,7 +44,7 @@ UNINITIALIZED = -1
 class ShareGroupOffsetsHandler:
     def __init__(self, services: Services) -> None:
         self.groups = services.groups
-        self.coordinator = services.share.coordinator
+        self.coordinator = services.share.state  # the node's own, or cluster mode's routing to the owner
         self.data = services.data
         self.access: Access = services.access
 

@@ -12,9 +12,9 @@ import asyncpg
 import pytest
 
 from coordinator.cluster.identity import join_cluster
+from coordinator.cluster.lazy_topics import TxnTopic
 from coordinator.cluster.marker_consumer import MarkerConsumer
 from coordinator.cluster.marker_queue import MarkerQueue
-from coordinator.cluster.txn_topic import TxnTopic
 from coordinator.config import ConfigError
 from coordinator.data_plane.pg_catalog_store import PgCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog

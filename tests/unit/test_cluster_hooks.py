@@ -1,5 +1,5 @@
-"""The Reconciler's hooks route each partition to the offsets runtime, the transaction coordinator or the data
-plane, and the supervisor
+"""The Reconciler's hooks route each partition to the offsets runtime, the transaction coordinator, the share
+coordinator or the data plane (the share partitions going with their topic partitions), and the supervisor
 unloads a partition whose PostgreSQL log broke and has the Reconciler take it again."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from coordinator.cluster.log_supervisor import LogSupervisor
 from coordinator.cluster.partition_hooks import PartitionHooks, Runtime, runtime_of
 from coordinator.data_plane.topic_catalog import TopicCatalog, TopicInfo
-from rules.placement import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from rules.placement import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 
 class FakeLog:
@@ -229,3 +229,63 @@ def test_a_user_topic_is_data_whatever_its_name():
     assert runtime_of(TopicInfo(TRANSACTION_STATE_TOPIC, uuid.uuid4(), 1)) is Runtime.DATA
     assert runtime_of(TopicInfo(TRANSACTION_STATE_TOPIC, uuid.uuid4(), 1, internal=True)) is Runtime.TXN
     assert runtime_of(TopicInfo(OFFSETS_TOPIC, uuid.uuid4(), 1, internal=True)) is Runtime.OFFSETS
+    assert runtime_of(TopicInfo(SHARE_GROUP_STATE_TOPIC, uuid.uuid4(), 1)) is Runtime.DATA
+    assert runtime_of(TopicInfo(SHARE_GROUP_STATE_TOPIC, uuid.uuid4(), 1, internal=True)) is Runtime.SHARE
+
+
+class ShareRecorder:
+    """Stands in for the ShareCoordinator: records take/give_up/lost."""
+
+    def __init__(self, fail_take: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.fail_take = fail_take
+
+    async def take(self, partition, log):
+        self.calls.append(("share.take", partition, log.key))
+        if self.fail_take:
+            raise RuntimeError("replay failed")
+
+    async def give_up(self, partition):
+        self.calls.append(("share.give_up", partition))
+
+    def lost(self, partition):
+        self.calls.append(("share.lost", partition))
+
+
+def test_share_state_partitions_go_to_the_share_coordinator_and_share_partitions_follow_their_topic(parts):
+    hooks, catalog, recorder, orders, opened = parts
+    state = TopicInfo(SHARE_GROUP_STATE_TOPIC, uuid.uuid4(), 3, internal=True)
+    catalog.later.append(state)
+    with pytest.raises(LookupError, match="no share coordinator"):  # not attached yet: retried later
+        asyncio.run(hooks.take(state.topic_id, 1, 1))
+    share = hooks.share = ShareRecorder()
+    gone: list[tuple] = []
+    hooks.topic_gone = lambda topic, index: gone.append((topic, index))
+    taken = []
+    hooks.taken = taken.append
+
+    async def scenario():
+        await hooks.take(state.topic_id, 1, 5)
+        await hooks.take(state.topic_id, 2, 6)
+        await hooks.take(orders.topic_id, 0, 3)
+        await hooks.take(orders.topic_id, 1, 4)
+        plog = hooks.owned[(state.topic_id, 2)].log
+        await hooks.give_up(state.topic_id, 1)
+        hooks.lost(state.topic_id, 2)
+        await hooks.give_up(orders.topic_id, 0)
+        hooks.lost(orders.topic_id, 1)
+        await asyncio.sleep(0)  # the lost log closes in the background
+        return plog
+
+    lost_log = asyncio.run(scenario())
+    assert (SHARE_GROUP_STATE_TOPIC, 1, 5) in opened
+    assert share.calls == [("share.take", 1, (SHARE_GROUP_STATE_TOPIC, 1, 5)),
+                           ("share.take", 2, (SHARE_GROUP_STATE_TOPIC, 2, 6)), ("share.give_up", 1),
+                           ("share.lost", 2)]
+    assert lost_log.closed
+    assert gone == [("orders", 0), ("orders", 1)]  # the share partitions over them go too
+    assert taken == [(orders.topic_id, 0), (orders.topic_id, 1)]  # no markers for __share_group_state
+    hooks.share = ShareRecorder(fail_take=True)
+    with pytest.raises(RuntimeError, match="replay failed"):
+        asyncio.run(hooks.take(state.topic_id, 0, 7))
+    assert hooks.owned == {}

@@ -78,7 +78,7 @@ async def test_no_answer_or_no_postgresql_is_a_network_exception_and_long_ids_ar
     assert await asking.verify("tx", 7, 0, "t", 0) is E.network_exception
     assert await asking.verify("x" * (txn_verify.MAX_ID_BYTES + 1), 7, 0, "t", 0) is None
     asking.notified(None, 0, txn_verify.CHANNEL, "v:garbage")  # logged and dropped
-    assert not asking._waiting
+    assert not asking._calls.waiting
 
 
 def test_payloads_read_back():

@@ -38,6 +38,7 @@ from storage import share_state_records
 from storage.batch import build_batch, decode_records, iter_batches
 from storage.errors import CorruptRecordError
 from storage.log import FlushPolicy, PartitionLog, partition_dir
+from storage.pg.errors import FencedError
 
 log = structlog.get_logger(__name__)
 
@@ -74,6 +75,12 @@ class StatePartition:
         self.loading: asyncio.Task | None = None
 
 
+def _write_error(exc: BaseException) -> ErrorCode:
+    """A write's error: cluster mode's FencedError (another node took the partition) is NOT_COORDINATOR, as
+    Kafka's coordinator runtime answers for a partition it no longer leads (the persister asks the new one)."""
+    return ErrorCode.not_coordinator if isinstance(exc, FencedError) else error_code_for(exc)
+
+
 def _wall_ms() -> int:
     return int(time.time() * 1000)
 
@@ -86,22 +93,50 @@ class ShareCoordinator:
         self.partition_exists = partition_exists  # the metadata image: does this topic id have this partition
         self.wall_ms = wall_ms
         self.partitions: dict[int, StatePartition] = {}
+        #: how many partitions __share_group_state has (cluster mode: the topic's, as first created)
+        self.num_partitions: Callable[[], int] = lambda: settings.num_partitions
         self._prune: asyncio.Task | None = None
         self._executor: ThreadPoolExecutor | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Local mode: host every partition; each loads in the background (requests wait for it)."""
-        for partition in range(self.settings.num_partitions):
-            path = partition_dir(self.root, SHARE_GROUP_STATE_TOPIC, partition)
-            log_ = PartitionLog.open(path, segment_bytes=self.settings.segment_bytes,
-                                     flush_policy=FlushPolicy(self.settings.flush_policy.lower()),
-                                     flush_interval_ms=self.settings.flush_interval_ms)
-            part = self.partitions[partition] = StatePartition(partition, log_, self._new_store())
-            self._load_soon(part)
+    async def start(self, host_all: bool = True) -> None:
+        """Local mode (`host_all`): host every partition; each loads in the background (requests wait for it).
+        Cluster mode: the partitions come one by one as this node takes them (`take`)."""
+        if host_all:
+            for partition in range(self.settings.num_partitions):
+                path = partition_dir(self.root, SHARE_GROUP_STATE_TOPIC, partition)
+                log_ = PartitionLog.open(path, segment_bytes=self.settings.segment_bytes,
+                                         flush_policy=FlushPolicy(self.settings.flush_policy.lower()),
+                                         flush_interval_ms=self.settings.flush_interval_ms)
+                part = self.partitions[partition] = StatePartition(partition, log_, self._new_store())
+                self._load_soon(part)
         if self.settings.prune_interval_ms > 0:
             self._prune = asyncio.ensure_future(self._prune_every(self.settings.prune_interval_ms))
+
+    async def take(self, partition: int, log_: Any) -> None:
+        """Cluster mode: host `partition` (its log given, writable at the ownership epoch only), load it from its
+        log, then serve it (requests meanwhile wait for the load)."""
+        part = self.partitions[partition] = StatePartition(partition, log_, self._new_store())
+        self._load_soon(part)
+        try:
+            await asyncio.shield(part.loading)  # type: ignore[arg-type]
+        except BaseException:
+            self.lost(partition)  # not left half-loaded: the Reconciler takes it again at its next round
+            raise
+
+    async def give_up(self, partition: int) -> None:
+        """The hand-off: unloaded (requests get NOT_COORDINATOR), then its log closes once its writes finished."""
+        part = self.lost(partition)
+        if part is not None:
+            await part.log.close()
+
+    def lost(self, partition: int) -> StatePartition | None:
+        """Unloaded at once (fenced, or the lease lapsed); the caller closes its log."""
+        part = self.partitions.pop(partition, None)
+        if part is not None and part.loading is not None:
+            part.loading.cancel()
+        return part
 
     async def stop(self) -> None:
         if self._prune is not None:
@@ -152,13 +187,15 @@ class ShareCoordinator:
 
     # --- requests --------------------------------------------------------------------------------------
 
+    def index_of(self, group: str, topic_id: uuid.UUID, partition: int) -> int:
+        """The __share_group_state partition of the share partition (group, topic id, partition)."""
+        return share_state_partition_for(share_coordinator_key(group, topic_id, partition), self.num_partitions())
+
     def partition_of(self, group: str, topic_id: uuid.UUID, partition: int) -> StatePartition:
-        return self.partitions[share_state_partition_for(share_coordinator_key(group, topic_id, partition),
-                                                         self.settings.num_partitions)]
+        return self.partitions[self.index_of(group, topic_id, partition)]
 
     async def _ready(self, group: str, topic_id: uuid.UUID, partition: int) -> StatePartition | Answer:
-        part = self.partitions.get(share_state_partition_for(share_coordinator_key(group, topic_id, partition),
-                                                             self.settings.num_partitions))
+        part = self.partitions.get(self.index_of(group, topic_id, partition))
         if part is None:
             return Answer(ErrorCode.not_coordinator, "The share coordinator is not available.")
         if part.loading is not None:
@@ -179,7 +216,7 @@ class ShareCoordinator:
             appended = part.log.append(build_batch([(key, value, now) for key, value in pairs]))
         except Exception as exc:
             log.warning("share-group state write refused", partition=part.partition, error=repr(exc))
-            return Answer(error_code_for(exc), None)
+            return Answer(_write_error(exc), None)
         for i, (key, value) in enumerate(decision.records):
             part.store.replay(appended.base_offset + i, key, value)
         try:
@@ -189,7 +226,7 @@ class ShareCoordinator:
                         error=repr(exc))
             if part.loading is None:
                 self._load_soon(part)
-            return Answer(error_code_for(exc), None)
+            return Answer(_write_error(exc), None)
         return decision.answer
 
     async def write(self, request: WriteState) -> Answer:
@@ -254,7 +291,7 @@ class ShareCoordinator:
             try:
                 log_.advance_log_start(target)
                 await log_.checkpoint_log_start()
-                whole = sum(1 for nxt in log_.segments[1:] if nxt.base_offset <= log_.log_start_offset)
+                whole = sum(1 for nxt in log_.segment_infos()[1:] if nxt.base_offset <= log_.log_start_offset)
                 if whole:
                     if self._executor is None:
                         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="share-state-prune")

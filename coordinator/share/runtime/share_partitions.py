@@ -41,6 +41,26 @@ SpKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
 WAKE_BYTES = 1 << 30  # what a wake counts as, for a parked ShareFetch (it needs one byte)
 
 
+def state_leader_epoch(target: Any) -> int:
+    """The leader epoch a share partition's state requests carry: in cluster mode the ownership epoch of its topic
+    partition's log (a new leader's is higher, so the share coordinator fences a former leader's late writes with
+    FENCED_LEADER_EPOCH), in local mode the partition's leader epoch (the wire's constant)."""
+    return getattr(target.log, "epoch", target.leader_epoch)
+
+
+#: Kafka's SharePartition.fetchPersisterError: what a failed state request is answered with, to the client
+PERSISTER_ERRORS = {ErrorCode.not_coordinator: ErrorCode.coordinator_not_available,
+                    ErrorCode.coordinator_load_in_progress: ErrorCode.coordinator_not_available,
+                    ErrorCode.group_id_not_found: ErrorCode.invalid_request,
+                    ErrorCode.unknown_topic_or_partition: ErrorCode.invalid_request,
+                    ErrorCode.fenced_leader_epoch: ErrorCode.not_leader_or_follower}
+
+
+def persister_error(answer: Answer) -> Answer:
+    code = PERSISTER_ERRORS.get(answer.error)
+    return answer if code is None else Answer(code, answer.message)
+
+
 def share_key(key: SpKey) -> tuple:
     """The purgatory key parked ShareFetches of a share partition watch besides the topic partition's own."""
     return ("share", *key)
@@ -93,9 +113,10 @@ class SharePartitions:
 
     async def _load(self, key: SpKey, topic: str, target: Any) -> Entry | Answer:
         group_id, topic_id, index = key
-        answer = await self.coordinator.read(group_id, topic_id, index, target.leader_epoch)
+        epoch = state_leader_epoch(target)
+        answer = await self.coordinator.read(group_id, topic_id, index, epoch)
         if answer.error is not ErrorCode.none or answer.state is None:
-            return answer
+            return persister_error(answer)
         state = answer.state
         settings = self.settings_for(group_id)
         lg = target.log
@@ -104,10 +125,12 @@ class SharePartitions:
             start = start_offset(parse_offset_reset(settings.auto_offset_reset), lg.log_start_offset,
                                  lg.high_watermark, lambda ts: _offset_for_time(lg, ts), self.wall_ms())
             written = await self.coordinator.write(WriteState(group_id, topic_id, index, state.state_epoch,
-                                                              target.leader_epoch, start))
+                                                              epoch, start))
             if written.error is not ErrorCode.none:
-                return written
+                return persister_error(written)
         start = max(start, lg.log_start_offset)
+        if self.data.partition(topic, index) is not target:  # given up or lost while loading
+            return Answer(ErrorCode.not_leader_or_follower, None)
         partition = SharePartition(start, state.state_batches, state.state_epoch, settings.partition_max_record_locks,
                                    settings.delivery_count_limit, settings.record_lock_duration_ms)
         entry = self.entries[key] = Entry(key, topic, partition, target)
@@ -124,8 +147,8 @@ class SharePartitions:
         write = change.persist
         group_id, topic_id, index = entry.key
         answer = await self.coordinator.write(WriteState(
-            group_id, topic_id, index, entry.partition.state_epoch, entry.target.leader_epoch, write.start_offset,
-            write.state_batches, write.delivery_complete_count))
+            group_id, topic_id, index, entry.partition.state_epoch, state_leader_epoch(entry.target),
+            write.start_offset, write.state_batches, write.delivery_complete_count))
         if answer.error is ErrorCode.none:
             return ErrorCode.none
         log.warning("share partition state not written", group=group_id, partition=index, error=answer.error.name,
@@ -133,7 +156,7 @@ class SharePartitions:
         if rollback:
             entry.partition.rollback(change)
             self.changed(entry)
-        return answer.error
+        return persister_error(answer).error
 
     def changed(self, entry: Entry) -> None:
         """After any change: the lock timer follows the earliest lock; records may be available again."""
@@ -238,6 +261,13 @@ class SharePartitions:
     def forget(self, group_id: str, topic_id: uuid.UUID) -> None:
         """The share partitions of a group's topic are dropped here: their state was deleted or reset."""
         for key in [k for k in self.entries if k[0] == group_id and k[1] == topic_id]:
+            self._forget(key)
+
+    def topic_partition_gone(self, topic: str, index: int) -> None:
+        """Cluster mode: this node no longer leads the topic partition (given up or lost): its share partitions
+        are dropped here (lock timers cancelled, nothing more written); the new leader loads them from the
+        share coordinator's state, where the records acquired here and never acknowledged are available."""
+        for key in [k for k, entry in self.entries.items() if entry.topic == topic and k[2] == index]:
             self._forget(key)
 
     def close(self) -> None:

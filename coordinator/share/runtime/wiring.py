@@ -18,13 +18,28 @@ from coordinator.share.runtime.share_partitions import SharePartitions
 
 @dataclass
 class ShareRuntime:
+    """`coordinator`: the __share_group_state partitions hosted here; `state`: where the share-group state
+    requests go (the coordinator itself in local mode; in cluster mode the node owning each request's partition:
+    cluster/share_state_remote.py, set by `route`)."""
+
     coordinator: ShareCoordinator
     partitions: SharePartitions
     fetching: ShareFetching
     group_configs: GroupConfigs
+    state: Any = None
+    host_all: bool = True  # local mode: every __share_group_state partition is hosted here
+
+    def __post_init__(self) -> None:
+        if self.state is None:
+            self.state = self.coordinator
+
+    def route(self, state: Any) -> None:
+        """Cluster mode: the requests go through `state`; the partitions come as this node takes them."""
+        self.state = self.partitions.coordinator = state
+        self.host_all = False
 
     async def start(self) -> None:
-        await self.coordinator.start()
+        await self.coordinator.start(self.host_all)
 
     async def stop(self) -> None:
         self.partitions.close()
