@@ -3,7 +3,7 @@ subprocess), so `./dev unit` runs them in under a minute on a machine where ./de
 A test that needs a process belongs in tests/integration.
 
 Enforced twice: tests/unit/test_unit_tests_are_pure.py reads every file here for the imports and fixtures that
-start one, and an audit hook (armed while a unit test's setup, call and teardown run) refuses any process start
+start one, and an audit hook (armed while a unit test's setup and call run) refuses any process start
 and fails that test, even where the code under test swallows the error.
 """
 
@@ -45,10 +45,8 @@ GUARD = ProcessGuard()
 sys.addaudithook(GUARD)  # an audit hook cannot be removed: it only acts while a tests/unit item runs
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+def _guarded(item: pytest.Item) -> Iterator[None]:
     GUARD.armed = item.path.resolve().is_relative_to(UNIT_DIR)
-    GUARD.refused.clear()
     try:
         yield
     finally:
@@ -56,11 +54,27 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    GUARD.refused.clear()
+    yield from _guarded(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    yield from _guarded(item)
+
+
+# Not in teardown: a unit test's teardown is where pytest also tears down the session's fixtures when it is the
+# last test of a mixed run (`./dev test` runs tests/ at once) -- e.g. the PostgreSQL cluster an integration test
+# started is stopped there, by a process.
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    if GUARD.armed and GUARD.refused and report.passed:
+    if call.when != "teardown" and GUARD.refused and report.passed:
         report.outcome = "failed"
         report.longrepr = f"a unit test started a process: {GUARD.refused}; it belongs in tests/integration"
-    if GUARD.armed:
+    if call.when != "teardown":
         GUARD.refused.clear()
