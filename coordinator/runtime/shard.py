@@ -170,11 +170,24 @@ class Shard:
             self.consumer.watch(pending, saved)
         if self.migration.undo:  # a downgrade's classic group, put in place before its records
             self.migration.attach(pending)
+        self._append(pending)
+        return pending
+
+    def write_applied(self, records: list[Record], tails: list[bytes], undo: list) -> PendingWrite:
+        """`write` for OffsetCommit records whose replay a fast lane (coordinator/fastlane/) made itself: the store
+        changed as `replay_all` changes it, `undo` filled as it fills it, and nothing else to replay (no open
+        transaction of the group, no group to create, no migration): registered and appended as `write` does."""
+        store = self.offsets
+        pending = PendingWrite(records, tails, store)
+        store.begin(pending, records, undo)
+        self._append(pending)
+        return pending
+
+    def _append(self, pending: PendingWrite) -> None:
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
             pending.resolve(exc)
-        return pending
 
     def _restore_on_failure(self, removed: list[RemovedGroup]) -> Callable[[BaseException | None], None]:
         def restore(error: BaseException | None) -> None:
