@@ -31,6 +31,7 @@ cdef class HeartbeatLane:
     cdef object fallback, decide, frame_of, metrics, api_name
     cdef dict tails  # version << 16 | code -> the answer frame after its size and correlation id
     cdef dict sizes  # the same key -> the frame's size field
+    cdef public int handled  # heartbeats this lane answered (tests read it)
 
     def __init__(self, handler, str api_name):
         self.fallback = handler.fast
@@ -40,6 +41,7 @@ cdef class HeartbeatLane:
         self.api_name = api_name
         self.tails = {}
         self.sizes = {}
+        self.handled = 0
 
     def __call__(self, bytes frame, int version, int correlation_id):
         cdef const unsigned char* data = <const unsigned char*>PyBytes_AS_STRING(frame)
@@ -67,6 +69,7 @@ cdef class HeartbeatLane:
         except UnicodeDecodeError:
             return self.fallback(frame, version, correlation_id)
         code = self.decide(group_id, generation, member_id, instance_id)
+        self.handled += 1
         value = code
         if value and self.metrics is not None:
             self.metrics.error(self.api_name, code)
