@@ -66,18 +66,21 @@ class OptionalBuildExt(build_ext):
     def finalize_options(self) -> None:
         super().finalize_options()
         self.force = True
+        self.failures: list[str] = []
 
     def run(self) -> None:
         try:
             super().run()
         except Exception as exc:
-            _warn(f"{type(exc).__name__}: {exc}")
+            self.failures.append(f"{type(exc).__name__}: {exc}")
+        if self.failures:  # one line however many modules failed (a missing compiler fails them all)
+            _warn(self.failures[0] + (f" (and {len(self.failures) - 1} more)" if len(self.failures) > 1 else ""))
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as exc:
-            _warn(f"{ext.name}: {type(exc).__name__}: {exc}")
+            self.failures.append(f"{ext.name}: {type(exc).__name__}: {exc}")
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
