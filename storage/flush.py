@@ -42,6 +42,10 @@ class FlushJob:
     futures: list = field(default_factory=list)
     synced: bool = False  # did the job fsync the active segment
 
+    def writes_only(self) -> bool:
+        """Nothing to sync, close or finish (flush policy none, no roll): page-cache writes only."""
+        return not (self.index_writes or self.fsync_fds or self.finalize_fds or self.close_fds or self.dir_fd >= 0)
+
 
 def pwrite_all(fd: int, buffers: list, position: int) -> None:
     """Write every buffer at ``position``, retrying short writes."""

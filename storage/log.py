@@ -236,8 +236,19 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Ti
         if not self._pending_futures and not self._sync_due():
             return
         job = self._make_job()
-        self._inflight = asyncio.get_running_loop().run_in_executor(
-            self._executor, run_job, job, self._fsync, self._data_sync)
+        loop = asyncio.get_running_loop()
+        if self.flush_policy is FlushPolicy.NONE and job.writes_only():
+            # nothing to fsync: pwrite(v) into the page cache from the loop, without the worker thread's round trip
+            # (a submit and a wake-up of the loop per flush; ~400 us p50 for a 1x1 commit before, issue 32)
+            self._inflight = loop.create_future()
+            try:
+                run_job(job, self._fsync, self._data_sync)
+                self._inflight.set_result(None)
+            except Exception as exc:
+                self._inflight.set_exception(exc)
+            self._on_flushed(job, self._inflight)
+            return
+        self._inflight = loop.run_in_executor(self._executor, run_job, job, self._fsync, self._data_sync)
         self._inflight.add_done_callback(lambda f: self._on_flushed(job, f))
 
     def _sync_due(self) -> bool:
