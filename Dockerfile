@@ -14,23 +14,29 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 RUN python3 -m venv /opt/venv
 WORKDIR /src
 # Dependencies first (this layer changes only with pyproject.toml), then the project itself.
+# A C compiler for the native fast lane (coordinator/fastlane/*.pyx, setup.py) and binutils' strip: this stage only;
+# the runtime stage copies the venv and has neither.
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev binutils >/dev/null
 COPY pyproject.toml README.md ./
 COPY docker/requirements.py /usr/local/bin/requirements-of
 RUN python3 /usr/local/bin/requirements-of pyproject.toml > /tmp/requirements.txt \
  && /opt/venv/bin/pip install --quiet -r /tmp/requirements.txt
+COPY setup.py ./
 COPY primitives ./primitives
 COPY rules ./rules
 COPY protocol ./protocol
 COPY coordinator ./coordinator
 COPY storage ./storage
 COPY spark_jobs ./spark_jobs
+# pip builds the wheel with setup.py (Cython from the build requirements): the image fails here if the native fast
+# lane did not compile (a machine without a compiler gets a warning and the Python path; an image must not).
 RUN /opt/venv/bin/pip install --quiet --no-deps . \
- && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)"
+ && /opt/venv/bin/python -c "import coordinator.net.server, storage.snapshot, protocol.apis; from storage.record_readers import AcceleratedRecordReader, default_reader; assert isinstance(default_reader(), AcceleratedRecordReader)" \
+ && cd / && /opt/venv/bin/python -c "from coordinator.fastlane import native; d = native.describe(); assert d['path'] == 'native', d"
 # What the runtime needs of the venv, nothing more: the installers (pip, setuptools) go, so do the extension modules'
 # debug symbols (uvloop's alone is 13 MB of 14; binutils' strip exists only in this stage) and the bytecode caches.
-RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binutils >/dev/null \
- && find /opt/venv -name '*.so' -exec strip --strip-unneeded {} + \
+RUN find /opt/venv -name '*.so' -exec strip --strip-unneeded {} + \
  && /opt/venv/bin/python -m pip uninstall --quiet -y pip setuptools \
  && /opt/venv/bin/python -c "import uvloop, asyncpg, re2, cramjam, crc32c, aiohttp, coordinator.app" \
  && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +

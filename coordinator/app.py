@@ -13,6 +13,7 @@ import structlog
 from coordinator.config import Config, ConfigError
 from coordinator.data_plane.file_catalog_store import FileCatalogStore
 from coordinator.data_plane.topic_catalog import TopicCatalog
+from coordinator.fastlane import native as compiled
 from coordinator.handlers import (
     acls_admin,
     add_offsets_to_txn,
@@ -158,6 +159,7 @@ class App:
                 await self.stop()
                 raise
         self.listening = True
+        log.info("hot path", **compiled.describe(), authorizer=self.services.access.enabled)
         for listener in bound.values():
             log.info("listening", listener=str(listener), host=listener.host, port=listener.port,
                      advertised=",".join(map(str, advertised)), node_id=self.node.node_id,

@@ -11,6 +11,7 @@ log is in flight, which keeps writes in order without locks.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ class FlushJob:
     end_offset: int = 0
     futures: list = field(default_factory=list)
     synced: bool = False  # did the job fsync the active segment
+
+    def writes_only(self) -> bool:
+        """Nothing to sync, close or finish (flush policy none, no roll): page-cache writes only."""
+        return not (self.index_writes or self.fsync_fds or self.finalize_fds or self.close_fds or self.dir_fd >= 0)
 
 
 def pwrite_all(fd: int, buffers: list, position: int) -> None:
@@ -81,3 +86,19 @@ def run_job(job: FlushJob, fsync, data_sync=None) -> None:
     finally:
         for fd in job.finalize_fds + job.close_fds + ([job.dir_fd] if job.dir_fd >= 0 else []):
             os.close(fd)
+
+
+def start_job(executor, job: FlushJob, fsync, data_sync, inline: bool) -> asyncio.Future[None]:
+    """`run_job` in `executor`'s worker thread, or at once on the loop when `inline` (the log's flush policy none
+    and nothing to fsync: pwrite(v) into the page cache without the worker thread's round trip, a submit and a
+    wake-up of the loop per flush: ~400 us p50 of a 1x1 commit before, issue 32). Returns its future."""
+    loop = asyncio.get_running_loop()
+    if not inline:
+        return loop.run_in_executor(executor, run_job, job, fsync, data_sync)
+    done = loop.create_future()
+    try:
+        run_job(job, fsync, data_sync)
+        done.set_result(None)
+    except Exception as exc:
+        done.set_exception(exc)
+    return done

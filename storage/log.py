@@ -46,7 +46,7 @@ from . import log_start as log_start_checkpoint
 from .batch import assign_offsets, build_batch, scan_for_append
 from .disk_health import HEALTH
 from .errors import LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError  # noqa: F401 (re-export)
-from .flush import FlushJob, default_executor, run_job
+from .flush import FlushJob, default_executor, start_job
 from .log_compaction import CompactionMixin
 from .log_dirs import partition_dir_name
 from .log_files import LogFiles
@@ -254,8 +254,10 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Ti
         if not self._pending_futures and not self._sync_due():
             return
         job = self._make_job()
-        self._inflight = asyncio.get_running_loop().run_in_executor(
-            self._executor, run_job, job, self._fsync, self._data_sync)
+        inline = self.flush_policy is FlushPolicy.NONE and job.writes_only()
+        self._inflight = start_job(self._executor, job, self._fsync, self._data_sync, inline)
+        if inline:  # settled already
+            return self._on_flushed(job, self._inflight)
         self._inflight.add_done_callback(lambda f: self._on_flushed(job, f))
 
     def _sync_due(self) -> bool:

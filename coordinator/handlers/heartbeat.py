@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.fastlane.lane import heartbeat_fast
 from coordinator.handlers.authorized import group_guarded
 from coordinator.handlers.wire_values import NO_THROTTLE
 from coordinator.net.dispatch import Dispatcher, RequestContext
@@ -99,6 +100,7 @@ class HeartbeatHandler:
 def register(dispatcher: Dispatcher, services: Services) -> None:
     heartbeat = HeartbeatHandler(services.groups, services.metrics)
     refuse = lambda version, _request: heartbeat.answer(version, ErrorCode.group_authorization_failed)  # noqa: E731
-    # with an authorizer, no fast path: it would answer without asking (Dispatcher.drop_fast_paths)
+    # with an authorizer, no fast path: it would answer without asking (Dispatcher.drop_fast_paths); the native
+    # lane (coordinator/fastlane/) in front of `fast` when it is built
     dispatcher.register(ApiKey.HEARTBEAT, group_guarded(services.access, Op.READ, heartbeat.handle, refuse),
-                        fast=heartbeat.fast)
+                        fast=heartbeat_fast(heartbeat))

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.completion import Completion
 from coordinator.errors import commit_error_code, logged_by_storage
+from coordinator.fastlane.lane import commit_fast
 from coordinator.handlers.commit_size import SCAN_FROM, refusal_body, scan_oversized
 from coordinator.handlers.wire_values import NO_THROTTLE, ms
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher, RequestContext, later
@@ -275,4 +276,5 @@ class OffsetCommitHandler:
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
     commit = OffsetCommitHandler(services.groups, services.topics.partition_counts, services.metrics, services.access)
-    dispatcher.register(ApiKey.OFFSET_COMMIT, commit.handle, fast=commit.fast)
+    # the native lane (coordinator/fastlane/) in front of `fast` when it is built
+    dispatcher.register(ApiKey.OFFSET_COMMIT, commit.handle, fast=commit_fast(commit, SCAN_FROM))

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.fastlane.lane import fetch_fast
 from coordinator.groups.consumer import offset_rules as consumer_rules
 from coordinator.handlers import offset_fetch_slices as fetch_slices
 from coordinator.handlers.wire_values import NO_THROTTLE
@@ -167,4 +168,6 @@ class OffsetFetchHandler:
 
 
 def register(dispatcher: Dispatcher, services: Services) -> None:
-    dispatcher.register(ApiKey.OFFSET_FETCH, OffsetFetchHandler(services.groups, services.access).handle)
+    handler = OffsetFetchHandler(services.groups, services.access)
+    # the native lane (coordinator/fastlane/) when it is built; else the generic path answers every fetch
+    dispatcher.register(ApiKey.OFFSET_FETCH, handler.handle, fast=fetch_fast(handler.shard_for, fetch_slices.SLICE))

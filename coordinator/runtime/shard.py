@@ -181,11 +181,26 @@ class Shard:
         self.journal = None
         pending = PendingWrite(records, tails)
         self.inflight.add(pending, journal)
+        self._append(pending)
+        return pending
+
+    def write_applied(self, records: list[Record], tails: list[bytes], replaced: list[bytes | None]) -> PendingWrite:
+        """`write` for OffsetCommit records whose replay a fast lane (coordinator/fastlane/) made itself: the store
+        changed as `replay_all` changes it, `replaced` filled as a journal's offsets are (the packed value each
+        record replaced), and nothing else to replay (no open transaction of the group, no group to create, no
+        journal open): in flight with its journal and appended, as `write` does."""
+        journal = Journal(records)
+        journal.offsets = replaced
+        pending = PendingWrite(records, tails)
+        self.inflight.add(pending, journal)
+        self._append(pending)
+        return pending
+
+    def _append(self, pending: PendingWrite) -> None:
         try:
             self.record_log.append(self.partition, pending)
         except Exception as exc:  # e.g. the log is closed: fail the write, never the caller
             pending.resolve(exc)
-        return pending
 
     def open_journal(self) -> Journal:
         """The journal of the write being made (runtime/journal.py), opened if none is: what an operation changes
@@ -208,10 +223,7 @@ class Shard:
             raise
         self.journal = None
         self.inflight.add(pending, journal)
-        try:
-            self.record_log.append(self.partition, pending)
-        except Exception as exc:
-            pending.resolve(exc)
+        self._append(pending)
         return pending
 
     def replay(self, record: Record) -> None:

@@ -163,3 +163,43 @@ def test_compiled_steps_tables_medians_and_failed_runs(tmp_path: Path) -> None:
     assert rows[2] == "| header | 2.00 | 1.00 | 2.00 |"
     assert rows[3] == "| decode | 4.00 | failed | - |"
     assert rows[4] == "| bench.profile.commit_cpu (exit -4) | failed | failed | - |"
+
+
+def test_ours_flags_combine_settings_and_environment():
+    from bench.lib.peers import PeerError, ours_flags
+    assert ours_flags("ours") == ({}, {})
+    assert ours_flags("ours@/some/tree+nosync+pure") == (
+        {"offsets.log.flush.policy": "none"}, {"COORDINATOR_NO_EXTENSIONS": "1"})
+    with pytest.raises(PeerError):
+        ours_flags("ours+fast")
+
+
+def test_the_offset_fetch_benchmark_checks_its_answers():
+    """bench.bench_offset_fetch's check reads an OffsetFetch v8 answer: the committed offsets pass, an error or
+    another offset fails."""
+    from datetime import timedelta
+
+    from kio.schema.offset_fetch.v8.response import (
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponsePartitions,
+        OffsetFetchResponseTopics,
+    )
+    from kio.static.primitive import i32, i64
+
+    from bench.bench_offset_fetch import COMMITTED, fetch_check
+    from protocol.codec import encode_response
+
+    def body(offset: int, code: ErrorCode) -> bytes:
+        answer = OffsetFetchResponse(throttle_time=timedelta(0), groups=(OffsetFetchResponseGroup(
+            group_id="g", error_code=ErrorCode.none, topics=(OffsetFetchResponseTopics(name="t", partitions=tuple(
+                OffsetFetchResponsePartitions(partition_index=i32(p), committed_offset=i64(offset),
+                                              committed_leader_epoch=i32(-1), metadata="", error_code=code)
+                for p in range(3))),)),))
+        return bytes(encode_response(7, 1, answer))[4:]
+
+    fetch_check(body(COMMITTED, ErrorCode.none))
+    with pytest.raises(ValueError):
+        fetch_check(body(COMMITTED, ErrorCode.unknown_topic_or_partition))
+    with pytest.raises(ValueError):
+        fetch_check(body(COMMITTED + 1, ErrorCode.none))

@@ -9,6 +9,8 @@ than the bytes left, a negative length, an over-long varint. The real server run
 RLIMIT_AS; every such frame must close only its own connection, while a well-behaved client keeps
 getting answers within 1.5 s, the server stays up and offsets committed before survive.
 (tests/integration/test_fuzz.py sends garbage frames; this one sends frames a parser takes seriously.)
+Every API runs against the server as built (the native fast lane in CI); OffsetCommit, OffsetFetch and Heartbeat,
+which the lane takes, also against the pure-Python path (COORDINATOR_NO_EXTENSIONS=1).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from coordinator.fastlane import native
+from coordinator.fastlane.native import NO_EXTENSIONS_ENV
 from primitives.uvarint import encode_uvarint as uvarint
-from protocol.apis import API_TABLE
+from protocol.apis import API_TABLE, ApiKey
 from protocol.framing import frame
 from protocol.kio_fields import (
     EntityField,
@@ -34,6 +38,7 @@ from protocol.kio_fields import (
     get_schema_field_type,
     is_optional,
 )
+from tests.support.fastlane import native_required, path, python_forced
 from tests.support.hostile import (
     Watchdog,
     assert_commits_survive,
@@ -136,25 +141,44 @@ def hostile_frames(draw: Any, key: int, version: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def attacked(tmp_path_factory):
-    server = start_limited_server(str(tmp_path_factory.mktemp("fuzz-counts")))
+def attacked(request, tmp_path_factory):
+    """The server on one path: "built" (the environment's: the native fast lane where it is built, as in CI) or
+    "python" (COORDINATOR_NO_EXTENSIONS=1 forced: the reference path of the fast lane's APIs)."""
+    mode = request.param
+    env = {NO_EXTENSIONS_ENV: "1"} if mode == "python" else None
+    server = start_limited_server(str(tmp_path_factory.mktemp(f"fuzz-counts-{mode}")), env=env)
     commit_offsets(server, "fuzz-counts", COMMITTED)
     with Watchdog(server) as watchdog:
-        yield server, watchdog
+        yield mode, server, watchdog
     code = server.stop()
     assert code == 0, server.lines[-10:]
 
 
+def _expected_path(mode: str) -> str:
+    if mode == "python" or python_forced():
+        return "python"
+    with path("native"):
+        described = native.describe()
+    if described["path"] != "native" and native_required():
+        pytest.fail(f"the native fast lane is not active: {described['reason']}")
+    return described["path"]
+
+
 VERSIONS = [(key, version) for key, spec in sorted(API_TABLE.items())
             for version in range(spec.min_version, spec.max_version + 1)]
+# the fast lane's APIs: again on the pure-Python path (the other APIs have one path)
+LANE_VERSIONS = [(key, version) for key, version in VERSIONS
+                 if key in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.HEARTBEAT)]
+FUZZ = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                     HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("key, version", VERSIONS, ids=[f"{API_TABLE[k].name}-v{v}" for k, v in VERSIONS])
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                               HealthCheck.too_slow])
-@given(data=st.data())
-def test_hostile_counts_and_lengths_close_only_their_connection(attacked, key, version, data):
-    server, watchdog = attacked
+def _ids(cases: list[tuple[int, int]]) -> list[str]:
+    return [f"{API_TABLE[k].name}-v{v}" for k, v in cases]
+
+
+def _attack(attacked: tuple, key: int, version: int, data: Any) -> None:
+    _, server, watchdog = attacked
     payload = data.draw(hostile_frames(key, version))
     with socket.create_connection((server.host, server.port), timeout=5) as bad:
         bad.sendall(payload)
@@ -163,8 +187,27 @@ def test_hostile_counts_and_lengths_close_only_their_connection(attacked, key, v
     watchdog.check()
 
 
+# (one value per decorator: the module-scoped server is started once per path, not once per case)
+@pytest.mark.parametrize("attacked", ["built"], indirect=True)
+@pytest.mark.parametrize("key, version", VERSIONS, ids=_ids(VERSIONS))
+@FUZZ
+@given(data=st.data())
+def test_hostile_counts_and_lengths_close_only_their_connection(attacked, key, version, data):
+    _attack(attacked, key, version, data)
+
+
+@pytest.mark.parametrize("attacked", ["python"], indirect=True)
+@pytest.mark.parametrize("key, version", LANE_VERSIONS, ids=_ids(LANE_VERSIONS))
+@FUZZ
+@given(data=st.data())
+def test_on_the_pure_python_path_too(attacked, key, version, data):
+    _attack(attacked, key, version, data)
+
+
+@pytest.mark.parametrize("attacked", ["built", "python"], indirect=True)
 def test_after_the_fuzzing_the_server_is_whole(attacked):
-    server, watchdog = attacked
+    mode, server, watchdog = attacked
+    assert server.wait_for_event("hot path")["path"] == _expected_path(mode)  # the path the fuzzing went through
     assert server.process.poll() is None
     watchdog.check()
     assert_commits_survive(server, "fuzz-counts", COMMITTED)

@@ -30,13 +30,14 @@ WATCHDOG_CLIENT = Path(__file__).with_name("watchdog_client.py")
 
 def start_limited_server(log_dir: str | None = None, overrides: dict[str, str] | None = None, *,
                          memory: int = MEMORY_LIMIT, nofile: int | None = None,
-                         topics: dict[str, int] | None = None) -> ServerProcess:
+                         topics: dict[str, int] | None = None,
+                         env: dict[str, str] | None = None) -> ServerProcess:
     """The real server process under RLIMIT_AS = `memory` (and RLIMIT_NOFILE = `nofile` if given),
-    with `topics` (name -> partition count) created."""
+    with `topics` (name -> partition count) created and `env` added to its environment."""
     rlimits = {resource.RLIMIT_AS: memory}
     if nofile is not None:
         rlimits[resource.RLIMIT_NOFILE] = nofile
-    return start_server(log_dir, overrides, rlimits=rlimits, topics=topics)
+    return start_server(log_dir, overrides, rlimits=rlimits, topics=topics, env=env)
 
 
 @contextmanager

@@ -12,12 +12,14 @@ ROOT = Path(__file__).resolve().parents[2]
 MAP = ROOT / "docs" / "ARCHITECTURE.md"
 PACKAGES = ("primitives", "rules", "protocol", "storage", "coordinator", "spark_jobs")
 SECTION = re.compile(r"^### `([\w/]+)/`\s*$")
-ROW = re.compile(r"^\| `([\w/]+\.py)` \|(.*)\|\s*$")
+ROW = re.compile(r"^\| `([\w/]+\.(?:py|pyx|pxd))` \|(.*)\|\s*$")
+#: Cython sources (coordinator/fastlane/) are modules of the map too
+SUFFIXES = ("*.py", "*.pyx", "*.pxd")
 
 
 def production_modules(root: Path = ROOT) -> set[str]:
-    return {p.relative_to(root).as_posix() for package in PACKAGES for p in (root / package).rglob("*.py")
-            if p.name != "__init__.py"}
+    return {p.relative_to(root).as_posix() for package in PACKAGES for suffix in SUFFIXES
+            for p in (root / package).rglob(suffix) if p.name != "__init__.py"}
 
 
 def production_packages(root: Path = ROOT) -> set[str]:
@@ -78,14 +80,17 @@ def test_a_shared_file_name_is_explained() -> None:
 def test_the_reader_of_the_map(tmp_path: Path) -> None:
     """The checker itself: a missing module, a listed one that does not exist, a row outside its package."""
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
-    for name in ("pkg/__init__.py", "pkg/a.py", "pkg/c.py", "pkg/sub/__init__.py", "pkg/sub/b.py"):
+    for name in ("pkg/__init__.py", "pkg/a.py", "pkg/c.py", "pkg/_n.pyx", "pkg/_m.pxd", "pkg/sub/__init__.py",
+                 "pkg/sub/b.py"):
         (tmp_path / name).write_text("")
     text = ("### `pkg/`\n\n| module | job |\n|---|---|\n| `pkg/a.py` | one job |\n| `pkg/gone.py` | old |\n"
+            "| `pkg/_n.pyx` | native |\n"
             "\n### `pkg/sub/`\n\n| `pkg/b.py` | misplaced |\n| `sub/b.py` | |\n")
     packages, modules, problems = mapped(text)
     assert packages == {"pkg", "pkg/sub"}
-    assert modules == {"pkg/a.py", "pkg/gone.py", "pkg/sub/b.py"}
-    assert problems == ["line 10: `pkg/b.py` is not named inside its package's section (pkg/sub)",
-                        "line 11: `sub/b.py` has no job"]
-    existing = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py") if p.name != "__init__.py"}
-    assert existing - modules == {"pkg/c.py"} and modules - existing == {"pkg/gone.py"}
+    assert modules == {"pkg/a.py", "pkg/gone.py", "pkg/_n.pyx", "pkg/sub/b.py"}
+    assert problems == ["line 11: `pkg/b.py` is not named inside its package's section (pkg/sub)",
+                        "line 12: `sub/b.py` has no job"]
+    existing = {p.relative_to(tmp_path).as_posix() for suffix in SUFFIXES for p in tmp_path.rglob(suffix)
+                if p.name != "__init__.py"}
+    assert existing - modules == {"pkg/c.py", "pkg/_m.pxd"} and modules - existing == {"pkg/gone.py"}
