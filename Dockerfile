@@ -15,9 +15,12 @@ RUN python3 -m venv /opt/venv
 WORKDIR /src
 # Dependencies first (this layer changes only with pyproject.toml), then the project itself.
 # A C compiler for the native fast lane (coordinator/fastlane/*.pyx, setup.py) and binutils' strip: this stage only;
-# the runtime stage copies the venv and has neither.
+# the runtime stage copies the venv and has neither. Python's headers too where the base image's Python has none
+# (Debian's python3, as in the base image the compose test builds when python:3.11-slim cannot be pulled).
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev binutils >/dev/null
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev binutils >/dev/null \
+ && { python3 -c "import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()['include'] + '/Python.h'))" \
+      || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libpython3-dev >/dev/null; }
 COPY pyproject.toml README.md ./
 COPY docker/requirements.py /usr/local/bin/requirements-of
 RUN python3 /usr/local/bin/requirements-of pyproject.toml > /tmp/requirements.txt \

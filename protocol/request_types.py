@@ -21,6 +21,7 @@ from kio.schema.add_partitions_to_txn.v3 import AddPartitionsToTxnRequest as Add
 from kio.schema.alter_configs.v0 import AlterConfigsRequest as AlterConfigsV0
 from kio.schema.alter_configs.v1 import AlterConfigsRequest as AlterConfigsV1
 from kio.schema.alter_configs.v2 import AlterConfigsRequest as AlterConfigsV2
+from kio.schema.alter_share_group_offsets.v0 import AlterShareGroupOffsetsRequest as AlterShareGroupOffsetsV0
 from kio.schema.alter_user_scram_credentials.v0 import AlterUserScramCredentialsRequest as AlterUserScramCredentialsV0
 from kio.schema.api_versions.v0 import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v1 import ApiVersionsRequest as ApiVersionsV1
@@ -53,6 +54,7 @@ from kio.schema.delete_groups.v2 import DeleteGroupsRequest as DeleteGroupsV2
 from kio.schema.delete_records.v0 import DeleteRecordsRequest as DeleteRecordsV0
 from kio.schema.delete_records.v1 import DeleteRecordsRequest as DeleteRecordsV1
 from kio.schema.delete_records.v2 import DeleteRecordsRequest as DeleteRecordsV2
+from kio.schema.delete_share_group_offsets.v0 import DeleteShareGroupOffsetsRequest as DeleteShareGroupOffsetsV0
 from kio.schema.delete_topics.v1 import DeleteTopicsRequest as DeleteTopicsV1
 from kio.schema.delete_topics.v2 import DeleteTopicsRequest as DeleteTopicsV2
 from kio.schema.delete_topics.v3 import DeleteTopicsRequest as DeleteTopicsV3
@@ -79,6 +81,8 @@ from kio.schema.describe_log_dirs.v2 import DescribeLogDirsRequest as DescribeLo
 from kio.schema.describe_log_dirs.v3 import DescribeLogDirsRequest as DescribeLogDirsV3
 from kio.schema.describe_log_dirs.v4 import DescribeLogDirsRequest as DescribeLogDirsV4
 from kio.schema.describe_producers.v0 import DescribeProducersRequest as DescribeProducersV0
+from kio.schema.describe_share_group_offsets.v0 import DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsV0
+from kio.schema.describe_share_group_offsets.v1 import DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsV1
 from kio.schema.describe_topic_partitions.v0 import DescribeTopicPartitionsRequest as DescribeTopicPartitionsV0
 from kio.schema.describe_transactions.v0 import DescribeTransactionsRequest as DescribeTransactionsV0
 from kio.schema.describe_user_scram_credentials.v0 import (
@@ -203,6 +207,12 @@ from kio.schema.sasl_authenticate.v1 import SaslAuthenticateRequest as SaslAuthe
 from kio.schema.sasl_authenticate.v2 import SaslAuthenticateRequest as SaslAuthenticateV2
 from kio.schema.sasl_handshake.v0 import SaslHandshakeRequest as SaslHandshakeV0
 from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest as SaslHandshakeV1
+from kio.schema.share_acknowledge.v1 import ShareAcknowledgeRequest as ShareAcknowledgeV1
+from kio.schema.share_acknowledge.v2 import ShareAcknowledgeRequest as ShareAcknowledgeV2
+from kio.schema.share_fetch.v1 import ShareFetchRequest as ShareFetchV1
+from kio.schema.share_fetch.v2 import ShareFetchRequest as ShareFetchV2
+from kio.schema.share_group_describe.v1 import ShareGroupDescribeRequest as ShareGroupDescribeV1
+from kio.schema.share_group_heartbeat.v1 import ShareGroupHeartbeatRequest as ShareGroupHeartbeatV1
 from kio.schema.sync_group.v0 import SyncGroupRequest as SyncGroupV0
 from kio.schema.sync_group.v1 import SyncGroupRequest as SyncGroupV1
 from kio.schema.sync_group.v2 import SyncGroupRequest as SyncGroupV2
@@ -297,6 +307,13 @@ ListTransactionsRequest = ListTransactionsV0 | ListTransactionsV1
 ConsumerGroupHeartbeatRequest = ConsumerGroupHeartbeatV0 | ConsumerGroupHeartbeatV1
 ConsumerGroupDescribeRequest = ConsumerGroupDescribeV0 | ConsumerGroupDescribeV1
 DescribeTopicPartitionsRequest = DescribeTopicPartitionsV0
+ShareGroupHeartbeatRequest = ShareGroupHeartbeatV1
+ShareGroupDescribeRequest = ShareGroupDescribeV1
+ShareFetchRequest = ShareFetchV1 | ShareFetchV2
+ShareAcknowledgeRequest = ShareAcknowledgeV1 | ShareAcknowledgeV2
+DescribeShareGroupOffsetsRequest = DescribeShareGroupOffsetsV0 | DescribeShareGroupOffsetsV1
+AlterShareGroupOffsetsRequest = AlterShareGroupOffsetsV0
+DeleteShareGroupOffsetsRequest = DeleteShareGroupOffsetsV0
 
 #: the union of each API in the table (the test compares them)
 REQUEST_TYPES: dict[ApiKey, object] = {
@@ -344,4 +361,11 @@ REQUEST_TYPES: dict[ApiKey, object] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatRequest,
     ApiKey.CONSUMER_GROUP_DESCRIBE: ConsumerGroupDescribeRequest,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitionsRequest,
+    ApiKey.SHARE_GROUP_HEARTBEAT: ShareGroupHeartbeatRequest,
+    ApiKey.SHARE_GROUP_DESCRIBE: ShareGroupDescribeRequest,
+    ApiKey.SHARE_FETCH: ShareFetchRequest,
+    ApiKey.SHARE_ACKNOWLEDGE: ShareAcknowledgeRequest,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: DescribeShareGroupOffsetsRequest,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: AlterShareGroupOffsetsRequest,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: DeleteShareGroupOffsetsRequest,
 }

@@ -48,14 +48,13 @@ cdef struct Row:
 cdef class FetchLane:
     """The native fast path of OffsetFetch; None (the generic handler) for anything it does not take."""
 
-    cdef object shard_for, dead
-    cdef Py_ssize_t slice_limit
+    cdef object shard_for, dead, slices
     cdef public int handled
 
-    def __init__(self, shard_for, dead_state, Py_ssize_t slice_limit):
+    def __init__(self, shard_for, dead_state, slices):
         self.shard_for = shard_for
         self.dead = dead_state
-        self.slice_limit = slice_limit
+        self.slices = slices  # handlers/offset_fetch_slices: its SLICE, read at each request as the handler does
         self.handled = 0
 
     def __call__(self, bytes frame, int version, int correlation_id):
@@ -119,7 +118,7 @@ cdef class FetchLane:
             stable = data[c.pos] == 1
             c.pos += 1
         no_tags(&c)
-        if c.bad or c.pos != end or total > self.slice_limit:
+        if c.bad or c.pos != end or total > self.slices.SLICE:
             return None
         reads = []
         for group_id, names in plan:

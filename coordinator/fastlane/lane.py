@@ -36,12 +36,12 @@ def heartbeat_fast(handler: Any) -> FastPath:
     return lane.HeartbeatLane(handler, _HEARTBEAT.name)
 
 
-def fetch_fast(shard_for: Any, slice_limit: int) -> FastPath | None:
+def fetch_fast(shard_for: Any, slices: Any) -> FastPath | None:
     """OffsetFetch: the native lane, or None (no fast path: the generic handler answers every fetch)."""
     lane = compiled.module("_fetch")
     if lane is None:
         return None
-    return lane.FetchLane(shard_for, GroupState.DEAD, slice_limit)
+    return lane.FetchLane(shard_for, GroupState.DEAD, slices)  # slices: the module whose SLICE bounds it
 
 
 def commit_fast(handler: Any, scan_from: int) -> FastPath:

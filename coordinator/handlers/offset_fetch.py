@@ -170,4 +170,4 @@ class OffsetFetchHandler:
 def register(dispatcher: Dispatcher, services: Services) -> None:
     handler = OffsetFetchHandler(services.groups, services.access)
     # the native lane (coordinator/fastlane/) when it is built; else the generic path answers every fetch
-    dispatcher.register(ApiKey.OFFSET_FETCH, handler.handle, fast=fetch_fast(handler.shard_for, fetch_slices.SLICE))
+    dispatcher.register(ApiKey.OFFSET_FETCH, handler.handle, fast=fetch_fast(handler.shard_for, fetch_slices))

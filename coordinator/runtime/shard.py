@@ -61,9 +61,9 @@ Failed writes (runtime/journal.py; the same text in docs/DESIGN.md, "Taking back
   pending transactional offsets a TxnOffsetCommit added, a commit made stale, a tombstone removed or a marker
   ended or committed (rules/pending_offsets.py), the classic groups a tombstone removed (Rebalancer.restore_group:
   the same object, its state and session timers) or a commit made (a simple group), the consumer groups as they
-  were before their records (groups/consumer/replay.py), and, from the operation before its records, the classic
-  group an online downgrade put in place (runtime/online_migration.py). OffsetFetch and DescribeGroups answer
-  as before the write.
+  were before their records (groups/consumer/replay.py), the share groups likewise (runtime/share_shard.py), and,
+  from the operation before its records, the classic group an online downgrade put in place
+  (runtime/online_migration.py). OffsetFetch and DescribeGroups answer as before the write.
 * Not in a journal: the in-memory state machine a classic group's GroupMetadata value describes. That state is
   the truth and the record its copy; its writers react to the failure themselves (a failed assignment write makes
   the members rejoin, a failed static-member replacement is reverted, other failures are logged), as Kafka's

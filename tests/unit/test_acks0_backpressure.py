@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-import storage.log
+import storage.flush
 from coordinator.net.dispatch import Deferred
 from protocol.apis import ApiKey
 from protocol.framing import frame
@@ -22,12 +22,12 @@ from tests.support.wire_client import request_frame
 def slow_disk(monkeypatch):
     """Flush jobs wait until the test sets the event (a disk slower than the network)."""
     gate = threading.Event()
-    run_job = storage.log.run_job
+    run_job = storage.flush.run_job
 
     def held(*args):
         gate.wait(10)
         return run_job(*args)
-    monkeypatch.setattr(storage.log, "run_job", held)
+    monkeypatch.setattr(storage.flush, "run_job", held)
     yield gate
     gate.set()
 
@@ -62,7 +62,7 @@ async def test_reading_pauses_at_queued_max_requests_unwritten_acks0_requests(tm
 async def test_a_failed_acks0_write_closes_the_connection(tmp_path, monkeypatch):
     def broken(*args):
         raise OSError("disk gone")
-    monkeypatch.setattr(storage.log, "run_job", broken)
+    monkeypatch.setattr(storage.flush, "run_job", broken)
     async with Plane(str(tmp_path)) as plane:
         await plane.create("t")
         connection, transport = connect(plane)

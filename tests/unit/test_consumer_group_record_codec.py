@@ -27,11 +27,13 @@ from coordinator.records.types import (
     OffsetCommitRecord,
     OffsetValue,
     ResolvedRegularExpression,
+    ShareGroupRecord,
 )
 from storage import consumer_group_records as cg
 from storage.batch import record_tail
 from storage.errors import InvalidRecordError
 from storage.records import UnknownRecordType
+from storage.share_group_records import ShareGroupMetadataKey
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2 << 64)
@@ -93,14 +95,17 @@ def test_unknown_member_state_is_refused():
                             cg.encode_value(8, wire))
 
 
-def test_share_group_records_stay_unknown():
-    share_key = struct.pack(">h", 11) + struct.pack(">h", 1) + b"g"  # ShareGroupMetadataKey
+def test_unknown_record_types_are_skipped_and_share_group_records_decode():
+    unknown_key = struct.pack(">h", 0x7FFF) + struct.pack(">h", 1) + b"g"  # a type no Kafka version writes
     with pytest.raises(UnknownRecordType):
-        log_codec.decode(share_key, b"\x00\x00\x00\x00\x00\x01\x00")
+        log_codec.decode(unknown_key, b"\x00\x00\x00\x00\x00\x01\x00")
+    share_key = struct.pack(">h", 11) + struct.pack(">h", 1) + b"g"  # ShareGroupMetadataKey (KIP-932)
+    share = ShareGroupRecord(ShareGroupMetadataKey("g"), None)
+    assert log_codec.decode(share_key, None) == share
     commit = OffsetCommitRecord("g", "t", 0, OffsetValue(5, "", 1))
     epoch = ConsumerGroupEpochRecord("g", 3)
-    pairs = [log_codec.encode(commit), (share_key, None), log_codec.encode(epoch)]
-    assert list(log_codec.decode_all(pairs)) == [commit, epoch]
+    pairs = [log_codec.encode(commit), (unknown_key, None), (share_key, None), log_codec.encode(epoch)]
+    assert list(log_codec.decode_all(pairs)) == [commit, share, epoch]
 
 
 def test_offset_commit_tails_are_unchanged_beside_consumer_group_records():
