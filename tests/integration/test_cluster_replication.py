@@ -25,6 +25,7 @@ def cluster(postgres_server, tmp_path_factory):
                          **{"transaction.state.log.num.partitions": "4"})
     try:
         nodes.start_all(3)
+        nodes.settled(NODES)  # every node sees the three: a node still seeing two refuses factor 3 (as Kafka would)
         yield nodes
         for node_id in nodes.running():
             assert nodes.nodes[node_id].stop() == 0
