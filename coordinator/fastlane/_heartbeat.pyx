@@ -7,6 +7,8 @@ handler's Python fast path, which judges it as always."""
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcpy
 
+from protocol.sliced_decode import SLICED_FROM
+
 from coordinator.fastlane._wire cimport (
     FASTLANE_SOURCE_DIGEST,
     Cursor,
@@ -48,6 +50,8 @@ cdef class HeartbeatLane:
         cdef Py_ssize_t end = PyBytes_GET_SIZE(frame)
         cdef bint flexible = version >= FLEXIBLE_FROM
         cdef Cursor c
+        if end > SLICED_FROM:
+            return None  # decoded sliced by the generic path (net/dispatch.py), as the Python fast path leaves it
         cdef Py_ssize_t group_at = 0, member_at = 0, instance_at = 0
         cdef Py_ssize_t group_n, member_n, instance_n = -1
         cdef int generation, value

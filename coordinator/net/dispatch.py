@@ -158,7 +158,7 @@ class Dispatcher:
                 raise CloseConnection(str(exc)) from None
             raise
         fast = self._fast.get(api_key)
-        if fast is not None and len(frame) <= SLICED_FROM:  # a larger frame is decoded sliced, below
+        if fast is not None:
             answer = fast(frame, api_version, correlation_id)
             if answer is not None:
                 return answer
