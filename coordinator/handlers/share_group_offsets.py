@@ -112,22 +112,24 @@ class ShareGroupOffsetsHandler:
 
     # --- DeleteShareGroupOffsets ------------------------------------------------------------------------
 
-    async def delete(self, ctx: RequestContext, request: Any) -> Any:
-        cls = API_TABLE[ApiKey.DELETE_SHARE_GROUP_OFFSETS].responses[ctx.api_version]
-        group_id = request.group_id
-
-        def failed(code: ErrorCode, message: str | None = None) -> Any:
-            return build(cls, throttle_time=NO_THROTTLE, error_code=code,
-                         error_message=message if message is not None else error_message(code), responses=[])
-
-        access = self.access
-        if access.enabled and not access.group(ctx, Op.DELETE, group_id):
-            return failed(ErrorCode.group_authorization_failed)
+    def _opened(self, ctx: RequestContext, api: ApiKey, op: Op, group_id: str) -> tuple[Any, Any, Any]:
+        """Delete's and Alter's opening checks, in Kafka's order (the group's ACL, the group id, its coordinator):
+        the answer class, and the group's shard or the answer that refuses the request."""
+        cls = API_TABLE[api].responses[ctx.api_version]
+        if self.access.enabled and not self.access.group(ctx, op, group_id):
+            return cls, None, _failed(cls, ErrorCode.group_authorization_failed)
         if not group_id:
-            return failed(ErrorCode.invalid_group_id)
+            return cls, None, _failed(cls, ErrorCode.invalid_group_id)
         shard = self.groups.shard_for(group_id)
         if shard.error is not None:
-            return failed(shard.error)
+            return cls, None, _failed(cls, shard.error)
+        return cls, shard, None
+
+    async def delete(self, ctx: RequestContext, request: Any) -> Any:
+        group_id, access = request.group_id, self.access
+        cls, shard, refusal = self._opened(ctx, ApiKey.DELETE_SHARE_GROUP_OFFSETS, Op.DELETE, group_id)
+        if refusal is not None:
+            return refusal
         responses: list[Fields] = []
         deleting: dict[uuid.UUID, str] = {}  # topic id -> name
         for topic in request.topics:
@@ -140,7 +142,7 @@ class ShareGroupOffsetsHandler:
                 deleting[info.topic_id] = topic.topic_name
         refused, states = shard.share.offsets_deletion(group_id, set(deleting))
         if refused is not None:
-            return failed(*refused)
+            return _failed(cls, *refused)
         for topic_id, name in deleting.items():
             if topic_id not in states:
                 responses.append(_topic(name, topic_id, ErrorCode.unknown_topic_or_partition))
@@ -157,32 +159,20 @@ class ShareGroupOffsetsHandler:
         if done:
             error = await shard.share.offsets_deleted(group_id, done)
             if error is not None:
-                return failed(error)
+                return _failed(cls, error)
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
                      responses=responses)
-
 
     # --- AlterShareGroupOffsets -------------------------------------------------------------------------
 
     async def alter(self, ctx: RequestContext, request: Any) -> Any:
-        cls = API_TABLE[ApiKey.ALTER_SHARE_GROUP_OFFSETS].responses[ctx.api_version]
-        group_id = request.group_id
-
-        def failed(code: ErrorCode, message: str | None = None) -> Any:
-            return build(cls, throttle_time=NO_THROTTLE, error_code=code,
-                         error_message=message if message is not None else error_message(code), responses=[])
-
-        access = self.access
-        if access.enabled and not access.group(ctx, Op.READ, group_id):
-            return failed(ErrorCode.group_authorization_failed)
-        if not group_id:
-            return failed(ErrorCode.invalid_group_id)
-        shard = self.groups.shard_for(group_id)
-        if shard.error is not None:
-            return failed(shard.error)
+        group_id, access = request.group_id, self.access
+        cls, shard, refusal = self._opened(ctx, ApiKey.ALTER_SHARE_GROUP_OFFSETS, Op.READ, group_id)
+        if refusal is not None:
+            return refusal
         allowed = shard.share.offsets_alteration(group_id)
         if isinstance(allowed, tuple):
-            return failed(*allowed)
+            return _failed(cls, *allowed)
         responses, done = [], {}
         for topic in request.topics:
             info = self.data.catalog.get(topic.topic_name)
@@ -209,9 +199,15 @@ class ShareGroupOffsetsHandler:
         if done:
             error = await shard.share.offsets_altered(group_id, done)
             if error is not None:
-                return failed(error)
+                return _failed(cls, error)
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
                      responses=responses)
+
+
+def _failed(cls: Any, code: ErrorCode, message: str | None = None) -> Any:
+    """A Delete/AlterShareGroupOffsets answer with a top-level error and no topics."""
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code,
+                 error_message=message if message is not None else error_message(code), responses=[])
 
 
 def _partition(index: int, start: int = UNINITIALIZED, leader_epoch: int = -1, lag: int = UNINITIALIZED,
