@@ -17,13 +17,16 @@ Two readers:
   coordinator writes, and Kafka's) inline, and any other record in the general form.
 
 `default_reader()` picks the accelerated reader when aiokafka's C parser imports and the
-installed aiokafka is in the tested range, else the Python reader.
+installed aiokafka is in the tested range, else the Python reader. It is resolved once, under a
+lock: the loader reads snapshots in worker threads, and several threads importing the parser at
+once could deadlock in CPython 3.11's import locks (a Cython module's init importing its own
+package), which left a server's load stuck for ever with five partitions LOADING.
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
+import threading
 from importlib import metadata
 from typing import Any, Protocol
 
@@ -167,7 +170,22 @@ def installed_aiokafka() -> str | None:
         return None
 
 
-@cache
+_chosen: RecordReader | None = None
+_choosing = threading.Lock()
+
+
 def default_reader() -> RecordReader:
-    """The accelerated reader if it can be used here, else the Python reader."""
-    return accelerated_reader(installed_aiokafka()) or PythonRecordReader()
+    """The accelerated reader if it can be used here, else the Python reader (chosen once, one thread at a
+    time: see the module's docstring)."""
+    chosen = _chosen
+    if chosen is not None:
+        return chosen
+    return _choose()
+
+
+def _choose() -> RecordReader:
+    global _chosen
+    with _choosing:
+        if _chosen is None:
+            _chosen = accelerated_reader(installed_aiokafka()) or PythonRecordReader()
+        return _chosen

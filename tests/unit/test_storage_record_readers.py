@@ -4,6 +4,8 @@ and aiokafka is in the tested range (the range pyproject.toml pins), else the Py
 from __future__ import annotations
 
 import sys
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -23,10 +25,8 @@ C_MODULE = "aiokafka.record._crecords.default_records"
 
 
 @pytest.fixture
-def fresh_default():
-    default_reader.cache_clear()
-    yield
-    default_reader.cache_clear()
+def fresh_default(monkeypatch):
+    monkeypatch.setattr(record_readers, "_chosen", None)  # restored after the test
 
 
 def test_the_installed_aiokafka_is_in_the_tested_range():
@@ -64,3 +64,37 @@ def test_pyproject_pins_the_tested_range():
     (first_major, first_minor), (last_major, last_minor) = TESTED_AIOKAFKA
     pinned = [r for r in pyproject["project"]["dependencies"] if r.startswith("aiokafka")]
     assert pinned == [f"aiokafka>={first_major}.{first_minor},<{last_major}.{last_minor}"]
+
+
+def test_threads_asking_at_once_choose_one_at_a_time_and_get_the_same_reader(monkeypatch, fresh_default):
+    """The loader reads snapshots in worker threads; the first ones ask for the reader together. Importing the
+    C parser from several threads at once deadlocked in CPython's import locks (a server's load stuck for ever
+    with five partitions LOADING), so only one thread may choose (import) at a time, and only once."""
+    inside, most, calls = [0], [0], []
+    guard = threading.Lock()
+
+    def slow_choice(version):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            calls.append(version)
+        time.sleep(0.05)  # long enough for every other thread to arrive meanwhile
+        with guard:
+            inside[0] -= 1
+        return AcceleratedRecordReader(object, (ValueError,))
+
+    monkeypatch.setattr(record_readers, "accelerated_reader", slow_choice)
+    start = threading.Barrier(6)
+    got = []
+
+    def ask():
+        start.wait()
+        got.append(default_reader())
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1 and len(calls) == 1
+    assert len(got) == 6 and all(reader is got[0] for reader in got)
