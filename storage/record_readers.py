@@ -17,10 +17,10 @@ Two readers:
   coordinator writes, and Kafka's) inline, and any other record in the general form.
 
 `default_reader()` picks the accelerated reader when aiokafka's C parser imports and the
-installed aiokafka is in the tested range, else the Python reader. It is resolved once, under a
-lock: the loader reads snapshots in worker threads, and several threads importing the parser at
-once could deadlock in CPython 3.11's import locks (a Cython module's init importing its own
-package), which left a server's load stuck for ever with five partitions LOADING.
+installed aiokafka is in the tested range, else the Python reader. It is chosen once, under a
+lock, and imports the parser through primitives.serial_import: the loader reads snapshots in worker
+threads, and several threads importing the parser at once deadlocked in CPython 3.11's import locks,
+which left a server's load stuck for ever with five partitions LOADING.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import re
 import threading
 from importlib import metadata
 from typing import Any, Protocol
+
+from primitives.serial_import import serial_import
 
 from .batch import HEADER_SIZE
 from .errors import InvalidRecordError
@@ -148,11 +150,11 @@ def accelerated_reader(aiokafka_version: str | None) -> AcceleratedRecordReader 
     if aiokafka_version is None or not _tested(aiokafka_version):
         return None
     try:
-        from aiokafka.errors import KafkaError
-        from aiokafka.record._crecords.default_records import DefaultRecordBatch
+        errors = serial_import("aiokafka.errors")
+        records = serial_import("aiokafka.record._crecords.default_records")
     except ImportError:
         return None
-    return AcceleratedRecordReader(DefaultRecordBatch, (KafkaError, ValueError))
+    return AcceleratedRecordReader(records.DefaultRecordBatch, (errors.KafkaError, ValueError))
 
 
 def _tested(version: str) -> bool:

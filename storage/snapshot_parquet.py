@@ -9,6 +9,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from primitives.serial_import import serial_import
+
 from .records import GroupMetadataKey, encode_key, offset_key_bytes, offset_value_bytes
 
 GROUPS_FILE = "groups.parquet"
@@ -22,7 +24,7 @@ class FormatOneError(Exception):
 
 def require_pyarrow(why: str) -> Any:
     try:
-        import pyarrow
+        pyarrow = serial_import("pyarrow")
     except ImportError:
         raise FormatOneError(f"{why} needs pyarrow, which is not installed: pip install "
                              "'kafka-group-coordinator[snapshots]' (or run the bulk load again: its snapshots of "
@@ -34,7 +36,7 @@ def read_pairs(path: str, manifest: dict, read: Callable[[str], bytes]) -> list[
     """The snapshot's state as format 2's records: group metadata, consumer-group records, offsets.
     `read(name)` returns a file's bytes, checked against the manifest."""
     pa = require_pyarrow(f"reading the Parquet snapshot {os.path.basename(path)} (format 1)")
-    import pyarrow.parquet as pq
+    pq = serial_import("pyarrow.parquet")
 
     def table(name: str) -> Any:
         return pq.read_table(pa.BufferReader(read(name)))
