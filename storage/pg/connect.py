@@ -64,6 +64,8 @@ _NEXT_HOST_ERRORS: tuple[type[BaseException], ...] = (
 # Hosts whose connect_timeout ran out (or whose connection stopped answering), tried after the others until one
 # answers again. Per process, as the hosts are: every connection in it learns from one that waited.
 _UNANSWERED: set[Host] = set()
+# The deadlines of the connects under way, per host (`_mark_unanswered` moves them to now).
+_CONNECTING: dict[Host, set[asyncio.Timeout]] = {}
 
 
 @contextmanager
@@ -93,10 +95,9 @@ async def _connect(url: str, options: dict[str, Any]) -> tuple[asyncpg.Connectio
     last: BaseException | None = None
     for host in sorted(parsed.hosts, key=lambda h: h in _UNANSWERED):  # (a stable sort: the URL's order)
         try:
-            connection = await asyncpg.connect(parsed.driver_url, host=host.host, port=host.port, timeout=timeout,
-                                               **options)
+            connection = await _connect_host(parsed.driver_url, host, timeout, options)
         except TimeoutError as exc:
-            _UNANSWERED.add(host)
+            _mark_unanswered(host)
             last = exc
             continue
         except _NEXT_HOST_ERRORS as exc:
@@ -107,6 +108,28 @@ async def _connect(url: str, options: dict[str, Any]) -> tuple[asyncpg.Connectio
         return _tuned(connection, parsed.tcp), host
     assert last is not None
     raise last
+
+
+async def _connect_host(driver_url: str, host: Host, timeout: float | None,
+                        options: dict[str, Any]) -> asyncpg.Connection:
+    """asyncpg.connect to one host within `timeout`, cut short (TimeoutError) as soon as the host is found not to
+    answer meanwhile (`_mark_unanswered`): a connection started just before a failover was noticed would otherwise
+    wait out its whole connect timeout on the silent old primary while the others have moved on."""
+    async with asyncio.timeout(timeout) as deadline:
+        attempts = _CONNECTING.setdefault(host, set())
+        attempts.add(deadline)
+        try:
+            return await asyncpg.connect(driver_url, host=host.host, port=host.port, timeout=timeout, **options)
+        finally:
+            attempts.discard(deadline)
+
+
+def _mark_unanswered(host: Host) -> None:
+    """`host` did not answer: tried after the others from now on, and every connect to it under way gives up now."""
+    _UNANSWERED.add(host)
+    now = asyncio.get_running_loop().time()
+    for deadline in list(_CONNECTING.get(host, ())):
+        deadline.reschedule(now)
 
 
 def _tuned(connection: asyncpg.Connection, tcp: TcpOptions) -> asyncpg.Connection:
@@ -145,13 +168,13 @@ class ConnectionSet:
         return connection
 
     def abandon(self, unanswered: asyncpg.Connection) -> None:
-        """`unanswered` did not answer in time: its host is tried after the others from now on, and every
-        connection is aborted -- nothing more is sent on any of them (no cancel request either), and the
-        statements in flight fail at once (ConnectionDoesNotExistError: PostgreSQL unavailable). A pool opens new
-        ones."""
+        """`unanswered` did not answer in time: its host is tried after the others from now on (connects to it
+        under way give up at once and try the next host), and every connection is aborted -- nothing more is sent
+        on any of them (no cancel request either), and the statements in flight fail at once
+        (ConnectionDoesNotExistError: PostgreSQL unavailable). A pool opens new ones."""
         host = self._open.get(unanswered)
         if host is not None:
-            _UNANSWERED.add(host)
+            _mark_unanswered(host)
         connections = list(self._open)
         self._open.clear()
         for connection in connections:

@@ -247,3 +247,30 @@ async def test_abandon_ends_every_connection_at_once_without_a_word_to_the_silen
     finally:
         await pool.close()
         await relay.aclose()
+
+
+async def test_a_connect_under_way_to_a_host_found_silent_moves_on_at_once(postgres_server):
+    """A connect that started on the old primary just before the node noticed it froze (the pool opening one more
+    connection, say) does not wait out its connect timeout there once `abandon` finds the host silent: it tries the
+    next host at once (it waited 10 s, the default, keeping a node's partitions unowned after a failover)."""
+    relay = await Relay(postgres_server.port).start()
+    try:
+        connections = ConnectionSet(hosts_url("postgres", relay.port, postgres_server.port,
+                                              options="&connect_timeout=30"))
+        session = await connections.connect()
+        assert await server_port(session) == postgres_server.port  # through the relay: it is the first host
+        relay.freeze()
+        started = asyncio.get_running_loop().time()
+        late = asyncio.ensure_future(connections.connect())  # reaches the frozen host, which never answers
+        done, _ = await asyncio.wait([late], timeout=0.5)
+        assert not done
+        connections.abandon(session)
+        async with asyncio.timeout(5):
+            connection = await late
+        try:
+            assert asyncio.get_running_loop().time() - started < 5  # not the 30 s connect timeout
+            assert await server_port(connection) == postgres_server.port
+        finally:
+            await connection.close()
+    finally:
+        await relay.aclose()
