@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
+from tests.support.examples import QUICK, QUICK_DEFAULT
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
 
@@ -15,7 +16,9 @@ SERIAL_MODULES = ("test_hostile_", "test_bench_fleet")
 # first example that pays an import or a cold cache missed it (test_control_records' round trip: 292 ms, then
 # 0.12 ms). What a property test checks is the property; speed is the benchmarks' job (docs/BENCHMARKS.md).
 settings.register_profile("project", deadline=None)
-settings.load_profile("project")
+# ./dev unit's quick loop: fewer examples per property (tests/support/examples.py), the full counts in ./dev test.
+settings.register_profile("quick", deadline=None, max_examples=QUICK_DEFAULT)
+settings.load_profile("quick" if QUICK else "project")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

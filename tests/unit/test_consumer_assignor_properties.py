@@ -13,6 +13,7 @@ from coordinator.groups.consumer.range_assignor import RangeAssignor
 from coordinator.groups.consumer.uniform_assignor import UniformAssignor
 from coordinator.groups.consumer.uniform_heterogeneous import assign_heterogeneous
 from tests.support.assignors import check_valid, moved, owners, sizes
+from tests.support.examples import examples
 
 uniform = UniformAssignor()
 range_assignor = RangeAssignor()
@@ -73,7 +74,7 @@ def spread(result: Mapping[str, Assignment]) -> int:
     return max(counts) - min(counts)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(groups(homogeneous=True))
 def test_uniform_homogeneous_valid_and_balanced(case):
     members, metadata = case
@@ -82,7 +83,7 @@ def test_uniform_homogeneous_valid_and_balanced(case):
     assert spread(result) <= 1
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(groups(homogeneous=False))
 def test_uniform_heterogeneous_valid_and_nothing_left_to_even_out(case):
     """Kafka's balance check: no member could hand one of its partitions to a subscriber of that topic
@@ -97,7 +98,7 @@ def test_uniform_heterogeneous_valid_and_nothing_left_to_even_out(case):
                 assert counts[owner] - counts[other] <= 1, (owner, other, topic_id)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(groups(homogeneous=False))
 def test_range_valid_and_within_one_per_topic(case):
     members, metadata = case
@@ -110,7 +111,7 @@ def test_range_valid_and_within_one_per_topic(case):
             assert max(per_member) - min(per_member) <= 1
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(groups(homogeneous=True, with_current=False), st.integers(1, 12))
 def test_range_co_partitions_topics_of_equal_size(case, partitions):
     members, metadata = case
@@ -119,7 +120,7 @@ def test_range_co_partitions_topics_of_equal_size(case, partitions):
         assert len(set(assigned.values())) <= 1  # the same partition numbers of every topic
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.sampled_from([True, False]).flatmap(lambda h: groups(homogeneous=h)),
        st.sampled_from([uniform, range_assignor]), st.randoms(use_true_random=False))
 def test_deterministic_whatever_the_member_order(case, assignor, rnd):
@@ -129,7 +130,7 @@ def test_deterministic_whatever_the_member_order(case, assignor, rnd):
     assert assignor.assign(members, metadata) == assignor.assign(dict(shuffled), metadata)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(balanced_groups(), st.sampled_from(["a-newcomer", "m15-newcomer", "z-newcomer"]))
 def test_uniform_homogeneous_join_moves_only_what_the_newcomer_gets(case, newcomer_id):
     members, metadata = case
@@ -145,7 +146,7 @@ def test_uniform_homogeneous_join_moves_only_what_the_newcomer_gets(case, newcom
     assert spread(after) <= 1
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(balanced_groups(), st.data())
 def test_uniform_homogeneous_leave_moves_only_the_leavers_partitions(case, data):
     members, metadata = case
@@ -159,7 +160,7 @@ def test_uniform_homogeneous_leave_moves_only_the_leavers_partitions(case, data)
         assert spread(after) <= 1
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.sampled_from([True, False]).flatmap(lambda h: groups(homogeneous=h)))
 def test_uniform_assignment_is_stable(case):
     """Assigning again with nothing changed moves nothing; nor does assigning a balanced group."""
@@ -168,14 +169,14 @@ def test_uniform_assignment_is_stable(case):
     assert uniform.assign(with_assignment(members, first), metadata) == first
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(balanced_groups())
 def test_uniform_homogeneous_keeps_any_balanced_assignment(case):
     members, metadata = case
     assert uniform.assign(members, metadata) == {m: s.assignment for m, s in members.items()}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(groups(homogeneous=True))
 def test_heterogeneous_builder_valid_for_equal_subscriptions_too(case):
     members, metadata = case

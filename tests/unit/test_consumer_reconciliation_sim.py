@@ -27,6 +27,7 @@ from coordinator.groups.consumer.partition_epochs import IllegalStateError, Part
 from coordinator.groups.consumer.reconciliation import next_member_state
 from coordinator.groups.consumer.subscription import subscribed_topic_ids
 from coordinator.groups.consumer.target_assignment import build_target_assignment
+from tests.support.examples import examples
 
 TOPICS = {"a": TopicMetadata(uuid.UUID(int=1), "a", 4), "b": TopicMetadata(uuid.UUID(int=2), "b", 3)}
 IDS = {name: meta.topic_id for name, meta in TOPICS.items()}
@@ -159,7 +160,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["join", "leave", "target", "heartbeat"
                          st.integers(0, 1000), st.booleans(), st.booleans()), max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(OPS)
 def test_group_never_double_owns_and_converges(ops):
     group = Group()

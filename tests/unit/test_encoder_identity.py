@@ -20,6 +20,7 @@ from kio.static.primitive import Records
 from primitives.uvarint import encode_uvarint as uvarint
 from protocol.apis import API_TABLE, ApiKey
 from protocol.encoder import encode, writer_for
+from tests.support.examples import examples
 
 # kio registers strategies for its primitives but not for record-set bytes.
 st.register_type_strategy(Records, st.one_of(st.none(), st.binary(max_size=64)).map(
@@ -68,7 +69,8 @@ def assert_same_bytes(entity) -> None:
 
 
 @pytest.mark.parametrize("cls", _classes(HOT_APIS), ids=lambda c: f"{c.__module__.split('schema.')[1]}")
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(25), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_hot_responses_are_byte_identical_to_kio(cls, data):
     assert_same_bytes(data.draw(st.from_type(cls)))
@@ -76,7 +78,8 @@ def test_hot_responses_are_byte_identical_to_kio(cls, data):
 
 @pytest.mark.parametrize("cls", _classes(ALL_APIS, (EntityType.request, EntityType.response)),
                          ids=lambda c: f"{c.__module__.split('schema.')[1]}")
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(3), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_every_kio_message_is_byte_identical(cls, data):
     assert_same_bytes(data.draw(st.from_type(cls)))

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from coordinator.groups import classic_group
 from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
 from protocol.apis import ApiKey
+from tests.support.examples import examples
 from tests.support.fastlane import RecordingLog, offsets_state, path, require_native
 from tests.support.offsets import OffsetsHarness, commit_request, decode, fetch_request, schema
 from tests.support.wire_client import request_frame
@@ -189,7 +190,8 @@ def _native() -> None:
     require_native()
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(120), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(ops, min_size=1, max_size=25))
 def test_random_sequences_answer_log_and_state_alike_on_both_paths(sequence):
     fast, python = both(sequence)

@@ -26,6 +26,7 @@ from coordinator.runtime.timers import FakeScheduler
 from protocol.apis import ApiKey
 from protocol.header import HeaderError, encode_request_header, parse_request_header, plain_body_offset
 from tests.support.dispatch import InProcess, make_services
+from tests.support.examples import examples
 from tests.support.wire_client import request_frame
 
 E = ErrorCode
@@ -196,7 +197,7 @@ def test_plain_body_offset_of_any_bytes_is_declined_or_the_parsers(frame, flexib
             pass
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(version=st.sampled_from(VERSIONS), group_id=names, member_id=names,
        instance=st.one_of(st.none(), names), generation=st.integers(-2**31, 2**31 - 1), client_id=client_ids)
 def test_generated_heartbeats_get_the_generic_answer(version, group_id, member_id, instance, generation, client_id):
@@ -219,7 +220,7 @@ def mangle(data: st.DataObject, frame: bytes) -> bytes:
     return frame[:at] + data.draw(st.binary(max_size=8)) + frame[at + data.draw(st.integers(0, 4)):]
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(version=st.sampled_from(VERSIONS), instance=st.sampled_from([None, "i"]), data=st.data())
 def test_mangled_frames_get_the_generic_answer_or_go_to_it(version, instance, data):
     proc = offline()

@@ -18,6 +18,7 @@ from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import decode_request, encode_request, encode_response
 from protocol.encoder import encode
 from protocol.header import parse_request_header
+from tests.support.examples import examples
 
 E = ErrorCode
 
@@ -164,7 +165,7 @@ def test_truncated_legacy_bodies_are_decode_errors():
         raise AssertionError(f"a body cut at {cut} decoded")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.sampled_from(sorted(set(m.LEGACY_CLASSES.values()), key=lambda c: c.__name__)).flatmap(st.from_type))
 def test_encoder_matches_kio_and_round_trips(entity):
     raw = encode(entity)

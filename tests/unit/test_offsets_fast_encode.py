@@ -11,6 +11,7 @@ from coordinator.records import log_codec
 from coordinator.records.types import GroupMetadataRecord, OffsetCommitRecord, OffsetValue
 from storage.batch import build_batch, build_tail_batch, decode_records, record_tail, validate
 from storage.errors import InvalidRecordError
+from tests.support.examples import examples
 
 
 def build_plain_batch(pairs: list[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
@@ -73,7 +74,7 @@ def test_the_key_prefix_cache_stays_bounded(monkeypatch):
     assert len(log_codec._KEY_HEADS) <= 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(partitions=st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(-(2**63), 2**63 - 1),
                                      st.integers(-(2**31), 2**31 - 1), st.sampled_from(["", "m", "päck" * 40, None])),
                            min_size=1, max_size=12),

@@ -22,6 +22,7 @@ from coordinator.net.dispatch import CloseConnection, Deferred, Dispatcher
 from coordinator.runtime.shard import ShardState
 from protocol.apis import ApiKey
 from protocol.header import encode_request_header
+from tests.support.examples import examples
 from tests.support.offsets import OffsetsHarness, codes, commit_request, decode
 from tests.support.wire_client import request_frame
 
@@ -149,7 +150,7 @@ def test_an_uncommon_header_goes_down_the_generic_path():
     assert set(codes(decode(request, settled(proc, generic(proc, tagged)))).values()) == {E.none}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(version=st.sampled_from(list(FAST_VERSIONS)), cut=st.integers(min_value=8, max_value=200),
        flip=st.integers(min_value=0, max_value=255), at=st.integers(min_value=8, max_value=200))
 def test_mangled_frames_get_the_generic_answer_or_are_declined(version, cut, flip, at):

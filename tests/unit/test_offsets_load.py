@@ -19,6 +19,7 @@ from coordinator.runtime.timers import FakeScheduler
 from rules.placement import partition_for
 from storage.records import GroupMetadataValue, MemberMetadata
 from storage.snapshot import write_snapshot
+from tests.support.examples import examples
 from tests.support.groups import subscription
 from tests.support.offsets import OffsetsHarness, commit_request, delete_request
 from tests.support.offsets_log import snapshot_of
@@ -83,7 +84,7 @@ def apply(h: OffsetsHarness, operation: tuple) -> None:
     h.log.complete()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(op, min_size=1, max_size=25))
 def test_replay_of_written_records_equals_live_state(operations):
     async def run():

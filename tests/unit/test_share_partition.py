@@ -11,6 +11,7 @@ from coordinator.share.record_states import AckBatch, AckType, AcquiredRecords a
 from coordinator.share.share_partition import SharePartition
 from coordinator.share.state_batches import combine
 from storage.share_state_records import StateBatch as B
+from tests.support.examples import examples
 
 ACCEPT, RELEASE, REJECT, GAP, RENEW = (AckType.ACCEPT, AckType.RELEASE, AckType.REJECT, AckType.GAP,
                                        AckType.RENEW)
@@ -178,7 +179,7 @@ ops = st.lists(st.tuples(st.sampled_from(["acquire", "ack", "expire", "leave"]),
                          st.integers(0, 30), st.integers(1, 6), st.sampled_from([1, 2, 3, 4])), max_size=30)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(ops)
 def test_what_is_durable_survives_a_restart(history):
     """A crash at any point: the state rebuilt from the persisted writes never redelivers a record that was

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.share.state_store import Decision, ShareStateStore, WriteState
 from storage import share_state_records as ss
 from storage.share_state_records import StateBatch as B
+from tests.support.examples import examples
 
 T = uuid.UUID(int=7)
 
@@ -158,7 +159,7 @@ writes = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3), st.sampled_fr
                             st.one_of(st.just(-1), st.integers(0, 20))), max_size=12)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(writes, st.integers(1, 4))
 def test_any_history_reloads_to_the_same_state(history, per_snapshot):
     log = Log(per_snapshot)

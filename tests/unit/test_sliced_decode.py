@@ -12,6 +12,7 @@ from protocol import bounds, sliced_decode
 from protocol.apis import API_TABLE, ApiKey
 from protocol.codec import DecodeError, decode_request
 from protocol.encoder import encode
+from tests.support.examples import examples
 from tests.support.protocol_bytes import (
     BOMBS,
     HOSTILE,
@@ -42,7 +43,8 @@ def sliced(cls: type, frame: bytes, pos: int = 0) -> tuple[object, int]:
 
 
 @pytest.mark.parametrize("cls", ALL_REQUESTS, ids=lambda c: f"{c.__module__.split('.')[-2]}.{c.__name__}")
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(8), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), prefix=st.binary(max_size=3))
 def test_every_well_formed_message_decodes_as_kio_decodes_it(cls, data, prefix):
     entity, body = well_formed(data, cls)

@@ -20,6 +20,7 @@ from storage.batch import (
 )
 from storage.errors import CorruptRecordError, InvalidRecordError, RecordError
 from storage.varint import encode_varint, read_varint
+from tests.support.examples import examples
 
 
 def crc32c_reference(data: bytes) -> int:
@@ -84,7 +85,7 @@ record_st = st.tuples(st.one_of(st.none(), st.binary(max_size=40)),
                       st.integers(min_value=0, max_value=1 << 45), headers_st)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.lists(record_st, min_size=1, max_size=20), st.integers(min_value=0, max_value=1 << 40))
 def test_round_trip(records, base_offset):
     data = build_batch(records, base_offset=base_offset)

@@ -27,6 +27,7 @@ from storage.errors import CorruptRecordError, InvalidRecordError
 from storage.latest import LatestRecords
 from storage.record_readers import AcceleratedRecordReader, PythonRecordReader, RecordReader, default_reader
 from storage.records import GroupMetadataValue, MemberMetadata
+from tests.support.examples import examples
 
 READERS = [default_reader(), PythonRecordReader()]
 GROUPS = ["g1", "g2", "g3"]
@@ -148,7 +149,7 @@ def replay_folded(data: bytes, chunk: int, start: int = 0, min_timestamp: int | 
     return state(coordinator)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(record_strategy(), min_size=1, max_size=120),
        st.lists(st.sampled_from([1, 3, 50, 70]), min_size=1, max_size=4),
        st.lists(st.sampled_from([0, 0, 1, 2]), min_size=1, max_size=4),
@@ -161,7 +162,7 @@ def test_folded_replay_equals_full_replay(records, layout, styles, chunk, extra_
     assert replay_folded(data, chunk, reader=reader) == replay_all(data)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(record_strategy(), min_size=1, max_size=60), st.integers(0, 70), st.sampled_from([None, 30]))
 def test_start_offset_and_timestamp_filters(records, start, min_index):
     pairs = pairs_of(records)
@@ -275,7 +276,7 @@ def test_bad_bytes_raise_typed_errors(reader):
                 pass
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(record_strategy(), min_size=1, max_size=120),
        st.lists(st.sampled_from([1, 3, 50, 70]), min_size=1, max_size=4),
        st.lists(st.sampled_from([0, 1, 2]), max_size=3))

@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode as E
 from coordinator.transactions.lifecycle import TxnState as S
 from coordinator.transactions.operations import TxnSettings
 from coordinator.transactions.steps import MarkerJob, TxnStep
+from tests.support.examples import examples
 from tests.support.txn import Harness
 
 OPS = st.lists(st.tuples(
@@ -75,7 +76,7 @@ class Run:
             self.epochs[key] = md.producer_epoch
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPS)
 def test_random_operations_keep_invariants_and_replay_rebuilds_the_state(ops: list) -> None:
     run = Run()

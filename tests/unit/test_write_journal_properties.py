@@ -29,6 +29,7 @@ from coordinator.runtime.timers import FakeScheduler
 from coordinator.runtime.writes import MemoryLog, PendingWrite
 from storage.errors import RecordTooLargeError, StorageError
 from tests.support.consumer_groups import FakeTopics
+from tests.support.examples import examples
 from tests.support.groups import assignment, subscription
 from tests.support.shard_state import classic_groups, consumer_groups, load_writes, offsets, pending_offsets
 
@@ -240,7 +241,7 @@ def observed(world: World, shard) -> dict:
                                   and not (g in world.txn_groups and v[1:] == (None, None, 0, None, []))}}
 
 
-@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OPERATIONS, min_size=10, max_size=60))
 def test_after_any_failures_the_shard_is_a_reload_of_what_is_durable(operations):
     world = World()
