@@ -10,7 +10,6 @@ of a compiled package that may run off the event loop goes through `serial_impor
 from __future__ import annotations
 
 import importlib
-import sys
 import threading
 from types import ModuleType
 
@@ -19,9 +18,7 @@ _import = importlib.import_module
 
 
 def serial_import(name: str) -> ModuleType:
-    """`importlib.import_module(name)`, one thread at a time (ImportError as it raises it)."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
+    """`importlib.import_module(name)`, one thread at a time (ImportError as it raises it). Always under the lock,
+    even for a module in sys.modules: there it may still be initializing in the thread that holds the lock."""
     with _importing:
         return _import(name)
