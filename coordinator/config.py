@@ -280,6 +280,7 @@ class Config:
     group_share_max_record_lock_duration_ms: int
     group_share_partition_max_record_locks: int
     group_share_max_share_sessions: int
+    group_share_initialize_retry_interval_ms: int
     share_coordinator_snapshot_update_records_per_snapshot: int
     share_coordinator_state_topic_num_partitions: int
     share_coordinator_state_topic_segment_bytes: int

@@ -121,3 +121,36 @@ def test_subscription_change_bumps_and_reassigns():
         _same(g.reloaded()["g"], g.groups["g"])
     finally:
         del TOPICS["bar"]
+
+
+def test_an_initialization_never_answered_is_asked_for_again_after_the_retry_interval():
+    """group.share.initialize.retry.interval.ms (30 s): a partition still initializing that long after it was asked
+    for (its InitializeShareGroupState never answered: the share coordinator had no owner for longer than the
+    persister's retries) is asked for again by the next heartbeat, the record's timestamp moved to then; before
+    that, heartbeats ask nothing."""
+    g = Groups()
+    first = g.beat("a", 0, now=1_000.0)
+    assert first.to_initialize == {FOO: frozenset({0})}
+    assert g.groups["g"].partition_state.initializing_topics[0].create_timestamp == 1_000
+    retry = SETTINGS.initialize_retry_interval_ms
+    assert retry == 30_000
+    early = g.beat("a", 1, topics=None, now=1_000.0 + retry - 1)
+    assert early.to_initialize == {} and early.records == []
+    late = g.beat("a", 1, topics=None, now=1_000.0 + retry)
+    assert late.to_initialize == {FOO: frozenset({0})}
+    assert [type(k).__name__ for k, _ in late.records] == ["ShareGroupStatePartitionMetadataKey"]
+    assert g.groups["g"].partition_state.initializing_topics[0].create_timestamp == 1_000 + retry
+    assert g.beat("a", 1, topics=None, now=1_000.0 + retry + 1).to_initialize == {}
+    g.write(initialized(g.groups["g"], late.to_initialize, TOPICS))  # answered this time: assignable
+    assert g.beat("a", 1, topics=None, now=1_000.0 + 3 * retry).assignment == {FOO: frozenset({0})}
+    _same(g.reloaded()["g"], g.groups["g"])
+
+
+def test_the_retry_interval_is_at_least_offsets_commit_timeout():
+    from coordinator.groups.share.config_settings import OFFSETS_COMMIT_TIMEOUT_MS, share_group_settings
+
+    class Config:
+        def __getattr__(self, name):
+            return 1 if name == "group_share_initialize_retry_interval_ms" else 1000
+
+    assert share_group_settings(Config()).initialize_retry_interval_ms == OFFSETS_COMMIT_TIMEOUT_MS == 5000

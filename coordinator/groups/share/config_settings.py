@@ -19,6 +19,7 @@ from coordinator.config_values import ConfigError, _int, bound_config, bounded_g
 from coordinator.share.offset_reset import parse_offset_reset
 
 INT32_MAX = 2**31 - 1
+OFFSETS_COMMIT_TIMEOUT_MS = 5000  # Kafka's offsets.commit.timeout.ms default: the least initialize retry interval
 SIMPLE_ASSIGNOR = "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"
 
 
@@ -58,6 +59,10 @@ SHARE_GROUP_SETTINGS: dict[str, tuple[str, Any, str, str]] = {
                                                "Most in-flight records of a share partition."),
     "group.share.max.share.sessions": ("group_share_max_share_sessions", _int(1, INT32_MAX), "2000",
                                        "Most share sessions a broker keeps."),
+    "group.share.initialize.retry.interval.ms": (
+        "group_share_initialize_retry_interval_ms", _int(1, INT32_MAX), "30000",
+        "How long a share partition may stay initializing (its InitializeShareGroupState unanswered) before the "
+        "next heartbeat asks again; at least offsets.commit.timeout.ms (5000), as in Kafka."),
     "share.coordinator.snapshot.update.records.per.snapshot": (
         "share_coordinator_snapshot_update_records_per_snapshot", _int(0, 500), "500",
         "ShareUpdate records of a share partition between two ShareSnapshot records."),
@@ -83,6 +88,7 @@ class ShareGroupSettings:
     max_share_sessions: int = 2000
     auto_offset_reset: str = "latest"
     isolation_level: str = "read_uncommitted"
+    initialize_retry_interval_ms: int = 30_000
 
 
 def check(config: Any) -> None:
@@ -107,7 +113,8 @@ def share_group_settings(config: Any) -> ShareGroupSettings:
         config.group_share_min_record_lock_duration_ms, config.group_share_max_record_lock_duration_ms,
         config.group_share_min_session_timeout_ms, config.group_share_max_session_timeout_ms,
         config.group_share_min_heartbeat_interval_ms, config.group_share_max_heartbeat_interval_ms,
-        config.group_share_partition_max_record_locks, config.group_share_max_share_sessions)
+        config.group_share_partition_max_record_locks, config.group_share_max_share_sessions,
+        initialize_retry_interval_ms=max(config.group_share_initialize_retry_interval_ms, OFFSETS_COMMIT_TIMEOUT_MS))
 
 
 # --- group configs (GroupConfig) --------------------------------------------------------------------

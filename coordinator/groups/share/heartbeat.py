@@ -150,7 +150,7 @@ def _step(group: ShareGroup, member: ShareGroupMember, request: HeartbeatRequest
     if new_member or updated.subscribed_topic_names != member.subscribed_topic_names or new_hash != group.metadata_hash:
         group_epoch += 1
         records.append((ShareGroupMetadataKey(group.group_id), ShareGroupMetadataValue(group_epoch, new_hash)))
-    to_initialize = _initializing(group, subscribed, topics, now_ms, records)
+    to_initialize = _initializing(group, subscribed, topics, now_ms, settings.initialize_retry_interval_ms, records)
     target, assignment_epoch = group.target, group.assignment_epoch
     if group_epoch > group.assignment_epoch:
         target = _new_target(group, members, topics, group_epoch, records)
@@ -169,13 +169,19 @@ def _step(group: ShareGroup, member: ShareGroupMember, request: HeartbeatRequest
     return result
 
 
-def _initializing(group: ShareGroup, subscribed: set[str], topics: Topics, now_ms: float,
+def _initializing(group: ShareGroup, subscribed: set[str], topics: Topics, now_ms: float, retry_ms: int,
                   records: list[Record]) -> dict[TopicId, frozenset[int]]:
-    """Subscribed partitions without share state join the initializing ones (a record when any do)."""
+    """Subscribed partitions without share state join the initializing ones (a record when any do); those
+    initializing for `retry_ms` or longer (their InitializeShareGroupState never answered, e.g. its share
+    coordinator had no owner for longer than the persister's retries) are asked for again, as Kafka's
+    group.share.initialize.retry.interval.ms does."""
     state = group.partition_state
     known: dict[TopicId, set[int]] = {}
-    for info in (*state.initialized_topics, *state.initializing_topics):
+    for info in state.initialized_topics:
         known.setdefault(info.topic_id, set()).update(info.partitions)
+    for info in state.initializing_topics:
+        if info.create_timestamp + retry_ms > now_ms:
+            known.setdefault(info.topic_id, set()).update(info.partitions)
     fresh: dict[TopicId, frozenset[int]] = {}
     names: dict[TopicId, str] = {}
     for name in sorted(subscribed):
