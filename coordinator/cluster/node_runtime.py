@@ -26,6 +26,7 @@ from typing import Any
 
 import structlog
 
+from coordinator.cluster.group_config_store import PgGroupConfigStore
 from coordinator.cluster.identity import join_cluster
 from coordinator.cluster.lazy_topics import ShareStateTopic, TxnTopic
 from coordinator.cluster.log_supervisor import LogSupervisor
@@ -49,6 +50,7 @@ from coordinator.node import Node
 from coordinator.runtime.offsets_topic import OffsetsRuntime
 from coordinator.security.acl_store import Acls, PgAclStore
 from coordinator.security.scram_store import PgCredentialStore, ScramCredentials
+from coordinator.share.runtime.group_configs import GroupConfigs
 from coordinator.transactions.runtime.markers import MarkerWriter
 from rules.placement import SHARE_GROUP_STATE_TOPIC
 from storage.pg import cluster_meta, share_state_calls, txn_markers, txn_verify
@@ -100,6 +102,7 @@ class ClusterNode:
             pool, topics, node.cluster_id, config.share_coordinator_state_topic_num_partitions,
             replication_factor=config.share_coordinator_state_topic_replication_factor)
         self.share_state: ClusterShareState | None = None  # once the share runtime is attached
+        self.group_configs: GroupConfigs | None = None  # its group configs, over kc_group_configs
         self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
@@ -161,6 +164,8 @@ class ClusterNode:
         self.share_state = ClusterShareState(self.pool, self.config.node_id, coordinator, self.share_topic,
                                              lambda index: self.view.leader(SHARE_GROUP_STATE_TOPIC, index))
         share.route(self.share_state)
+        share.group_configs.use(PgGroupConfigStore(self.pool))  # read at every refresh (the first: before serving)
+        self.group_configs = share.group_configs
 
     def _txn_notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
         self.markers.notified(payload)
@@ -176,6 +181,8 @@ class ClusterNode:
         await self.scram.refresh()
         if self.acls is not None:
             await self.acls.refresh()
+        if self.group_configs is not None:
+            await self.group_configs.refresh()
 
     async def start(self, advertised: tuple[Listener, ...]) -> None:
         """Register this node's lease with its advertised listeners and start taking its share."""

@@ -6,8 +6,8 @@ from typing import Any, Literal, Protocol
 
 CHANNEL = "kc_cluster"
 # What changed: kc_nodes (register, deregister), kc_partitions (owners, new rows), kc_topics, kc_broker_configs,
-# kc_scram_credentials, kc_acls.
-Change = Literal["nodes", "partitions", "topics", "broker_configs", "scram_credentials", "acls"]
+# kc_scram_credentials, kc_acls, kc_group_configs.
+Change = Literal["nodes", "partitions", "topics", "broker_configs", "scram_credentials", "acls", "group_configs"]
 
 
 class Executor(Protocol):

@@ -13,7 +13,7 @@ import asyncpg
 
 from storage.pg.errors import SchemaTooNewError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # pg_advisory_xact_lock key of migrations: any fixed bigint; this one spells "kcschema" in ASCII.
 MIGRATION_LOCK = 0x6B63736368656D61
@@ -94,6 +94,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # A topic's replication factor as created (CreateTopics): how many live nodes Metadata names as each
             # partition's replicas, at most (coordinator/data_plane/replication.py). Topics from before: 1.
             "ALTER TABLE kc_topics ADD COLUMN replication_factor smallint NOT NULL DEFAULT 1",
+        ],
+    ),
+    (
+        7,
+        [
+            # Group configs (IncrementalAlterConfigs on a GROUP resource: consumer.* and share.*), one row per
+            # (group, name), read by every node (storage/pg/group_configs.py).
+            """CREATE TABLE kc_group_configs (group_id text NOT NULL, name text NOT NULL, value text NOT NULL,
+                                              PRIMARY KEY (group_id, name))""",
         ],
     ),
 ]

@@ -13,7 +13,8 @@ from storage.pg.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_versio
 from tests.support.postgres import free_port
 
 TABLES = {"kc_schema", "kc_cluster", "kc_nodes", "kc_topics", "kc_partitions", "kc_batches", "kc_producer_ids",
-          "kc_blobs", "kc_broker_configs", "kc_scram_credentials", "kc_acls", "kc_txn_markers"}  # fmt: skip
+          "kc_blobs", "kc_broker_configs", "kc_scram_credentials", "kc_acls", "kc_txn_markers",
+          "kc_group_configs"}  # fmt: skip
 
 
 async def _tables(conn: asyncpg.Connection) -> set[str]:
@@ -26,7 +27,7 @@ async def test_migrate_creates_every_table_at_the_current_version(pg_url):
     try:
         assert await schema_version(conn) == 0
         assert await migrate(conn) == 0
-        assert await schema_version(conn) == SCHEMA_VERSION == 6
+        assert await schema_version(conn) == SCHEMA_VERSION == 7
         assert await _tables(conn) == TABLES
         assert await conn.fetch("SELECT id, next_block FROM kc_producer_ids") == [(1, 0)]
     finally:

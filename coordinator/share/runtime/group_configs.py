@@ -3,9 +3,12 @@ share.* configs of each group, persisted, and the settings a group runs with (th
 group.consumer.* with its configs applied: apply_group_configs and apply_consumer_group_configs, which also check them
 against the broker's bounds).
 
-Local mode keeps them in `<log.dirs>/group-configs.json`, rewritten atomically before a change is answered (Kafka
-keeps them as ConfigRecords of its metadata log). DescribeConfigs lists every share.* group config: a group's own
-value (source GROUP_CONFIG) or the broker setting's (DEFAULT_CONFIG), as Kafka's ConfigHelper does.
+Local mode keeps them in `<log.dirs>/group-configs.json` (FileGroupConfigStore), rewritten atomically before a
+change is answered; cluster mode in PostgreSQL (kc_group_configs: coordinator/cluster/group_config_store.py), where
+every node reads them again when one changes them (NOTIFY) and at every membership refresh, so that the group's
+coordinator applies them whichever node was asked (Kafka keeps them as ConfigRecords of its metadata log).
+DescribeConfigs lists every share.* group config: a group's own value (source GROUP_CONFIG) or the broker
+setting's (DEFAULT_CONFIG), as Kafka's ConfigHelper does.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.config_values import ConfigError
 from coordinator.data_plane.file_catalog_store import write_atomically
@@ -56,19 +59,65 @@ def _default(settings: ShareGroupSettings, timing: ConsumerTiming, name: str) ->
                 "share.isolation.level": settings.isolation_level}[name])
 
 
-class GroupConfigs:
+class GroupConfigStore(Protocol):
+    """Where the group configs are kept: `read` gives every group's; `write` makes `group_id`'s `configs` (`every`:
+    all groups' after the change)."""
+
+    async def read(self) -> dict[str, dict[str, str]]: ...
+
+    async def write(self, group_id: str, configs: Mapping[str, str], every: Mapping[str, Mapping[str, str]]
+                    ) -> None: ...
+
+
+class FileGroupConfigStore:
+    """Local mode: `<log.dirs>/group-configs.json`, rewritten atomically."""
+
     FILE = "group-configs.json"
 
-    def __init__(self, log_dir: str, base: ShareGroupSettings, timing: ConsumerTiming) -> None:
+    def __init__(self, log_dir: str) -> None:
         self.path = os.path.join(log_dir, self.FILE)
+
+    def preload(self) -> dict[str, dict[str, str]]:
+        if not os.path.exists(self.path):
+            return {}
+        with open(self.path, "rb") as handle:
+            return {g: dict(c) for g, c in json.loads(handle.read())["groups"].items()}
+
+    async def read(self) -> dict[str, dict[str, str]]:
+        return self.preload()
+
+    async def write(self, group_id: str, configs: Mapping[str, str], every: Mapping[str, Mapping[str, str]]
+                    ) -> None:
+        body = json.dumps({"version": 1, "groups": every}, indent=1, sort_keys=True).encode()
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        await asyncio.get_running_loop().run_in_executor(None, write_atomically, self.path, body)
+
+
+class GroupConfigs:
+    def __init__(self, log_dir: str, base: ShareGroupSettings, timing: ConsumerTiming) -> None:
+        local = FileGroupConfigStore(log_dir)
+        self.store: GroupConfigStore = local
         self.base = base
         self.timing = timing
-        self.groups: dict[str, dict[str, str]] = {}
+        self.groups: dict[str, dict[str, str]] = local.preload()
         self._settings: dict[str, ShareGroupSettings] = {}
         self._timings: dict[str, ConsumerTiming] = {}
-        if os.path.exists(self.path):
-            with open(self.path, "rb") as handle:
-                self.groups = {g: dict(c) for g, c in json.loads(handle.read())["groups"].items()}
+
+    def use(self, store: GroupConfigStore) -> None:
+        """Cluster mode: the configs are `store`'s (none until the first `refresh`), not this node's file."""
+        self.store = store
+        self._replace({})
+
+    async def refresh(self) -> None:
+        """Read every group's configs again (another node may have changed them)."""
+        self._replace(await self.store.read())
+
+    def _replace(self, groups: dict[str, dict[str, str]]) -> None:
+        changed = {g for g in (*groups, *self.groups) if groups.get(g) != self.groups.get(g)}
+        self.groups = groups
+        for group_id in changed:
+            self._settings.pop(group_id, None)
+            self._timings.pop(group_id, None)
 
     def settings_for(self, group_id: str) -> ShareGroupSettings:
         """The settings `group_id` runs with (the broker's when it has no configs, or they no longer fit the
@@ -107,12 +156,8 @@ class GroupConfigs:
     async def write(self, group_id: str, configs: Mapping[str, str]) -> None:
         groups = {**self.groups, group_id: dict(configs)}
         groups = {g: c for g, c in groups.items() if c}
-        body = json.dumps({"version": 1, "groups": groups}, indent=1, sort_keys=True).encode()
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        await asyncio.get_running_loop().run_in_executor(None, write_atomically, self.path, body)
-        self.groups = groups
-        self._settings.pop(group_id, None)
-        self._timings.pop(group_id, None)
+        await self.store.write(group_id, dict(configs), groups)
+        self._replace(groups)
 
     def entries(self, group_id: str, keys: tuple[str, ...] | None, documentation: bool) -> list[dict]:
         """DescribeConfigs' entries of a GROUP resource."""
