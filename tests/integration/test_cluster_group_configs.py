@@ -9,8 +9,6 @@ import json
 
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
     ConfigResource,
     ConfigSource,
     ResourceType,
@@ -18,15 +16,7 @@ from confluent_kafka.admin import (
 
 from tests.clients import create_topic
 from tests.support.cluster import ClusterNodes, wait_until
-from tests.support.share_clients import FAST_SHARE, poll_until, produce, share_consumer
-
-
-def alter(bootstrap: str, group: str, **configs: str) -> None:
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the answer (its handle ends with it)
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(15)
+from tests.support.share_clients import FAST_SHARE, alter_group_configs, poll_until, produce, share_consumer
 
 
 def described(bootstrap: str, group: str) -> dict[str, tuple[str, int]]:
@@ -44,7 +34,8 @@ def test_group_configs_are_shared_by_every_node_and_survive_their_restarts(pg_ur
             {"version": 1, "groups": {"sg": {"share.isolation.level": "read_committed"}}}))
         create_topic(cluster.bootstrap(), "q", 2)
         produce(cluster.bootstrap(), "q", [f"m{i}".encode() for i in range(10)], partition=0)
-        alter(cluster.bootstrap(1), "sg", **{"share.auto.offset.reset": "earliest"})
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap(1)})
+        alter_group_configs(admin, "sg", **{"share.auto.offset.reset": "earliest"})
         group = ConfigSource.GROUP_CONFIG.value
         wait_until(lambda: described(cluster.bootstrap(2), "sg")["share.auto.offset.reset"] == ("earliest", group),
                    10, "node 2 describing what node 1 set")

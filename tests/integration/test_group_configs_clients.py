@@ -6,24 +6,10 @@ produced before it joined (the broker's default, latest, would skip them)."""
 from __future__ import annotations
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    ResourceType,
-)
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from tests.support.server_process import start_server
-from tests.support.share_clients import FAST_SHARE, poll_until, produce, share_consumer
-
-
-def _alter(admin: AdminClient, group: str, **configs: str) -> None:
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(15)
+from tests.support.share_clients import FAST_SHARE, alter_group_configs, poll_until, produce, share_consumer
 
 
 def test_share_group_configs_from_confluent_kafka_survive_a_restart_and_are_used(tmp_path):
@@ -33,11 +19,12 @@ def test_share_group_configs_from_confluent_kafka_survive_a_restart_and_are_used
         produce(server.bootstrap, "q", [f"m{i}".encode() for i in range(20)])
         admin = AdminClient({"bootstrap.servers": server.bootstrap})
         try:
-            _alter(admin, "sg", **{"share.record.lock.duration.ms": "500"})  # below the min (1000)
+            alter_group_configs(admin, "sg", **{"share.record.lock.duration.ms": "500"})  # below the min (1000)
             raise AssertionError("a lock duration below group.share.min.record.lock.duration.ms was accepted")
         except KafkaException as exc:
             assert exc.args[0].name() == "INVALID_CONFIG", exc
-        _alter(admin, "sg", **{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "2000"})
+        alter_group_configs(admin, "sg",
+                            **{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "2000"})
     finally:
         server.stop()
 

@@ -1,5 +1,5 @@
-"""confluent-kafka's ShareConsumer against the real server: consumers, a producer, and a consumer in a process of
-its own (to be killed -9 or frozen while it holds records)."""
+"""confluent-kafka's ShareConsumer against the real server: consumers, a producer, a consumer in a process of
+its own (to be killed -9 or frozen while it holds records), and group configs set with its AdminClient."""
 
 from __future__ import annotations
 
@@ -11,12 +11,21 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from tests.support.server_process import ROOT
 
 #: the settings share-group tests run the server with: assignments within a second, locks of a few seconds
 FAST_SHARE = {"group.share.heartbeat.interval.ms": "500", "group.share.min.heartbeat.interval.ms": "500",
               "group.share.record.lock.duration.ms": "3000", "group.share.min.record.lock.duration.ms": "1000"}
+
+
+def alter_group_configs(admin: AdminClient, group: str, **configs: str) -> None:
+    """IncrementalAlterConfigs SET of `configs` on the GROUP resource `group` (KafkaException as the answer's)."""
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
 
 
 def share_consumer(bootstrap: str, group: str, topics: list[str], **conf: Any) -> ShareConsumer:
