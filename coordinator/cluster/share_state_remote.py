@@ -7,8 +7,9 @@ The share partitions (coordinator/share/runtime/share_partitions.py) and the sha
 As Kafka's persister does, a request that finds no coordinator (the topic being created, a partition without an
 owner or moving, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, no answer within `answer_timeout_s`) is tried
 again after `backoff_s`, until `deadline_s`; then COORDINATOR_NOT_AVAILABLE. The node holding the partition
-answers the questions it hears for it (`notified`), whatever node asked; a body too long for a notification is
-answered UNKNOWN_SERVER_ERROR (not retried: it would never fit).
+answers the questions it hears for it (`notified`), whatever node asked; a question or answer too long for a
+notification goes through a kc_share_state_bodies row, which the notification names (`calls.store_body`,
+`calls.take_body`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ log = structlog.get_logger(__name__)
 
 RETRIED = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_not_available,
                      ErrorCode.coordinator_load_in_progress})
-TOO_LONG = Answer(ErrorCode.unknown_server_error, "The share-group state request or answer is too long for "
-                                                  "the cluster's notifications.")
 
 
 class ClusterShareState:
@@ -126,8 +125,10 @@ class ClusterShareState:
         request_id, answered = self._calls.ask()
         try:
             payload = calls.question(calls.Question(self.node_id, request_id, index, body))
-            if payload is None:
-                return TOO_LONG
+            if payload is None:  # too long for a notification: the body goes through a row
+                stored = await calls.store_body(self.pool, body)
+                payload = calls.question(calls.Question(self.node_id, request_id, index, b"", stored))
+                assert payload is not None
             await calls.notify(self.pool, payload)
             async with asyncio.timeout(self.answer_timeout_s):
                 return await answered
@@ -145,30 +146,56 @@ class ClusterShareState:
         if message is None:
             log.warning("cluster.share_state.bad_notification", payload=payload[:100])
         elif isinstance(message, calls.Answer):
-            if message.node_id == self.node_id:
-                try:
-                    answer = codec.decode_answer(message.body)
-                except ValueError as exc:
-                    answer = Answer(ErrorCode.unknown_server_error, str(exc))
-                self._calls.answered(message.request_id, answer)
+            if message.node_id != self.node_id:
+                return
+            if message.stored is None:
+                self._calls.answered(message.request_id, _decoded(message.body))
+            else:
+                self._calls.answer(self._take_answer(message))
         elif message.partition in self.local.partitions:
             self._calls.answer(self._answer(message))
 
+    async def _take_answer(self, message: calls.Answer) -> None:
+        """An answer whose body is in a row: taken, then given to the question (if it still waits)."""
+        assert message.stored is not None
+        try:
+            body = await calls.take_body(self.pool, message.stored)
+        except StorageError as exc:  # the question times out and is asked again
+            log.info("cluster.share_state.answer_lost", error=repr(exc))
+            return
+        if body is not None:
+            self._calls.answered(message.request_id, _decoded(body))
+
     async def _answer(self, question: calls.Question) -> None:
         try:
-            operation, args = codec.decode_call(question.body)
-            answer = await getattr(self.local, operation)(**args)
-        except ValueError as exc:
-            log.warning("cluster.share_state.bad_request", node=question.node_id, error=str(exc))
-            answer = Answer(ErrorCode.invalid_request, str(exc))
-        payload = calls.answer(calls.Answer(question.node_id, question.request_id, codec.encode_answer(answer)))
-        if payload is None:
-            payload = calls.answer(calls.Answer(question.node_id, question.request_id, codec.encode_answer(TOO_LONG)))
-            assert payload is not None
-        try:
+            body = question.body
+            if question.stored is not None:
+                taken = await calls.take_body(self.pool, question.stored)
+                if taken is None:  # gone (older than its time to live): the asking node asks again
+                    return
+                body = taken
+            try:
+                operation, args = codec.decode_call(body)
+                answer = await getattr(self.local, operation)(**args)
+            except ValueError as exc:
+                log.warning("cluster.share_state.bad_request", node=question.node_id, error=str(exc))
+                answer = Answer(ErrorCode.invalid_request, str(exc))
+            encoded = codec.encode_answer(answer)
+            payload = calls.answer(calls.Answer(question.node_id, question.request_id, encoded))
+            if payload is None:  # too long for a notification: through a row
+                stored = await calls.store_body(self.pool, encoded)
+                payload = calls.answer(calls.Answer(question.node_id, question.request_id, b"", stored))
+                assert payload is not None
             await calls.notify(self.pool, payload)
         except StorageError as exc:  # the asking node times out and tries again
             log.info("cluster.share_state.answer_failed", error=repr(exc))
 
     async def stop(self) -> None:
         await self._calls.stop()
+
+
+def _decoded(body: bytes) -> Answer:
+    try:
+        return codec.decode_answer(body)
+    except ValueError as exc:
+        return Answer(ErrorCode.unknown_server_error, str(exc))

@@ -103,6 +103,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # (group, name), read by every node (storage/pg/group_configs.py).
             """CREATE TABLE kc_group_configs (group_id text NOT NULL, name text NOT NULL, value text NOT NULL,
                                               PRIMARY KEY (group_id, name))""",
+            # A share-group state request or answer too long for a notification: its body, which the notification
+            # names and the one node it is for takes (storage/pg/share_state_calls.py).
+            """CREATE TABLE kc_share_state_bodies (id bigserial PRIMARY KEY, body bytea NOT NULL,
+                                                   stored_at timestamptz NOT NULL DEFAULT now())""",
         ],
     ),
 ]

@@ -10,9 +10,12 @@ question and its answer are NOTIFYs on this channel, as kc_txn_verify's are:
     a:<asking node>:<request id>:<body>
 
 Every node hears every notification; the node hosting the named partition answers, the asking node takes the
-answer. The body (the request or the answer, encoded by the caller) is zlib-compressed and base64-encoded here; a
-NOTIFY payload must stay below 8000 bytes, so a body longer than that is refused (`None`) and the caller answers
-an error instead. Nothing is stored: an unanswered question is asked again by the share partition's next request.
+answer. The body (the request or the answer, encoded by the caller) is zlib-compressed and base64-encoded here. A
+NOTIFY payload must stay below 8000 bytes: a body longer than that (a share partition with many thousand state
+batches) is stored in kc_share_state_bodies and the payload names its row instead (`@<id>` for the body); the one
+node the question or answer is for takes the row (`take_body`). Rows nobody took (the asking node gone, the
+partition moved meanwhile) are deleted after STORED_BODY_TTL by the next `store_body`. Nothing else is stored: an
+unanswered question is asked again by the share partition's next request.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from storage.pg.notify import Executor
 CHANNEL = "kc_share_state"
 QUESTION, ANSWER = "q", "a"
 MAX_PAYLOAD_BYTES = 7900
+STORED = "@"  # a body field naming a kc_share_state_bodies row
+STORED_BODY_TTL = "5 minutes"
 
 
 class Question(NamedTuple):
@@ -34,12 +39,14 @@ class Question(NamedTuple):
     request_id: int
     partition: int  # of __share_group_state
     body: bytes
+    stored: int | None = None  # the body is in this kc_share_state_bodies row (`body` is empty until taken)
 
 
 class Answer(NamedTuple):
     node_id: int
     request_id: int
     body: bytes
+    stored: int | None = None
 
 
 def _pack(body: bytes) -> str:
@@ -50,28 +57,38 @@ def _fits(payload: str) -> str | None:
     return payload if len(payload) <= MAX_PAYLOAD_BYTES else None
 
 
+def _body(message: Question | Answer) -> str:
+    return f"{STORED}{message.stored}" if message.stored is not None else _pack(message.body)
+
+
 def question(q: Question) -> str | None:
-    """The payload asking `q`; None when it is too long for a notification."""
-    return _fits(f"{QUESTION}:{q.node_id}:{q.request_id}:{q.partition}:{_pack(q.body)}")
+    """The payload asking `q`; None when it is too long for a notification (store the body: `store_body`)."""
+    return _fits(f"{QUESTION}:{q.node_id}:{q.request_id}:{q.partition}:{_body(q)}")
 
 
 def answer(a: Answer) -> str | None:
-    """The payload answering; None when it is too long for a notification."""
-    return _fits(f"{ANSWER}:{a.node_id}:{a.request_id}:{_pack(a.body)}")
+    """The payload answering; None when it is too long for a notification (store the body: `store_body`)."""
+    return _fits(f"{ANSWER}:{a.node_id}:{a.request_id}:{_body(a)}")
 
 
 def parse(payload: str) -> Question | Answer | None:
-    """The question or answer in `payload`; None if malformed."""
+    """The question or answer in `payload` (a stored body: `stored` set, `body` empty); None if malformed."""
     try:
         if payload.startswith(QUESTION + ":"):
             node, request, partition, body = payload[2:].split(":", 3)
-            return Question(int(node), int(request), int(partition), _unpack(body))
+            return Question(int(node), int(request), int(partition), *_parsed_body(body))
         if payload.startswith(ANSWER + ":"):
             node, request, body = payload[2:].split(":", 2)
-            return Answer(int(node), int(request), _unpack(body))
+            return Answer(int(node), int(request), *_parsed_body(body))
     except (ValueError, zlib.error):
         return None
     return None
+
+
+def _parsed_body(text: str) -> tuple[bytes, int | None]:
+    if text.startswith(STORED):
+        return b"", int(text[1:])
+    return _unpack(text), None
 
 
 def _unpack(text: str) -> bytes:
@@ -82,3 +99,20 @@ async def notify(executor: Executor, payload: str) -> None:
     """NOTIFY kc_share_state (StoreUnavailableError when PostgreSQL is)."""
     with unavailable_as_store_error("ask or answer a share-group state request"):
         await executor.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
+
+
+async def store_body(executor: Executor, body: bytes) -> int:
+    """Store a body too long for a notification (zlib-compressed); returns the row id its payload names. Rows older
+    than STORED_BODY_TTL (never taken) go first."""
+    with unavailable_as_store_error("store a share-group state request or answer"):
+        await executor.execute(
+            f"DELETE FROM kc_share_state_bodies WHERE stored_at < now() - interval '{STORED_BODY_TTL}'")
+        return int(await executor.fetchval("INSERT INTO kc_share_state_bodies (body) VALUES ($1) RETURNING id",
+                                           zlib.compress(body)))
+
+
+async def take_body(executor: Executor, stored: int) -> bytes | None:
+    """The body of row `stored`, deleted as it is read; None when it is gone."""
+    with unavailable_as_store_error("take a share-group state request or answer"):
+        data = await executor.fetchval("DELETE FROM kc_share_state_bodies WHERE id = $1 RETURNING body", stored)
+    return None if data is None else zlib.decompress(data)

@@ -14,7 +14,7 @@ from tests.support.postgres import free_port
 
 TABLES = {"kc_schema", "kc_cluster", "kc_nodes", "kc_topics", "kc_partitions", "kc_batches", "kc_producer_ids",
           "kc_blobs", "kc_broker_configs", "kc_scram_credentials", "kc_acls", "kc_txn_markers",
-          "kc_group_configs"}  # fmt: skip
+          "kc_group_configs", "kc_share_state_bodies"}  # fmt: skip
 
 
 async def _tables(conn: asyncpg.Connection) -> set[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import uuid
 from types import SimpleNamespace
 
@@ -95,6 +96,9 @@ def test_notification_payloads():
     for bad in ("", "x:1", "q:1:2", "q:a:2:3:AAAA", "a:1:2:not base64!", "a:1:2:" + "QUJD"):
         assert calls.parse(bad) is None
     assert calls.question(calls.Question(1, 1, 0, os.urandom(8000))) is None  # incompressible: too long
+    stored_q, stored_a = calls.Question(1, 2, 3, b"", 41), calls.Answer(1, 2, b"", 42)  # ... so stored in a row
+    assert calls.parse(calls.question(stored_q)) == stored_q and calls.parse(calls.answer(stored_a)) == stored_a
+    assert calls.parse("q:1:2:3:@x") is None
 
 
 class Bus:
@@ -105,8 +109,21 @@ class Bus:
         self.nodes: list[ClusterShareState] = []
         self.sent: list[str] = []
         self._pending: list[str] = []
+        self.rows: dict[int, bytes] = {}  # kc_share_state_bodies
+        self.stored = 0
 
-    async def execute(self, query: str, channel: str, payload: str) -> str:
+    async def fetchval(self, query: str, *args: object) -> object:
+        if query.startswith("INSERT INTO kc_share_state_bodies"):
+            self.stored += 1
+            self.rows[self.stored] = args[0]  # type: ignore[assignment]
+            return self.stored
+        assert query.startswith("DELETE FROM kc_share_state_bodies WHERE id = $1"), query
+        return self.rows.pop(args[0], None)  # type: ignore[arg-type]
+
+    async def execute(self, query: str, *args: str) -> str:
+        if query.startswith("DELETE FROM kc_share_state_bodies WHERE stored_at"):
+            return "DELETE 0"
+        channel, payload = args
         assert channel == calls.CHANNEL
         self.sent.append(payload)
         if not self._pending:
@@ -161,6 +178,35 @@ async def test_requests_go_to_the_node_holding_the_partition(tmp_path):
     # the holder asks itself: no notification
     sent = len(bus.sent)
     assert (await holding.delete("g", T, 0)).error is ErrorCode.none and len(bus.sent) == sent
+    await holding.local.give_up(index)
+
+
+async def test_a_state_too_long_for_a_notification_goes_through_a_row_both_ways(tmp_path):
+    """A share partition with many thousand state batches of alternating states: its write (the question) and its
+    read (the answer) do not fit a notification (some 7.9 kB after zlib); each body goes through a
+    kc_share_state_bodies row the notification names, taken (deleted) by the one node it is for."""
+    bus, topic, owners = Bus(), Topic(), {}
+    asking, holding = _node(bus, 1, owners, topic), _node(bus, 2, owners, topic)
+    index = holding.local.index_of("g", T, 0)
+    await holding.local.take(index, _log(tmp_path, index))
+    owners[index] = 2
+    assert (await asking.initialize("g", T, 0, 1, 0)).error is ErrorCode.none
+    rng, first, made = random.Random(7), 0, []
+    for _ in range(6000):  # irregular gaps, lengths and counts: zlib cannot make them fit
+        first += rng.randrange(1, 1000)
+        last = first + rng.randrange(0, 50)
+        made.append(StateBatch(first, last, rng.choice((0, 2, 4)), rng.randrange(1, 6)))
+        first = last + 1
+    batches = tuple(made)
+    body = codec.encode_call("write", {"request": WriteState("g", T, 0, 1, 3, 0, batches, 0)})
+    assert calls.question(calls.Question(1, 1, index, body)) is None  # too long to notify as such
+    sent = len(bus.sent)
+    assert (await asking.write(WriteState("g", T, 0, 1, 3, 0, batches, 0))).error is ErrorCode.none
+    read = await asking.read("g", T, 0, 3)
+    assert read.error is ErrorCode.none and read.state.state_batches == batches
+    stored = [p.rsplit(":", 1)[1].startswith("@") for p in bus.sent[sent:]]
+    assert stored == [True, False, False, True]  # the write's question and the read's answer through rows
+    assert bus.stored == 2 and bus.rows == {}  # each taken once, by the node it was for
     await holding.local.give_up(index)
 
 
