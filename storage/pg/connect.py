@@ -129,7 +129,8 @@ def _mark_unanswered(host: Host) -> None:
     _UNANSWERED.add(host)
     now = asyncio.get_running_loop().time()
     for deadline in list(_CONNECTING.get(host, ())):
-        deadline.reschedule(now)
+        if not deadline.expired():  # (one marked twice before its task ran again: expiring already)
+            deadline.reschedule(now)
 
 
 def _tuned(connection: asyncpg.Connection, tcp: TcpOptions) -> asyncpg.Connection:

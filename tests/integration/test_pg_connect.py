@@ -274,3 +274,29 @@ async def test_a_connect_under_way_to_a_host_found_silent_moves_on_at_once(postg
             await connection.close()
     finally:
         await relay.aclose()
+
+
+async def test_a_host_found_silent_twice_before_its_connects_ran_again_is_no_error(postgres_server):
+    """Two connects under way to the silent host, the host marked twice in one turn (abandon, then a connect's own
+    timeout): the second marking finds the deadlines expiring already and leaves them, and both connects go on to
+    the next host."""
+    relay = await Relay(postgres_server.port).start()
+    try:
+        connections = ConnectionSet(hosts_url("postgres", relay.port, postgres_server.port,
+                                              options="&connect_timeout=30"))
+        session = await connections.connect()
+        relay.freeze()
+        late = [asyncio.ensure_future(connections.connect()) for _ in range(2)]
+        done, _ = await asyncio.wait(late, timeout=0.5)
+        assert not done
+        connections.abandon(session)
+        connect_module._mark_unanswered(connect_module.parse(connections.url).hosts[0])  # again, same turn
+        async with asyncio.timeout(5):
+            opened = await asyncio.gather(*late)
+        try:
+            assert [await server_port(c) for c in opened] == [postgres_server.port] * 2
+        finally:
+            for connection in opened:
+                await connection.close()
+    finally:
+        await relay.aclose()
