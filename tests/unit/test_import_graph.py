@@ -8,6 +8,7 @@ imports that resolve to a module of the scanned packages are edges.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,14 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@cache
+def project_graph() -> dict[str, set[str]]:
+    """The project's graph, read once per process (every test below asks for the same one)."""
+    return import_graph()
+
+
 def test_no_import_cycle() -> None:
-    cycle = find_cycle(import_graph())
+    cycle = find_cycle(project_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
@@ -62,12 +69,12 @@ MAY_IMPORT = {
 
 
 def test_every_package_has_its_layer() -> None:
-    assert {module.split(".")[0] for module in import_graph()} == set(MAY_IMPORT)
+    assert {module.split(".")[0] for module in project_graph()} == set(MAY_IMPORT)
 
 
 @pytest.mark.parametrize("layer", sorted(MAY_IMPORT))
 def test_each_layer_imports_only_what_it_may(layer: str) -> None:
-    outside = sorted(f"{module} -> {target}" for module, targets in import_graph().items()
+    outside = sorted(f"{module} -> {target}" for module, targets in project_graph().items()
                      if module.split(".")[0] == layer
                      for target in targets if target.split(".")[0] not in MAY_IMPORT[layer])
     assert outside == []

@@ -1,4 +1,4 @@
-"""tests/support/examples.py: ./dev unit's quick loop draws a fifth of each property test's examples (at least 5,
+"""tests/support/examples.py: ./dev unit's quick loop draws a tenth of each property test's examples (at least 2,
 never more than asked), ./dev test the full counts; the hypothesis profile for tests that name no count follows."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.support import examples as examples_module
 
 
 @pytest.mark.parametrize(("quick", "asked", "drawn"), [
-    ("1", 600, 120), ("1", 25, 5), ("1", 8, 5), ("1", 3, 3), ("0", 600, 600), ("0", 3, 3), (None, 150, 150),
+    ("1", 600, 60), ("1", 25, 2), ("1", 8, 2), ("1", 1, 1), ("0", 600, 600), ("0", 3, 3), (None, 150, 150),
 ])
 def test_counts(monkeypatch, quick, asked, drawn):
     if quick is None:
