@@ -164,7 +164,7 @@ class ClusterNode:
         self.share_state = ClusterShareState(self.pool, self.config.node_id, coordinator, self.share_topic,
                                              lambda index: self.view.leader(SHARE_GROUP_STATE_TOPIC, index))
         share.route(self.share_state)
-        share.group_configs.use(PgGroupConfigStore(self.pool))  # read at every refresh (the first: before serving)
+        share.group_configs.use(PgGroupConfigStore(self.pool))  # read again at every membership refresh
         self.group_configs = share.group_configs
 
     def _txn_notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
