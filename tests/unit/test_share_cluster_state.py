@@ -153,13 +153,20 @@ def _node(bus: Bus, node_id: int, owners: dict[int, int], topic: Topic, **timing
     return node
 
 
-async def test_requests_go_to_the_node_holding_the_partition(tmp_path):
+async def _asking_and_holding(tmp_path) -> tuple[Bus, ClusterShareState, ClusterShareState, int]:
+    """Node 1 asks, node 2 holds the __share_group_state partition of ("g", T, 0), whose state node 1 initialized
+    through node 2."""
     bus, topic, owners = Bus(), Topic(), {}
     asking, holding = _node(bus, 1, owners, topic), _node(bus, 2, owners, topic)
     index = holding.local.index_of("g", T, 0)
     await holding.local.take(index, _log(tmp_path, index))
     owners[index] = 2
     assert (await asking.initialize("g", T, 0, 1, 0)).error is ErrorCode.none
+    return bus, asking, holding, index
+
+
+async def test_requests_go_to_the_node_holding_the_partition(tmp_path):
+    bus, asking, holding, index = await _asking_and_holding(tmp_path)
     write = WriteState("g", T, 0, 1, 3, 5, EVERY_STATE_BATCH, 2)
     assert (await asking.write(write)).error is ErrorCode.none
     state = (await asking.read("g", T, 0, 3)).state
@@ -185,12 +192,7 @@ async def test_a_state_too_long_for_a_notification_goes_through_a_row_both_ways(
     """A share partition with many thousand state batches of alternating states: its write (the question) and its
     read (the answer) do not fit a notification (some 7.9 kB after zlib); each body goes through a
     kc_share_state_bodies row the notification names, taken (deleted) by the one node it is for."""
-    bus, topic, owners = Bus(), Topic(), {}
-    asking, holding = _node(bus, 1, owners, topic), _node(bus, 2, owners, topic)
-    index = holding.local.index_of("g", T, 0)
-    await holding.local.take(index, _log(tmp_path, index))
-    owners[index] = 2
-    assert (await asking.initialize("g", T, 0, 1, 0)).error is ErrorCode.none
+    bus, asking, holding, index = await _asking_and_holding(tmp_path)
     rng, first, made = random.Random(7), 0, []
     for _ in range(6000):  # irregular gaps, lengths and counts: zlib cannot make them fit
         first += rng.randrange(1, 1000)
