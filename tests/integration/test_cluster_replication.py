@@ -78,6 +78,7 @@ def test_a_factor_above_the_live_nodes_is_refused_and_a_dead_node_leaves_the_rep
     cluster = ClusterNodes(pg_url, tmp_path)
     try:
         cluster.start_all(3)
+        cluster.settled(NODES)  # the node answering may not have seen the third yet: it would count two
         bootstrap = cluster.bootstrap()
         assert refused(lambda: create(bootstrap, "rf4", 2, 4)) == (
             "INVALID_REPLICATION_FACTOR", "Unable to replicate the partition 4 time(s): The target replication "
