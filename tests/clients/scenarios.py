@@ -40,7 +40,14 @@ def assert_exactly_once(members: list[ClientProcess], sent: dict[int, list[str]]
     seen = Counter((r["partition"], r["offset"], r["value"]) for m in members for r in m.records)
     want = Counter((p, first_offset + i, v) for p, values in sent.items() for i, v in enumerate(values))
     dupes = {k: n for k, n in seen.items() if n > 1}
-    assert not dupes, f"consumed more than once: {sorted(dupes)[:10]}"
+    if dupes:
+        first = sorted(dupes)[:10]
+        by = {k: [m.name for m in members for r in m.records if (r["partition"], r["offset"], r["value"]) == k]
+              for k in first}
+        positions = {m.name: [line for line in m.stderr if "offset for partition" in line] for m in members}
+        raise AssertionError(f"consumed more than once ({len(dupes)} records), the first by: {by}\n"
+                             f"positions the clients logged: {positions}\n"
+                             + "\n".join(m.describe(events=40) for m in members))
     assert seen == want, (f"missing {sorted(want - seen)[:10]}, unexpected {sorted(seen - want)[:10]}\n"
                           + "\n".join(m.describe() for m in members))
 
