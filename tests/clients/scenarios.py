@@ -44,7 +44,8 @@ def assert_exactly_once(members: list[ClientProcess], sent: dict[int, list[str]]
         first = sorted(dupes)[:10]
         by = {k: [m.name for m in members for r in m.records if (r["partition"], r["offset"], r["value"]) == k]
               for k in first}
-        positions = {m.name: [line for line in m.stderr if "offset for partition" in line or "positioned" in line] for m in members}
+        positions = {m.name: [line for line in m.stderr if "offset for partition" in line or "positioned" in line]
+                     for m in members}
         raise AssertionError(f"consumed more than once ({len(dupes)} records), the first by: {by}\n"
                              f"positions the clients logged: {positions}\n"
                              + "\n".join(m.describe(events=40) for m in members))
