@@ -2,11 +2,10 @@
 
 ``<dir>/<topic>-<partition>/<20-digit base offset>.log`` (+ ``.index``, ``.timeindex``).
 
-Appends are synchronous bookkeeping (offsets and file positions are assigned at
-once) plus a future that resolves when the bytes are durable. All appends made in
-one event-loop turn are written with one write and covered by one fsync, run in a
-worker thread (see ``flush.py``); appends arriving while that fsync runs form the
-next group. Readers see data up to the high watermark (= durable end).
+Appends are synchronous bookkeeping (offsets and file positions are assigned at once) plus a future that resolves when
+the bytes are durable. All appends made in one event-loop turn are written with one write and covered by one fsync,
+run in a worker thread (see ``flush.py``; with flush policy none and nothing to fsync, on the loop); appends arriving
+while that fsync runs form the next group. Readers see data up to the high watermark (= durable end).
 
 Flush policies:
 
@@ -15,18 +14,16 @@ Flush policies:
 * ``none``: the flush writes to the OS (surviving a process crash) and resolves; an
   fsync runs at most every ``flush_interval_ms`` (and on roll and close).
 
-After a write/fsync failure the log fails every waiting future with StorageError and
-refuses appends until it has cut itself back to the end of its last successful flush
-(log_repair.py: bytes whose write or fsync failed are of unknown state, never trusted).
-Segments are fsync'ed with their indexes when rolled.
+After a write/fsync failure the log fails every waiting future with StorageError and refuses appends until it has cut
+itself back to the end of its last successful flush (log_repair.py: bytes whose write or fsync failed are of unknown
+state, never trusted). Segments are fsync'ed with their indexes when rolled.
 
-Running out of file descriptors (or memory for a new file) is not such a failure: a
-roll opens every file it needs (new .log, the old segment's index files, the
-directory) before it changes anything, so an EMFILE fails only the append that needed
-the roll, with a retriable StorageError, and the next append tries again; the flush
-job itself opens nothing. The log holds at most one fd, its active segment's .log, and
-gives it back while idle when many logs are open (``handles.IDLE_WRITERS``); rolled
-segments are read through fds borrowed from ``handles.HANDLES`` (see log_files.py).
+Running out of file descriptors (or memory for a new file) is not such a failure: a roll opens every file it needs
+(new .log, the old segment's index files, the directory) before it changes anything, so an EMFILE fails only the
+append that needed the roll, with a retriable StorageError, and the next append tries again; the flush job itself
+opens nothing. The log holds at most one fd, its active segment's .log, and gives it back while idle when many logs
+are open (``handles.IDLE_WRITERS``); rolled segments are read through fds borrowed from ``handles.HANDLES`` (see
+log_files.py).
 """
 
 from __future__ import annotations
@@ -194,13 +191,13 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Ti
 
     # ------------------------------------------------------------------ appends
     def append(self, data: bytes | bytearray | memoryview, *,
-               partition_leader_epoch: int | None = None) -> AppendResult:
+               partition_leader_epoch: int | None = None, flush_now: bool = False) -> AppendResult:
         """Append one or more v2 batches, assigning offsets from the log end offset.
 
-        The batches are checked (length, magic, CRC) before anything changes: bad
-        input raises a RecordError and leaves the log untouched. Must be called on
-        the event loop thread.
-        """
+        The batches are checked (length, magic, CRC) before anything changes: bad input raises a RecordError and
+        leaves the log untouched. On the event loop thread. The flush starts on the next loop turn, so that the
+        turn's appends share it, or at once with `flush_now` (a caller that gathered its turn's appends itself: the
+        offsets log; with flush policy none and nothing to fsync the result is then durable on return)."""
         self._check_writable()
         loop = asyncio.get_running_loop()
         buf = bytearray(data)
@@ -233,7 +230,10 @@ class PartitionLog(LogStartMixin, CompactionMixin, ReplicaMixin, RepairMixin, Ti
         fut = loop.create_future()
         self._pending_futures.append(fut)
         if self._flush_handle is None and self._inflight is None:
-            self._flush_handle = loop.call_soon(self._start_flush)
+            if flush_now:
+                self._start_flush()
+            else:
+                self._flush_handle = loop.call_soon(self._start_flush)
         return AppendResult(first, self._leo - 1, fut)
 
     def append_records(self, records: Iterable, **batch_args) -> AppendResult:

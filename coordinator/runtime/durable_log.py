@@ -133,15 +133,21 @@ class DurableLog:
             members, data = _encode_writes(writes, now, self.max_batch_bytes)
             if not members:
                 continue
+            started = time.perf_counter()
             try:
-                result = plog.append(data)
+                result = plog.append(data, flush_now=True)  # this turn's writes of the partition are all here
             except Exception as exc:
                 for pending in members:
                     pending.resolve(exc)
                 continue
             self.appends += 1
-            result.durable.add_done_callback(partial(self._durable, time.perf_counter()))
-            result.durable.add_done_callback(partial(_resolve_all, members))
+            durable = result.durable
+            if durable.done():  # written on return (flush policy none): settled now, not on a later loop turn
+                self._durable(started, durable)
+                _resolve_all(members, durable)
+                continue
+            durable.add_done_callback(partial(self._durable, started))
+            durable.add_done_callback(partial(_resolve_all, members))
 
     def _durable(self, started: float, _durable: asyncio.Future[None]) -> None:
         self.flush_seconds.observe(time.perf_counter() - started)

@@ -154,9 +154,10 @@ class PgPartitionLog:
 
     # ------------------------------------------------------------------ appends
     def append(self, data: bytes | bytearray | memoryview, *,
-               partition_leader_epoch: int | None = None) -> AppendResult:
+               partition_leader_epoch: int | None = None, flush_now: bool = False) -> AppendResult:
         """Append one or more v2 batches at the log end offset; ``durable`` resolves after COMMIT.
-        Bad input raises a RecordError and changes nothing; a failed log raises its error."""
+        Bad input raises a RecordError and changes nothing; a failed log raises its error. (`flush_now`: the
+        local log's; the COMMIT is always batched by the writer.)"""
         self._check_writable()
         buf = bytearray(data)
         metas = batch_format.scan_for_append(buf, self._replica.segment_bytes)

@@ -32,7 +32,7 @@ async def test_writes_of_one_turn_share_one_append_and_never_span_batches(tmp_pa
     appends = []
     plog = durable.logs[0]
     real_append = plog.append
-    monkeypatch.setattr(plog, "append", lambda data: appends.append(data) or real_append(data))
+    monkeypatch.setattr(plog, "append", lambda data, **kw: appends.append(data) or real_append(data, **kw))
     writes = [PendingWrite(commits("g", 0, n)) for n in (4, 4, 4, 12, 1)]
     for write in writes:
         durable.append(0, write)
@@ -42,6 +42,29 @@ async def test_writes_of_one_turn_share_one_append_and_never_span_batches(tmp_pa
     assert len(appends) == 1
     # 4+4 fit in 10; the third would overflow it; 12 alone exceeds it but is one write; 1 follows
     assert [len(b) for b in batches_of(durable, 0)] == [8, 4, 12, 1]
+    await durable.close()
+
+
+@pytest.mark.parametrize("policy, turns", [("none", 1), ("fsync", None)])
+async def test_with_flush_policy_none_a_turns_writes_are_settled_on_the_turn_they_are_appended(tmp_path, policy,
+                                                                                                  turns):
+    """Flush policy none: the turn after the writes, their append, its write to the file and their settling happen
+    together (one loop turn, not three: a commit answered one at a time waited for each). With fsync they wait for
+    the worker thread's fsync as before."""
+    durable = DurableLog(str(tmp_path), flush_policy=policy)
+    durable.open_partition(0)
+    writes = [PendingWrite(commits("g", 0, 3)), PendingWrite(commits("h", 0, 2))]
+    for write in writes:
+        durable.append(0, write)
+    await asyncio.sleep(0)  # the turn that appends what was queued
+    if turns == 1:
+        assert all(w.done() and w.exception() is None for w in writes)
+        assert durable.logs[0].high_watermark == 5
+    else:
+        assert not any(w.done() for w in writes)
+        for write in writes:
+            await write
+    assert [len(b) for b in batches_of(durable, 0)] == [5]
     await durable.close()
 
 
