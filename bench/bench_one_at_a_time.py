@@ -3,13 +3,13 @@ any Python server on uvloop and against the peer.
 
     .venv/bin/python -m bench.bench_one_at_a_time [--servers floor,ours,noida-db] [--seconds 4] [--reps 2]
 
-Each server runs pinned to core 0 (bench/lib/peers.py); the client, a blocking socket with TCP_NODELAY, is pinned to
+Each server runs pinned to core 0 (bench/lib/peers.py); the client, a blocking WireClient (TCP_NODELAY), is pinned to
 core 1 and sends the next frame only once the whole answer is read. `floor` is a uvloop Protocol that answers every
 frame with 10 fixed bytes without parsing it: the least a Python server on uvloop spends per round trip (the wake-up,
 the read, the write), so no Python server beats its rate. Workloads: Heartbeat v3 of a 100-member group, and
 OffsetCommit v7 of 1 topic x 10 partitions (ours with offsets.log.flush.policy=none, like for like with the peer, as
 `ours+nosync`). Printed per server and workload: requests/s and the server's CPU µs per request (user+sys of its
-process over the timed run), the median of the interleaved repetitions (A B C A B C). Writes no docs.
+processes over the timed run), the median of the interleaved repetitions (A B C A B C). Writes no docs.
 """
 
 from __future__ import annotations
@@ -19,18 +19,16 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
-import socket
 import statistics
-import struct
 import time
 from collections.abc import Iterator
 
 from bench.lib.commits import PARTITIONS, TOPIC, commit_check, commit_frames
 from bench.lib.compare import wire_port
 from bench.lib.members import heartbeat_check, heartbeat_group
-from bench.lib.peers import start_server
+from bench.lib.peers import Endpoint, start_server
+from bench.lib.wire import WireClient
 
-_SIZE = struct.Struct(">i")
 FLOOR = "floor"
 
 
@@ -54,72 +52,43 @@ def _floor_server(port_out: multiprocessing.SimpleQueue) -> None:  # type: ignor
 
 
 @contextlib.contextmanager
-def floor() -> Iterator[tuple[int, int]]:
-    """(port, pid) of the floor server, stopped afterwards."""
+def floor() -> Iterator[Endpoint]:
+    """The floor server's Endpoint (its CPU read as the peers' are), stopped afterwards."""
     ports: multiprocessing.SimpleQueue = multiprocessing.SimpleQueue()  # type: ignore[type-arg]
     process = multiprocessing.Process(target=_floor_server, args=(ports,), daemon=True)
     process.start()
     try:
         assert process.pid is not None
-        yield ports.get(), process.pid
+        port = ports.get()
+        yield Endpoint(FLOOR, "127.0.0.1", port, port, [process.pid])
     finally:
         process.kill()
         process.join()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of process `pid` (all its threads)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def round_trips(port: int, frames: list[bytes], seconds: float, pid: int) -> tuple[float, float]:
+def round_trips(endpoint: Endpoint, port: int, frames: list[bytes], seconds: float) -> tuple[float, float]:
     """(requests/s, server CPU µs per request) of `seconds` of one-at-a-time round trips, after a warm-up."""
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with WireClient(endpoint.host, port) as client:
+        client.sock.settimeout(None)  # plain blocking reads: a timeout polls before every recv, on the client's clock
 
         def one(frame: bytes) -> bytes:
-            sock.sendall(frame)
-            head = b""
-            while len(head) < 4:
-                head += sock.recv(4 - len(head))
-            body = b""
-            size = _SIZE.unpack(head)[0]
-            while len(body) < size:
-                body += sock.recv(size - len(body))
-            return body
+            client.send_raw(frame)
+            return client.read_frame()
 
         for frame in frames[:100]:
             one(frame)
-        cpu, started, n = cpu_seconds(pid), time.perf_counter(), 0
+        cpu, started, n = endpoint.cpu_seconds(), time.perf_counter(), 0
         while time.perf_counter() - started < seconds:
             one(frames[n % len(frames)])
             n += 1
         elapsed = time.perf_counter() - started
-        return n / elapsed, (cpu_seconds(pid) - cpu) / n * 1e6
-
-
-def server_pid(port: int) -> int:
-    """The process listening on `port` (the server itself, not a launcher)."""
-    inode = None
-    with open("/proc/net/tcp") as table:
-        for line in table.readlines()[1:]:
-            fields = line.split()
-            if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # LISTEN
-                inode = fields[9]
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
-                    return int(pid)
-    raise RuntimeError(f"no process listens on port {port}")
+        return n / elapsed, (endpoint.cpu_seconds() - cpu) / n * 1e6
 
 
 def measure(name: str, workload: str, seconds: float) -> tuple[float, float]:
     if name == FLOOR:
-        with floor() as (port, pid):
-            return round_trips(port, [b"\x00\x00\x00\x10" + bytes(16)], seconds, pid)
+        with floor() as endpoint:
+            return round_trips(endpoint, endpoint.port, [b"\x00\x00\x00\x10" + bytes(16)], seconds)
     server = name if workload == "heartbeat" or not name.startswith("ours") else f"{name}+nosync"
     with start_server(server, cpu=0, topics={TOPIC: PARTITIONS}) as endpoint:
         port = wire_port(endpoint)
@@ -128,11 +97,10 @@ def measure(name: str, workload: str, seconds: float) -> tuple[float, float]:
             check = heartbeat_check
         else:
             frames, check = commit_frames(0), commit_check
-        with socket.create_connection(("127.0.0.1", port)) as sock:  # the first answer must be a success
-            sock.sendall(frames[0])
-            answer = sock.recv(1 << 16)
-            check(answer[4:])
-        return round_trips(port, frames, seconds, server_pid(port))
+        with WireClient(endpoint.host, port) as client:  # the first answer must be a success
+            client.send_raw(frames[0])
+            check(client.read_frame())
+        return round_trips(endpoint, port, frames, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
