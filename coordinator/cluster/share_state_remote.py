@@ -8,7 +8,7 @@ As Kafka's persister does, a request that finds no coordinator (the topic being 
 owner or moving, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, no answer within `answer_timeout_s`) is tried
 again after `backoff_s`, until `deadline_s`; then COORDINATOR_NOT_AVAILABLE. The node holding the partition
 answers the questions it hears for it (`notified`), whatever node asked; a question or answer too long for a
-notification goes through a kc_share_state_bodies row, which the notification names (`calls.store_body`,
+notification goes through a kc_share_state_bodies row, which the notification names (`calls.payload_of`,
 `calls.take_body`).
 """
 
@@ -124,12 +124,8 @@ class ClusterShareState:
     async def _ask(self, index: int, body: bytes) -> Answer:
         request_id, answered = self._calls.ask()
         try:
-            payload = calls.question(calls.Question(self.node_id, request_id, index, body))
-            if payload is None:  # too long for a notification: the body goes through a row
-                stored = await calls.store_body(self.pool, body)
-                payload = calls.question(calls.Question(self.node_id, request_id, index, b"", stored))
-                assert payload is not None
-            await calls.notify(self.pool, payload)
+            asked = calls.Question(self.node_id, request_id, index, body)
+            await calls.notify(self.pool, await calls.payload_of(self.pool, asked))
             async with asyncio.timeout(self.answer_timeout_s):
                 return await answered
         except (TimeoutError, StorageError) as exc:
@@ -180,13 +176,8 @@ class ClusterShareState:
             except ValueError as exc:
                 log.warning("cluster.share_state.bad_request", node=question.node_id, error=str(exc))
                 answer = Answer(ErrorCode.invalid_request, str(exc))
-            encoded = codec.encode_answer(answer)
-            payload = calls.answer(calls.Answer(question.node_id, question.request_id, encoded))
-            if payload is None:  # too long for a notification: through a row
-                stored = await calls.store_body(self.pool, encoded)
-                payload = calls.answer(calls.Answer(question.node_id, question.request_id, b"", stored))
-                assert payload is not None
-            await calls.notify(self.pool, payload)
+            reply = calls.Answer(question.node_id, question.request_id, codec.encode_answer(answer))
+            await calls.notify(self.pool, await calls.payload_of(self.pool, reply))
         except StorageError as exc:  # the asking node times out and tries again
             log.info("cluster.share_state.answer_failed", error=repr(exc))
 

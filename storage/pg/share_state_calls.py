@@ -95,6 +95,20 @@ def _unpack(text: str) -> bytes:
     return zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
 
 
+async def payload_of(executor: Executor, message: Question | Answer) -> str:
+    """The notification payload of `message`, its body stored in a kc_share_state_bodies row first when it is too
+    long for one (StoreUnavailableError when PostgreSQL is unavailable)."""
+    payload = _payload(message)
+    if payload is None:
+        payload = _payload(message._replace(body=b"", stored=await store_body(executor, message.body)))
+        assert payload is not None  # a row id always fits
+    return payload
+
+
+def _payload(message: Question | Answer) -> str | None:
+    return question(message) if isinstance(message, Question) else answer(message)
+
+
 async def notify(executor: Executor, payload: str) -> None:
     """NOTIFY kc_share_state (StoreUnavailableError when PostgreSQL is)."""
     with unavailable_as_store_error("ask or answer a share-group state request"):
