@@ -1,9 +1,11 @@
 """Desired vs actual ownership: which partitions this node takes, hands over and has lost.
 
 `plan` is the pure decision (rows + live nodes + this node + what it holds -> a `Plan`); `Reconciler` carries a
-plan out through the ownership SQL (storage/pg/ownership.py) and the node's `OwnershipHooks`, a few takes at a
-time in background tasks so that the membership loop never waits for a partition to load. A partition whose take
-or give-up is under way is left out of later plans until that finishes.
+plan out through the ownership SQL (storage/pg/ownership.py) and the node's `OwnershipHooks` in background tasks,
+so that the membership loop never waits for a partition to load: the rows of every partition a plan takes are
+acquired in one statement (a node taking over a dead one's share commits once, not once per partition: under load
+each commit cost 0.2-0.5 s), then loaded a few at a time. A partition whose take or give-up is under way is left
+out of later plans until that finishes.
 """
 
 from __future__ import annotations
@@ -117,13 +119,14 @@ class OwnershipStore:
     """The ownership SQL the reconciler needs, bound to a pool (storage.pg.ownership by default; tests may
     pass their own functions)."""
 
-    acquire: Callable[[Any, int, list[int]], Awaitable[int | None]]
+    acquire: Callable[[list[Key], list[int]], Awaitable[dict[Key, int]]]
+    """(keys, live node ids) -> the new epoch of each key taken (the refused ones left out)."""
     release: Callable[[Any, int, int], Awaitable[bool]]
 
     @classmethod
     def over(cls, pool: Any, me: int) -> OwnershipStore:
-        async def acquire(topic_id: Any, partition: int, live_node_ids: list[int]) -> int | None:
-            return await ownership.acquire(pool, topic_id, partition, me, live_node_ids)
+        async def acquire(keys: list[Key], live_node_ids: list[int]) -> dict[Key, int]:
+            return await ownership.acquire_many(pool, keys, me, live_node_ids)
 
         async def release(topic_id: Any, partition: int, epoch: int) -> bool:
             return await ownership.release(pool, topic_id, partition, me, epoch)
@@ -169,8 +172,11 @@ class Reconciler:
             self._lose(key)
         for key, epoch, held in decided.release:
             self._start(key, self._release(key, epoch, held))
-        for key in decided.acquire:
-            self._start(key, self._acquire(key, live, self._generation))
+        if decided.acquire:
+            generation = self._generation
+            acquired = asyncio.ensure_future(self._acquire(decided.acquire, live, generation))
+            for key in decided.acquire:
+                self._start(key, self._take(key, acquired, generation))
         return decided
 
     def lose_all(self) -> None:
@@ -213,14 +219,24 @@ class Reconciler:
         self._finished_at[key] = self._finishes
         self.changed()
 
-    async def _acquire(self, key: Key, live: list[int], generation: int) -> None:
+    async def _acquire(self, keys: list[Key], live: list[int], generation: int) -> dict[Key, int]:
+        """The rows of `keys`, in one statement; {} when it failed (the next reconcile tries again)."""
+        if generation != self._generation:
+            return {}
+        try:
+            return await self.store.acquire(keys, live)
+        except Exception:
+            log.exception("cluster.acquire_failed", partitions=len(keys), action="the next reconcile tries again")
+            return {}
+
+    async def _take(self, key: Key, acquired: asyncio.Future[dict[Key, int]], generation: int) -> None:
+        epoch = (await asyncio.shield(acquired)).get(key)  # shielded: one take cancelled leaves the others theirs
+        if epoch is None:
+            return
         async with self._takes:
             if generation != self._generation:
-                return
+                return  # the row is ours but not held: the next plan takes it again, or releases it
             try:
-                epoch = await self.store.acquire(key[0], key[1], live)
-                if epoch is None:
-                    return
                 await self.hooks.take(key[0], key[1], epoch)
             except Exception:
                 log.exception("cluster.take_failed", topic_id=str(key[0]), partition=key[1],

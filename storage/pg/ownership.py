@@ -51,27 +51,43 @@ async def partitions(executor: Executor, topic_id: uuid.UUID | None = None) -> l
 async def acquire(
     executor: Executor, topic_id: uuid.UUID, partition: int, node_id: int, live_node_ids: Collection[int]
 ) -> int | None:
-    """Make `node_id` the owner with epoch + 1; returns the new epoch, or None when refused.
+    """Make `node_id` the owner with epoch + 1; returns the new epoch, or None when refused (`acquire_many`)."""
+    return (await acquire_many(executor, [(topic_id, partition)], node_id, live_node_ids)).get((topic_id, partition))
 
-    Refused unless our own lease is live and the current owner is NULL, ourselves (re-taking after a
-    lost lease or a restart: the new epoch fences the previous incarnation) or dead - dead both by
-    PostgreSQL's clock and in `live_node_ids`, the caller's view. Two nodes racing: one wins (the
-    loser's UPDATE waits on the row and re-checks it against the winner's row).
+
+async def acquire_many(
+    executor: Executor, keys: Collection[tuple[uuid.UUID, int]], node_id: int, live_node_ids: Collection[int]
+) -> dict[tuple[uuid.UUID, int], int]:
+    """Make `node_id` the owner of each (topic id, partition) in `keys` with epoch + 1, in one statement (one
+    commit, one notification: a node taking over a dead one's partitions pays for one, not one each); returns the
+    new epoch of each partition taken. One is refused (left out) unless our own lease is live and its current
+    owner is NULL, ourselves (re-taking after a lost lease or a restart: the new epoch fences the previous
+    incarnation) or dead -- dead both by PostgreSQL's clock and in `live_node_ids`, the caller's view. The rows
+    are locked in (topic id, partition) order first, so two nodes taking overlapping sets cannot deadlock; one
+    racing for a row waits for the winner and re-checks the winner's row (and loses it).
     """
-    row = await executor.fetchrow(
-        f"""WITH taken AS (
+    if not keys:
+        return {}
+    topic_ids, partitions_ = zip(*keys, strict=True)
+    rows = await executor.fetch(
+        f"""WITH wanted AS (
+                SELECT p.topic_id, p.partition FROM kc_partitions p
+                JOIN unnest($1::uuid[], $2::int[]) AS k(topic_id, partition) USING (topic_id, partition)
+                ORDER BY p.topic_id, p.partition FOR UPDATE OF p),
+            taken AS (
                 UPDATE kc_partitions AS p SET owner = $3, epoch = p.epoch + 1
-                WHERE p.topic_id = $1 AND p.partition = $2
+                FROM wanted w
+                WHERE p.topic_id = w.topic_id AND p.partition = w.partition
                   AND EXISTS (SELECT 1 FROM kc_nodes WHERE node_id = $3 AND expires_at > clock_timestamp())
                   AND (p.owner IS NULL OR p.owner = $3
                        OR (NOT p.owner = ANY($4::int[])
                            AND NOT EXISTS (SELECT 1 FROM kc_nodes n
                                            WHERE n.node_id = p.owner AND n.expires_at > clock_timestamp())))
-                RETURNING p.epoch)
-            SELECT epoch, pg_notify('{CHANNEL}', 'partitions') FROM taken""",
-        topic_id, partition, node_id, list(live_node_ids),
+                RETURNING p.topic_id, p.partition, p.epoch)
+            SELECT topic_id, partition, epoch, pg_notify('{CHANNEL}', 'partitions') FROM taken""",
+        list(topic_ids), list(partitions_), node_id, list(live_node_ids),
     )  # fmt: skip
-    return None if row is None else row["epoch"]
+    return {(row["topic_id"], row["partition"]): row["epoch"] for row in rows}
 
 
 async def release(executor: Executor, topic_id: uuid.UUID, partition: int, node_id: int, epoch: int) -> bool:

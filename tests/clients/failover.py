@@ -4,10 +4,13 @@ Shared by the integration test on local processes (tests/integration/test_cluste
 suite on containers (tests/clients/test_compose_cluster.py): `cluster` is anything with `owners()`, `running()`,
 `bootstrap(*node_ids)`, `kill(node_id)` and `session_seconds` (tests/support/cluster.py).
 
-Checked: every partition the killed node owned has a live owner within TAKEOVER_SECONDS (its session lock ends
-its lease at once: docs/CLUSTER.md "Sessions"); each group continues on the other nodes within
-broker.session.timeout.ms + 3 s, no produced message is skipped (each group consumes every one at least once), and
-no acknowledged commit is lost (what each group reads back is at least every commit its members saw acknowledged).
+Checked: every partition the killed node owned has a live owner within TAKEOVER_SECONDS of the kill's confirmation
+(its session lock ends its lease at once: docs/CLUSTER.md "Sessions"; the kill is confirmed once the signal was sent
+-- the process is dead from then on --, and what came before it is the harness's: the compose suite asks `./dev` for
+it through a file that is polled, and `podman kill` took 0.3-1.9 s on a loaded machine); each group continues on the
+other nodes within broker.session.timeout.ms + 3 s, no produced message is skipped (each group consumes every one at
+least once), and no acknowledged commit is lost (what each group reads back is at least every commit its members saw
+acknowledged).
 
 Where the killed node's address drops every packet (a killed container: `connect_hang_seconds`), a client may
 spend its own connection-setup timeout on it before any answer of ours can redirect it: kafka-python sends
@@ -32,7 +35,7 @@ from tests.clients.scenarios import stop_all, wait_stable
 from tests.support.cluster import wait_until
 
 SLACK_SECONDS = 3.0  # the bound: groups continue within broker.session.timeout.ms + 3 s
-TAKEOVER_SECONDS = 3.0  # the killed node's partitions all have a live owner (its session ended with it)
+TAKEOVER_SECONDS = 3.0  # from the confirmed kill, the killed node's partitions all have a live owner
 KAFKA_PYTHON_CONNECT_HANG_SECONDS = 12.0  # kafka-python's socket_connection_setup_timeout_ms 10 s, +20% jitter
 
 
@@ -107,7 +110,8 @@ class Failover:
             self.cluster.owners()[key][0] in survivors for key in owned), timeline)
         producer.join(90)
         assert not producer.is_alive() and len(round_two) == self.partitions, "round 2 was not delivered"
-        assert timeline.get("taken over", math.inf) <= TAKEOVER_SECONDS, f"node {victim} taken over late: {timeline}"
+        took = timeline.get("taken over", math.inf) - timeline["kill confirmed"]
+        assert took <= TAKEOVER_SECONDS, f"node {victim} taken over {took:.2f} s after its kill: {timeline}"
         bound = max(self.cluster.session_seconds, self.connect_hang_seconds) + SLACK_SECONDS
         if set(continued) != set(self.groups) or max(continued.values()) > bound:
             stuck = [m.describe(events=30, lines=60) for name, members in self.groups.items()

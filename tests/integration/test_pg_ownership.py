@@ -118,6 +118,34 @@ async def test_many_nodes_racing_for_one_partition_one_wins(pool):
     assert (await ownership.partitions(pool, TOPIC))[1] == PartitionRow(TOPIC, 1, winner, 1, 0)
 
 
+async def test_acquire_many_takes_what_it_may_in_one_statement_and_leaves_out_the_rest(pool):
+    for node_id in (1, 2, 3):
+        await leases.register(pool, node_id, [], None, LIVE_MS)
+    assert await ownership.acquire(pool, TOPIC, 1, 2, [1, 2, 3]) == 1  # a live node's
+    assert await ownership.acquire(pool, TOPIC, 2, 3, [1, 2, 3]) == 1  # a node about to die
+    await expire(pool, 3)
+    keys = [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2), (OTHER, 0)]  # free, live other's, dead one's, no such row
+    assert await ownership.acquire_many(pool, keys, 1, [1, 2]) == {(TOPIC, 0): 1, (TOPIC, 2): 2}
+    assert [(row.owner, row.epoch) for row in await ownership.partitions(pool, TOPIC)] == [(1, 1), (2, 1), (1, 2)]
+    assert await ownership.acquire_many(pool, [], 1, [1, 2]) == {}
+
+
+async def test_acquire_many_racing_over_overlapping_rows_in_opposite_orders_gives_each_row_one_owner(pool):
+    await ownership.ensure_partitions(pool, TOPIC, 40)
+    for node_id in (1, 2):
+        await leases.register(pool, node_id, [], None, LIVE_MS)
+    keys = [(TOPIC, p) for p in range(40)]
+    async with pool.acquire() as first, pool.acquire() as second:
+        for connection in (first, second):  # a plan that visits the rows in the order asked for: nested loops
+            await connection.execute("SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off")
+        for _ in range(5):  # PostgreSQL would report a deadlock as an error here
+            won = await asyncio.gather(ownership.acquire_many(first, keys, 1, [1, 2]),
+                                       ownership.acquire_many(second, keys[::-1], 2, [1, 2]))
+            assert sorted([*won[0], *won[1]]) == keys  # every row to exactly one of them
+            await pool.execute("UPDATE kc_partitions SET owner = NULL")
+        await first.execute("RESET ALL"), await second.execute("RESET ALL")
+
+
 async def test_changes_notify_partitions(pool, pg_url):
     listener = await asyncpg.connect(pg_url)
     payloads: asyncio.Queue[str] = asyncio.Queue()
@@ -129,8 +157,10 @@ async def test_changes_notify_partitions(pool, pg_url):
         assert await ownership.acquire(pool, OTHER, 0, 1, [1]) == 1
         assert await ownership.release(pool, OTHER, 0, 1, 1)
         assert await ownership.acquire(pool, OTHER, 0, 99, [1]) is None  # refused: no notification
+        await ownership.ensure_partitions(pool, OTHER, 3)
+        assert len(await ownership.acquire_many(pool, [(OTHER, 1), (OTHER, 2)], 1, [1])) == 2  # one notification
         await ownership.ensure_partitions(pool, OTHER, 1)  # nothing new: no notification
         await leases.deregister(pool, 1, (await leases.live_nodes(pool))[0].incarnation)
-        assert [await asyncio.wait_for(payloads.get(), 10) for _ in range(4)] == ["partitions"] * 3 + ["nodes"]
+        assert [await asyncio.wait_for(payloads.get(), 10) for _ in range(6)] == ["partitions"] * 5 + ["nodes"]
     finally:
         await listener.close()
