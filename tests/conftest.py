@@ -1,5 +1,6 @@
 """Shared fixtures: `server` starts the real server process on an ephemeral port; `postgres_server`
-(one throwaway PostgreSQL per session) and `pg_url` (a fresh database per test) from tests/support/postgres.py."""
+(one throwaway PostgreSQL per session) and `pg_url` (a fresh database per test) from tests/support/postgres.py;
+`spark` (one SparkSession per session) from tests/support/spark_session.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from hypothesis import settings
 from tests.support.examples import QUICK, QUICK_DEFAULT
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401 (fixtures registered for every test)
 from tests.support.server_process import ServerProcess, start_server
+from tests.support.spark_session import spark  # noqa: F401 (one SparkSession per worker, for every Spark module)
 
 SERIAL_MODULES = ("test_hostile_", "test_bench_fleet")
 

@@ -12,21 +12,13 @@ import pytest
 
 from rules.placement import partition_for
 from spark_jobs.bulk_load import run
-from spark_jobs.common import JobError, spark_session
+from spark_jobs.common import JobError
 from storage.dump import iter_log_records
 from storage.records import GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
 from storage.snapshot import latest_snapshot, read_snapshot
 from tests.support.spark import commit, delete_group, delete_offset, group_meta, offsets_dir, replay, write_log
 
 SOURCE_PARTITIONS = 3
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-bulk-load", 2, {"spark.ui.enabled": "false",
-                                                                "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 def member(mid):

@@ -24,7 +24,6 @@ from coordinator.records.types import (
     ResolvedRegularExpression,
 )
 from spark_jobs.bulk_load import run as bulk_load
-from spark_jobs.common import spark_session
 from spark_jobs.expire import run as expire
 from storage.compaction import list_staging
 from storage.dump import iter_log_records
@@ -70,14 +69,6 @@ def build(path):
               rec(ConsumerGroupCurrentAssignmentRecord(G, "m2", None))]]
     filler = [[commit("filler", "f", 0, i, RECENT)] for i in range(25)]
     write_log(path, early + offsets + leave + [[rec(r) for r in FINAL]] + filler, segment_bytes=1200)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-consumer-groups", 2, {"spark.ui.enabled": "false",
-                                                                      "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import shutil
 import pytest
 
 from rules.consumer_protocol import decode_subscription, subscribed_topics
-from spark_jobs.common import spark_session
 from spark_jobs.expire import run
 from storage.batch import decode_records, iter_batches
 from storage.cleaner import clean_segment
@@ -20,14 +19,6 @@ from tests.support.spark import (
     offsets_dir,
     replay,
 )
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-expire", 2, {"spark.ui.enabled": "false",
-                                                             "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

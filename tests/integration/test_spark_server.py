@@ -37,7 +37,6 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from rules.placement import partition_for
-from spark_jobs.common import spark_session
 from storage.dump import iter_log_records
 from storage.snapshot import latest_snapshot, read_snapshot
 from tests.support.groups import assignment
@@ -54,14 +53,6 @@ BASE_SETTINGS = {"group.initial.rebalance.delay.ms": "500", "group.min.session.t
 SPARK_ENV = {"PYSPARK_PYTHON": sys.executable}
 #: Every topic the tests commit to (OffsetCommit to a topic the server does not host is refused, as Kafka does).
 TOPICS = {"orders": 4, "payments": 2, "audit-log": 1, "clicks": 3, "s": 3, "r": 3, "t": 4, "once": 1, "A": 1, "B": 2}
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-spark-server", 2, {"spark.ui.enabled": "false",
-                                                                   "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from coordinator.share.state_store import ShareStateStore, WriteState
-from spark_jobs.common import JobError, spark_session
+from spark_jobs.common import JobError
 from spark_jobs.share_state import kept_offsets, run
 from storage import share_state_records
 from storage.dump import iter_log_records
@@ -21,14 +21,6 @@ from storage.share_state_records import StateBatch
 from tests.support.spark import write_log
 
 T = uuid.UUID(int=9)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-share-state", 2, {"spark.ui.enabled": "false",
-                                                                "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 def build_log(path: str) -> ShareStateStore:

@@ -17,7 +17,6 @@ from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from spark_jobs.bulk_load import run as bulk_load
-from spark_jobs.common import spark_session
 from spark_jobs.expire import run
 from storage.pg import blobs, log_reads, staged_compaction
 from storage.pg.connect import open_pool
@@ -29,14 +28,6 @@ from tests.support.spark import offsets_dir, replay
 
 EPOCH = 3
 CHUNK = 700  # bytes of rows per chunk: several closed chunks and an active one
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-spark-store", 2, {"spark.ui.enabled": "false",
-                                                                "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 def seeded(tmp_path_factory, postgres_server):

@@ -11,15 +11,12 @@ import asyncio
 import os
 import shutil
 
-import pytest
-
 from coordinator.groups.settings import GroupSettings
 from coordinator.runtime.durable_log import DurableLog
 from coordinator.runtime.group_coordinator import GroupCoordinator
 from coordinator.runtime.loader import load_all
 from coordinator.runtime.timers import FakeScheduler
 from spark_jobs import bulk_load, expire
-from spark_jobs.common import spark_session
 from storage.batch import decode_records, iter_batches
 from storage.compaction import list_staging, validate_staging
 from storage.records import decode_key, read_offset_value
@@ -40,14 +37,6 @@ SEGMENTS = [
 ]
 COMMITTED = {0: 20, 1: 5, 3: 3, 5: 60}
 PENDING = [(400, 3, 55), (400, 4, 50)]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "test-spark-txn", 2, {"spark.ui.enabled": "false",
-                                                                "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 def make_log(root: str) -> str:
