@@ -24,6 +24,8 @@ import base64
 import zlib
 from typing import NamedTuple
 
+import structlog
+
 from storage.pg.connect import unavailable_as_store_error
 from storage.pg.notify import Executor
 
@@ -32,6 +34,8 @@ QUESTION, ANSWER = "q", "a"
 MAX_PAYLOAD_BYTES = 7900
 STORED = "@"  # a body field naming a kc_share_state_bodies row
 STORED_BODY_TTL = "5 minutes"
+
+log = structlog.get_logger(__name__)
 
 
 class Question(NamedTuple):
@@ -126,7 +130,14 @@ async def store_body(executor: Executor, body: bytes) -> int:
 
 
 async def take_body(executor: Executor, stored: int) -> bytes | None:
-    """The body of row `stored`, deleted as it is read; None when it is gone."""
+    """The body of row `stored`, deleted as it is read; None when it is gone, or does not decompress (written by
+    something else than a node: the question or answer is then lost, as a gone one, and asked again)."""
     with unavailable_as_store_error("take a share-group state request or answer"):
         data = await executor.fetchval("DELETE FROM kc_share_state_bodies WHERE id = $1 RETURNING body", stored)
-    return None if data is None else zlib.decompress(data)
+    if data is None:
+        return None
+    try:
+        return zlib.decompress(data)
+    except zlib.error as exc:
+        log.warning("storage.pg.share_state_body_corrupt", row=stored, error=str(exc), action="dropped")
+        return None

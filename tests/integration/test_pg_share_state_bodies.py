@@ -1,6 +1,6 @@
 """storage/pg/share_state_calls.py's rows for bodies too long for a notification, on a real PostgreSQL: stored
-compressed, taken once (the row goes as it is read), and rows nobody took deleted after STORED_BODY_TTL by the
-next store."""
+compressed, taken once (the row goes as it is read), rows nobody took deleted after STORED_BODY_TTL by the next
+store, and a row that does not decompress taken as a gone one."""
 
 from __future__ import annotations
 
@@ -28,5 +28,8 @@ async def test_a_stored_body_is_taken_once_and_old_rows_go(pg_url):
                            forgotten)
         kept = await calls.store_body(conn, b"next")
         assert await conn.fetch("SELECT id FROM kc_share_state_bodies ORDER BY id") == [(kept,)]
+        await conn.execute("UPDATE kc_share_state_bodies SET body = '\\x00ff'::bytea WHERE id = $1", kept)
+        assert await calls.take_body(conn, kept) is None  # not zlib: dropped as a gone one, no exception
+        assert await conn.fetch("SELECT id FROM kc_share_state_bodies") == []
     finally:
         await conn.close()
