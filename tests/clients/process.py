@@ -78,6 +78,11 @@ class ClientProcess:
         with self._changed:
             return [e for e in self.events if e["event"] == name]
 
+    def failures(self, restarts_expected: bool = False) -> list[dict]:
+        """Its `error` events, and its `restarting` ones (a crash the client recovers from by itself: kafkajs)
+        unless the test took the broker away on purpose."""
+        return self.of("error") + ([] if restarts_expected else self.of("restarting"))
+
     @property
     def assignment(self) -> set[tuple[str, int]]:
         """The member's current assignment, from its latest assigned/revoked event."""

@@ -129,7 +129,9 @@ def test_commits_survive_server_sigkill(client, ours):
             assert_exactly_once(everyone, both)
             ends2 = {p: ends[p] + len(v) for p, v in sent2.items()}
             wait_committed(running, topic, ends2)
-            stop_all(running)
+            # kafkajs restarts its consumer when its only broker is gone for a moment (KafkaJSNoBrokerAvailableError
+            # from its fetch loop, seen in CI): its own recovery from the kill, as against Kafka
+            stop_all(running, restarts_expected=True)
             assert_exactly_once(everyone, both)  # also across the rebalances of the shutdown
             assert committed_offsets(ours.bootstrap, group, topic, PARTITIONS) == ends2
     finally:
@@ -185,7 +187,7 @@ def _bounce_static(client: str, ours: RestartableServer, group: str, topic: str,
     replaced = len(ours.events("static member replaced without rebalance", group=group, instance=instance_id))
     if graceful:
         code = victim.stop()
-        assert code == 0 and not victim.of("error"), f"{victim.name} did not close cleanly\n{victim.describe()}"
+        assert code == 0 and not victim.failures(), f"{victim.name} did not close cleanly\n{victim.describe()}"
     else:
         victim.kill()
     back = run_consumer(client, ours.bootstrap, group, topic, instance_id=instance_id, extra=HEARTBEAT_1S[client],

@@ -103,7 +103,7 @@ def stop_cleanly(processor: ClientProcess) -> None:
     code = processor.stop(60)
     assert code == 0 and processor.of("closed"), f"{processor.name} did not close cleanly (exit {code})\n" + \
         processor.describe()
-    assert not processor.of("error"), f"{processor.name} reported errors\n{processor.describe()}"
+    assert not processor.failures(), f"{processor.name} reported errors\n{processor.describe()}"
 
 
 def aborts_and_exactly_once(client: str, bootstrap: str, names: dict[str, str], count: int = 90,
