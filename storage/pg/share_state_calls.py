@@ -131,7 +131,7 @@ async def store_body(executor: Executor, body: bytes) -> int:
 
 async def take_body(executor: Executor, stored: int) -> bytes | None:
     """The body of row `stored`, deleted as it is read; None when it is gone, or does not decompress (written by
-    something else than a node: the question or answer is then lost, as a gone one, and asked again)."""
+    something other than a node: the question or answer is then lost, as a gone one, and asked again)."""
     with unavailable_as_store_error("take a share-group state request or answer"):
         data = await executor.fetchval("DELETE FROM kc_share_state_bodies WHERE id = $1 RETURNING body", stored)
     if data is None:
